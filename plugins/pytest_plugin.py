@@ -1,0 +1,319 @@
+"""pytest front end: ``pytest --rs-publisher=module:factory`` runs one test per rule.
+
+Thin by design: it resolves options into a subject and settings, turns each ``TckTest`` of
+the core into a pytest item, and maps the engine's verdicts onto pytest outcomes. All rule
+logic lives in the core, which never imports pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rstck.engine import select
+from rstck.errors import SetupError
+from rstck.results import TestResult
+from rstck.results import document
+from rstck.rules import RULES
+from rstck.runner import run_test
+from rstck.settings import KNOBS
+from rstck.settings import Settings
+from rstck.settings import parse_value
+from rstck.subjects import PublisherSubject
+from rstck.subjects import load_publisher_subject
+from rstck.subjects import smoke_check
+from rstck.verifications import publisher
+from rstck.verifications._base import TckTest
+
+PUBLISHER_OPTION = "--rs-publisher"
+FAILED_PUBLISHER_OPTION = "--rs-failed-publisher"
+RULES_OPTION = "--rs-rules"
+SKIP_RULES_OPTION = "--rs-skip-rules"
+REPORT_JSON_OPTION = "--rs-report-json"
+
+#: Extra seconds pytest-timeout allows beyond the TCK's own limit: it is only the backstop.
+BACKSTOP_MARGIN_S = 30.0
+
+state_key = pytest.StashKey["RsTckState"]()
+result_key = pytest.StashKey[TestResult]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rs-tck", "Reactive Streams TCK")
+    group.addoption(
+        PUBLISHER_OPTION, dest="rs_publisher", metavar="MODULE:ATTR",
+        help="Publisher factory f(n) -> Publisher (or a PublisherSubject) to verify",
+    )
+    group.addoption(
+        FAILED_PUBLISHER_OPTION, dest="rs_failed_publisher", metavar="MODULE:ATTR",
+        help="Factory f() -> Publisher that signals on_subscribe then on_error",
+    )
+    group.addoption(
+        RULES_OPTION, dest="rs_rules", metavar="IDS",
+        help="Comma-separated rule ids to verify, e.g. 1.9,3.9 ('sanity' for the factory checks)",
+    )
+    group.addoption(
+        SKIP_RULES_OPTION, dest="rs_skip_rules", metavar="IDS",
+        help="Comma-separated rule ids not to verify",
+    )
+    group.addoption(
+        REPORT_JSON_OPTION, dest="rs_report_json", metavar="PATH",
+        help="Write the results (schema rs-tck-results/1) to PATH",
+    )
+    for knob in KNOBS:
+        if knob.kind == "bool":
+            group.addoption(knob.option, dest=knob.ini, action="store_true", default=None, help=knob.help)
+        else:
+            group.addoption(knob.option, dest=knob.ini, metavar="MS" if knob.kind == "ms" else "N",
+                            help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
+        parser.addini(knob.ini, knob.help, default=None)
+
+
+class RsTckState:
+    """Everything the plugin resolved at configure time, shared by items and reporters."""
+
+    def __init__(self, subject: PublisherSubject | None, settings: Settings, rules: list[str],
+                 skip_rules: list[str], report_json: Path | None) -> None:
+        self.subject = subject
+        self.settings = settings
+        self.rules = rules
+        self.skip_rules = skip_rules
+        self.report_json = report_json
+        self.results: list[TestResult] = []
+
+    # Registered as a plugin of its own, so each run (pytester's included) keeps its results.
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "rs_tck_result", None)
+        if data is not None:
+            self.results.append(TestResult.from_json(data))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.report_json is None or hasattr(session.config, "workerinput"):
+            return
+        data = document(self.results, subjects=self.subjects(), settings=self.settings.to_json())
+        tmp = self.report_json.with_name(self.report_json.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(self.report_json)
+
+    @property
+    def active(self) -> bool:
+        return self.subject is not None
+
+    def subjects(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if self.subject is not None:
+            out["publisher"] = self.subject.label
+            if self.subject.failed_factory is not None:
+                out["failed_publisher"] = getattr(
+                    self.subject.failed_factory, "__qualname__", repr(self.subject.failed_factory)
+                )
+        return out
+
+
+def resolve_settings(config: pytest.Config) -> Settings:
+    """Settings from command line > environment > ini > defaults, naming the source of a bad value."""
+    values: dict[str, Any] = {}
+    explicit = set()
+    for knob in KNOBS:
+        sources = [
+            (config.getoption(knob.ini), f"command line {knob.option}"),
+            (os.environ.get(knob.env), f"environment variable {knob.env}"),
+            (config.getini(knob.ini), f"ini setting {knob.ini}"),
+        ]
+        for raw, where in sources:
+            if raw is None or raw == "" or raw == []:
+                continue
+            if isinstance(raw, bool):
+                values[knob.name] = raw
+            else:
+                try:
+                    values[knob.name] = parse_value(knob, str(raw), where)
+                except ValueError as exc:
+                    raise pytest.UsageError(str(exc)) from None
+            explicit.add(knob.name)
+            break
+    try:
+        return Settings(**values, explicit=frozenset(explicit))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _rule_list(config: pytest.Config, dest: str, option: str) -> list[str]:
+    raw = config.getoption(dest)
+    if not raw:
+        return []
+    ids = [part.strip() for part in raw.split(",") if part.strip()]
+    unknown = [i for i in ids if i not in RULES and i != "sanity"]
+    if unknown:
+        raise pytest.UsageError(
+            f"{option}: unknown rule id(s) {', '.join(unknown)}; valid ids are 1.1-1.11, 2.1-2.13, "
+            "3.1-3.17, 4.1-4.2 and 'sanity'"
+        )
+    return ids
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "rs_tck(rule, level, verification): a Reactive Streams TCK verification")
+    settings = resolve_settings(config)
+    rules = _rule_list(config, "rs_rules", RULES_OPTION)
+    skip_rules = _rule_list(config, "rs_skip_rules", SKIP_RULES_OPTION)
+    spec = config.getoption("rs_publisher")
+    failed_spec = config.getoption("rs_failed_publisher")
+    if failed_spec and not spec:
+        raise pytest.UsageError(f"{FAILED_PUBLISHER_OPTION} needs {PUBLISHER_OPTION} as well")
+    subject = None
+    if spec:
+        try:
+            subject = load_publisher_subject(spec, failed_spec)
+            settings = subject.apply(settings)
+            smoke_check(subject, timeout=max(5.0, settings.timeout),
+                        elements=min(1, settings.max_elements))
+        except SetupError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    report_json = config.getoption("rs_report_json")
+    report_path = Path(report_json) if report_json else None
+    if report_path is not None:
+        _check_writable(report_path)
+    state = RsTckState(subject, settings, rules, skip_rules, report_path)
+    config.stash[state_key] = state
+    config.pluginmanager.register(state, "rs-tck-state")
+
+
+def _check_writable(path: Path) -> None:
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise pytest.UsageError(f"{REPORT_JSON_OPTION}={path}: is a directory; give a file path")
+    if not parent.is_dir():
+        raise pytest.UsageError(f"{REPORT_JSON_OPTION}={path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise pytest.UsageError(f"{REPORT_JSON_OPTION}={path}: directory {parent} is not writable")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = config.stash.get(state_key, None)
+    if state is None or not state.active:
+        return None
+    s = state.settings
+    return [
+        f"rs-tck: publisher {state.subject.label if state.subject else '-'}; timeout "
+        f"{s.timeout * 1000:.0f} ms, no-signal window {s.no_signal_window * 1000:.0f} ms, "
+        f"gc window {s.gc_window * 1000:.0f} ms, test limit {s.test_limit:.0f} s"
+    ]
+
+
+class RsTckCollector(pytest.Collector):
+    """One node per verification ("publisher"), holding one item per rule test."""
+
+    def __init__(self, *, tests: list[TckTest], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.tests = tests
+
+    def collect(self) -> list[pytest.Item]:
+        return [RsTckItem.from_parent(self, name=t.test_id, test=t) for t in self.tests]
+
+
+class RsTckItem(pytest.Item):
+    """One rule test of the TCK, run by the core's engine."""
+
+    def __init__(self, *, test: TckTest, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.test = test
+        state = self.config.stash[state_key]
+        rule = test.rule_id or "sanity"
+        self.user_properties += [
+            ("rs_rule", rule), ("rs_level", test.level), ("rs_verification", test.verification),
+        ]
+        self.add_marker(pytest.mark.rs_tck(rule=rule, level=test.level, verification=test.verification))
+        self.add_marker(pytest.mark.timeout(state.settings.test_limit + BACKSTOP_MARGIN_S, method="signal"))
+
+    def runtest(self) -> None:
+        state = self.config.stash[state_key]
+        subject = state.subject
+        assert subject is not None
+        result = run_test(
+            self.test,
+            lambda env: publisher.PublisherContext(env, subject),
+            state.settings,
+            subject_label=subject.label,
+        )
+        self.stash[result_key] = result
+        if result.outcome == "skipped":
+            pytest.skip(result.message)
+        if result.outcome in ("failed", "error"):
+            raise RsTckFailure(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, RsTckFailure):
+            return excinfo.value.result.message
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return self.test.verification, None, f"{self.test.verification}::{self.test.test_id}"
+
+
+class RsTckFailure(Exception):
+    """Carries a failed result from ``runtest`` to ``repr_failure``."""
+
+    def __init__(self, result: TestResult) -> None:
+        super().__init__(result.message)
+        self.result = result
+
+
+def _make_items(session: pytest.Session) -> list[pytest.Item]:
+    state = session.config.stash[state_key]
+    tests = select(publisher.TESTS, rules=state.rules, skip_rules=state.skip_rules)
+    collector = RsTckCollector.from_parent(
+        session, name=publisher.VERIFICATION, nodeid=publisher.VERIFICATION, tests=tests
+    )
+    items = collector.collect()
+    session.config.hook.pytest_collectreport(
+        report=pytest.CollectReport(collector.nodeid, "passed", None, items)
+    )
+    return items
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> bool | None:
+    """With --rs-* options and no test paths, collect exactly the TCK's verifications."""
+    state = session.config.stash.get(state_key, None)
+    if state is None or not state.active or session.config.args_source == pytest.Config.ArgsSource.ARGS:
+        return None
+    session.config.hook.pytest_collectstart(collector=session)
+    items = _make_items(session)
+    session.items = items
+    session.config.hook.pytest_collection_modifyitems(session=session, config=session.config, items=session.items)
+    session.config.hook.pytest_collection_finish(session=session)
+    session.testscollected = len(session.items)
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With test paths as well, the TCK's verifications run after the collected tests."""
+    state = config.stash.get(state_key, None)
+    if state is None or not state.active or config.args_source != pytest.Config.ArgsSource.ARGS:
+        return
+    if any(isinstance(item, RsTckItem) for item in items):
+        return
+    items.extend(_make_items(session))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if isinstance(item, RsTckItem) and call.when == "call":
+        result = item.stash.get(result_key, None)
+        if result is not None:
+            report.rs_tck_result = result.to_json()
+    return report
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(state_key, None)
+    if state is not None and config.pluginmanager.is_registered(state):
+        config.pluginmanager.unregister(state)

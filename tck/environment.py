@@ -1,0 +1,179 @@
+"""The per-verification environment: settings, the signal trace and the error sink.
+
+Probes run on whatever thread the subject uses, so they never raise a verdict there: they
+*record* problems here, and the verification's own thread raises them at its next check.
+Errors raised on threads the subject owns (``threading.excepthook``) and in finalizers
+(``sys.unraisablehook``) are captured too, and every one of them is reported, not the first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from .errors import RuleViolation
+from .settings import Settings
+from .trace import Trace
+from .trace import short_repr
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something that went wrong off the verification's thread, with where it happened."""
+
+    error: BaseException
+    thread: str
+    source: str  # "probe", "thread", "unraisable"
+
+    def describe(self) -> str:
+        if isinstance(self.error, RuleViolation):
+            text = "\n    ".join(self.error.details())
+        else:
+            tb = "".join(traceback.format_exception(self.error)).rstrip()
+            text = tb.replace("\n", "\n    ")
+        origin = {
+            "probe": "seen by a probe",
+            "thread": "uncaught in a thread",
+            "unraisable": "unraisable (e.g. in __del__ or a callback)",
+        }[self.source]
+        return f"{text}\n    ({origin}, on thread {self.thread})"
+
+
+class Environment:
+    """Collects problems and signals for one verification run."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.trace = Trace(settings.trace_keep)
+        self._lock = threading.Lock()
+        self._problems: list[Problem] = []
+        self._changed = threading.Condition(self._lock)
+        self._progress = 0
+        self._installed = False
+        self._previous_excepthook: Callable[[threading.ExceptHookArgs], Any] | None = None
+        self._previous_unraisablehook: Callable[[Any], Any] | None = None
+        #: The call into the subject the verification thread is blocked in, and since when.
+        self.current_call: tuple[str, float] | None = None
+        #: Identity of the thread running the verification body (the one the watchdog watches).
+        self.body_ident: int | None = None
+        #: The rule the running verification checks; expectations cite it by default.
+        self.rule: str | None = None
+        self.closed = False
+
+    # -- problems ---------------------------------------------------------------------------
+
+    def flop(self, error: BaseException, source: str = "probe") -> None:
+        """Record a problem; the verification raises it at its next check."""
+        if self.closed:
+            return
+        with self._lock:
+            self._problems.append(Problem(error, threading.current_thread().name, source))
+            self._changed.notify_all()
+
+    def violation(self, rule: str | None, expected: str, observed: str, *, hint: str = "") -> None:
+        self.trace.note(f"violation of rule {rule}: {observed}" if rule else f"problem: {observed}")
+        self.flop(RuleViolation(rule, expected, observed, hint=hint))
+
+    @property
+    def problems(self) -> list[Problem]:
+        with self._lock:
+            return list(self._problems)
+
+    def check(self) -> None:
+        """Raise the first recorded problem; the runner reports the others beside it."""
+        problems = self.problems
+        if problems:
+            raise as_violation(problems[0])
+
+    # -- progress, for the watchdog ---------------------------------------------------------
+
+    def bump(self) -> None:
+        """Note that a signal arrived: the subject is alive even if a call has not returned."""
+        self._progress += 1  # a racy increment is fine: the watchdog only looks for change
+
+    @property
+    def progress(self) -> int:
+        return self._progress
+
+    # -- hooks for errors on foreign threads -------------------------------------------------
+
+    def install(self) -> None:
+        self._previous_excepthook = threading.excepthook
+        self._previous_unraisablehook = sys.unraisablehook
+        threading.excepthook = self._excepthook
+        sys.unraisablehook = self._unraisablehook
+        self._installed = True
+
+    def uninstall(self) -> None:
+        if not self._installed:
+            return
+        # Only restore if nobody replaced our hooks meanwhile; otherwise leave theirs alone.
+        if threading.excepthook == self._excepthook and self._previous_excepthook is not None:
+            threading.excepthook = self._previous_excepthook
+        if sys.unraisablehook == self._unraisablehook and self._previous_unraisablehook is not None:
+            sys.unraisablehook = self._previous_unraisablehook
+        self._installed = False
+        self.closed = True
+
+    def _excepthook(self, args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit or args.exc_value is None:
+            return
+        if getattr(args.exc_value, "rs_tck_internal", False):
+            return  # our own flood guard, already reported as the violation it stands for
+        name = args.thread.name if args.thread is not None else "?"
+        with self._lock:
+            self._problems.append(Problem(args.exc_value, name, "thread"))
+            self._changed.notify_all()
+        self.trace.note(f"uncaught {short_repr(args.exc_value)} in thread {name}")
+
+    def _unraisablehook(self, args: Any) -> None:
+        exc = args.exc_value
+        if exc is None:
+            return
+        with self._lock:
+            self._problems.append(Problem(exc, threading.current_thread().name, "unraisable"))
+            self._changed.notify_all()
+
+    def __enter__(self) -> Environment:
+        self.install()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.uninstall()
+
+    @contextlib.contextmanager
+    def calling(self, label: str) -> Iterator[None]:
+        """Mark the verification thread as inside a call into the subject, for the watchdog."""
+        mine = threading.get_ident() == self.body_ident and self.current_call is None
+        if mine:
+            self.current_call = (label, time.monotonic())
+        try:
+            yield
+        finally:
+            if mine:
+                self.current_call = None
+
+
+def as_violation(problem: Problem) -> RuleViolation:
+    """The problem as a violation: itself if it is one, else "an exception escaped"."""
+    if isinstance(problem.error, RuleViolation):
+        return problem.error
+    error = problem.error
+    where = {"thread": "a thread", "unraisable": "a finalizer or callback", "probe": "a probe"}
+    violation = RuleViolation(
+        None,
+        f"no exception escaping {where[problem.source]}",
+        f"{type(error).__name__}: {short_repr(error, 200)} on thread {problem.thread}",
+    )
+    violation.__cause__ = error
+    return violation

@@ -1,0 +1,421 @@
+"""The probe subscriber: a subscriber that records every signal and flags violations live.
+
+It is what the TCK subscribes to the publisher under test. It checks the publisher-side rules
+that any single signal can break (order, demand, termination, serial delivery) at the moment
+the signal arrives, on the publisher's thread, and records them in the environment; the
+verification then asks it for the signals it expects, with bounded waits.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .api import MAX_DEMAND
+from .api import Subscription
+from .environment import Environment
+from .errors import RuleViolation
+from .trace import short_repr
+
+
+class ProbeAbort(Exception):
+    """Raised from ``on_next`` to stop a publisher that floods a probe far beyond demand.
+
+    A publisher that ignores demand forever would otherwise keep the verification busy until
+    its time limit; the violation is already recorded when this is raised.
+    """
+
+    rs_tck_internal = True
+
+
+Hook = Callable[["ProbeSubscriber", Any], None]
+
+
+class ProbeSubscriber:
+    """A well-behaved subscriber that watches the publisher it is subscribed to."""
+
+    def __init__(
+        self,
+        env: Environment,
+        name: str = "probe",
+        *,
+        keep_elements: bool = True,
+        on_subscribe: Hook | None = None,
+        on_next: Hook | None = None,
+        yield_s: float | None = 0.0,
+        storm_limit: int = 10_000,
+    ) -> None:
+        self.env = env
+        self.name = name
+        self.keep_elements = keep_elements
+        self.on_subscribe_hook = on_subscribe
+        self.on_next_hook = on_next
+        #: Pause inside every on_* (seconds; None: none) so a racing second thread gets the
+        #: interpreter lock while this one is still "inside" and the overlap becomes visible.
+        self.yield_s = yield_s
+        self.storm_limit = storm_limit
+        self._cond = threading.Condition()
+        self._sections: dict[int, int] = {}
+        self._sections_lock = threading.Lock()
+        self._local = threading.local()
+        self.subscription: Subscription | None = None
+        self.subscriptions: list[Subscription] = []
+        self.demand = 0
+        self.requested = 0
+        self.received = 0
+        self.excess = 0
+        self.signals = 0
+        self.max_depth = 0
+        self.terminal: str | None = None
+        self.error: BaseException | None = None
+        self.cancelled = False
+        self.elements: collections.deque[Any] = collections.deque()
+        self.concurrent_entries = 0
+
+    def __repr__(self) -> str:
+        return f"ProbeSubscriber({self.name!r})"
+
+    # -- the Subscriber side (called by the publisher, on any thread) ------------------------
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self._enter("on_subscribe")
+        try:
+            self.env.bump()
+            problems: list[tuple[str, str, str]] = []
+            with self._cond:
+                self.signals += 1
+                first = self.subscription is None and not self.subscriptions
+                if subscription is None:
+                    problems.append(("1.9", "on_subscribe with a subscription object", "on_subscribe(None)"))
+                elif not first:
+                    problems.append((
+                        "1.9",
+                        "on_subscribe at most once per subscriber (see also 2.12)",
+                        f"a second on_subscribe({short_repr(subscription)})",
+                    ))
+                elif self.signals > 1:
+                    problems.append(("1.9", "on_subscribe before any other signal",
+                                     "on_subscribe after other signals"))
+                if subscription is not None:
+                    self.subscriptions.append(subscription)
+                    if first:
+                        self.subscription = subscription
+                self.env.trace.add(self.name, "on_subscribe", short_repr(subscription), self.demand)
+                self._cond.notify_all()
+            for rule, expected, observed in problems:
+                self.env.violation(rule, expected, observed)
+            if subscription is not None and not first:
+                # Behave as rule 2.5 asks of a subscriber: cancel the extra subscription.
+                self._call("cancel", subscription.cancel)
+            self._pause()
+            if first and subscription is not None and self.on_subscribe_hook is not None:
+                self.on_subscribe_hook(self, subscription)
+        finally:
+            self._exit()
+
+    def on_next(self, element: Any) -> None:
+        self._enter("on_next")
+        depth = getattr(self._local, "depth", 0) + 1
+        self._local.depth = depth
+        try:
+            self.env.bump()
+            problems: list[tuple[str, str, str]] = []
+            with self._cond:
+                self.signals += 1
+                self.received += 1
+                before = self.demand
+                if depth > self.max_depth:
+                    self.max_depth = depth
+                if self.subscription is None:
+                    problems.append(("1.9", "on_subscribe before any other signal",
+                                     f"on_next({short_repr(element)}) before on_subscribe"))
+                if self.terminal is not None:
+                    problems.append(("1.7", f"no signal after {self.terminal}",
+                                     f"on_next({short_repr(element)}) after {self.terminal}"))
+                if element is None:
+                    problems.append(("2.13", "elements are never None", "on_next(None)"))
+                if before <= 0:
+                    self.excess += 1
+                    if self.excess == 1:
+                        problems.append((
+                            "1.1",
+                            f"at most {self._requested_text()} on_next in total (the demand requested so far)",
+                            f"on_next #{self.received} ({short_repr(element)}) with no outstanding demand",
+                        ))
+                elif before < MAX_DEMAND:
+                    self.demand = before - 1
+                if self.keep_elements:
+                    self.elements.append(element)
+                self.env.trace.add(self.name, "on_next", short_repr(element), before)
+                self._cond.notify_all()
+                excess = self.excess
+            for rule, expected, observed in problems:
+                self.env.violation(rule, expected, observed)
+            if excess > self.storm_limit:
+                raise ProbeAbort(f"{self.name}: {excess} elements beyond demand; stopping the flood")
+            self._pause()
+            if self.on_next_hook is not None:
+                self.on_next_hook(self, element)
+        finally:
+            self._local.depth = depth - 1
+            self._exit()
+
+    def on_error(self, exc: BaseException) -> None:
+        self._terminate("on_error", exc)
+
+    def on_complete(self) -> None:
+        self._terminate("on_complete", None)
+
+    def _terminate(self, signal: str, exc: BaseException | None) -> None:
+        self._enter(signal)
+        try:
+            self.env.bump()
+            problems: list[tuple[str, str, str]] = []
+            shown = f"{signal}({short_repr(exc)})" if signal == "on_error" else "on_complete()"
+            with self._cond:
+                self.signals += 1
+                if self.subscription is None:
+                    problems.append(("1.9", "on_subscribe before any other signal", f"{shown} before on_subscribe"))
+                if self.terminal is not None:
+                    problems.append(("1.7", f"no signal after {self.terminal}", f"{shown} after {self.terminal}"))
+                elif signal == "on_error" and exc is None:
+                    problems.append(("2.13", "on_error with an exception", "on_error(None)"))
+                if self.terminal is None:
+                    self.terminal = signal
+                    self.error = exc
+                self.env.trace.add(self.name, signal, short_repr(exc) if signal == "on_error" else "", self.demand)
+                self._cond.notify_all()
+            for rule, expected, observed in problems:
+                self.env.violation(rule, expected, observed)
+            self._pause()
+        finally:
+            self._exit()
+
+    # -- rule 1.3: serial signalling ---------------------------------------------------------
+
+    def _enter(self, what: str) -> None:
+        me = threading.get_ident()
+        with self._sections_lock:
+            others = [t for t in self._sections if t != me]
+            self._sections[me] = self._sections.get(me, 0) + 1
+        if others:
+            self.concurrent_entries += 1
+            if self.concurrent_entries == 1:
+                names = ", ".join(_thread_name(t) for t in others)
+                self.env.violation(
+                    "1.3",
+                    "signals delivered one at a time (never two threads inside the subscriber at once)",
+                    f"{what} entered on thread {threading.current_thread().name} while thread {names} "
+                    "was still inside a signal method of the same subscriber",
+                )
+
+    def _exit(self) -> None:
+        me = threading.get_ident()
+        with self._sections_lock:
+            left = self._sections.get(me, 1) - 1
+            if left:
+                self._sections[me] = left
+            else:
+                self._sections.pop(me, None)
+
+    def _pause(self) -> None:
+        if self.yield_s is not None:
+            time.sleep(self.yield_s)
+
+    # -- the TCK side: acting on the subscription --------------------------------------------
+
+    def request(self, n: int) -> None:
+        """Request ``n`` through the subscription, counting the demand as the probe sees it."""
+        subscription = self._require_subscription("request")
+        with self._cond:
+            if n > 0 and not self.cancelled and self.terminal is None:
+                self.demand = min(MAX_DEMAND, self.demand + n)
+                self.requested = min(MAX_DEMAND, self.requested + n)
+            demand = self.demand
+        self.env.trace.add(self.name, "request", str(n), demand)
+        self._call("request", subscription.request, n)
+
+    def cancel(self) -> None:
+        subscription = self._require_subscription("cancel")
+        with self._cond:
+            self.cancelled = True
+        self.env.trace.add(self.name, "cancel", "", self.demand)
+        self._call("cancel", subscription.cancel)
+
+    def _require_subscription(self, what: str) -> Subscription:
+        if self.subscription is None:
+            raise RuleViolation(
+                self.env.rule, f"on_subscribe before the TCK can {what}", "no subscription was received"
+            )
+        return self.subscription
+
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            with self.env.calling(f"{what}({', '.join(map(str, args))})"):
+                fn(*args)
+        except ProbeAbort:
+            pass  # our own flood guard unwinding through a synchronous publisher
+        except Exception as exc:
+            rule = "3.16" if what == "request" else "3.15"
+            shown = f"{what}({', '.join(map(str, args))})"
+            self.env.trace.note(f"{shown} raised {short_repr(exc)}")
+            violation = RuleViolation(
+                rule,
+                f"{shown} to return normally (failures go to on_error)",
+                f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
+            )
+            violation.__cause__ = exc
+            self.env.flop(violation)
+
+    def _requested_text(self) -> str:
+        return "unbounded" if self.requested >= MAX_DEMAND else str(self.requested)
+
+    # -- expectations, called by the verification thread -------------------------------------
+
+    def _wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(predicate, timeout)
+
+    def expect_subscription(self, *, timeout: float | None = None) -> Subscription:
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        if not self._wait(lambda: self.subscription is not None, timeout):
+            raise RuleViolation(
+                "1.9",
+                f"on_subscribe within {_ms(timeout)} of subscribe()",
+                f"no on_subscribe ({self._seen()})",
+            )
+        assert self.subscription is not None
+        return self.subscription
+
+    def next_element(self, *, timeout: float | None = None, rule: str | None = None, what: str = "an element") -> Any:
+        """Wait for the next unconsumed element; a terminal signal first is a violation."""
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        self._wait(lambda: bool(self.elements) or self.terminal is not None, timeout)
+        with self._cond:
+            if self.elements:
+                return self.elements.popleft()
+            terminal = self._terminal_text()
+        rule = self.env.rule if rule is None else rule
+        if terminal:
+            raise RuleViolation(rule, what, f"{terminal} first ({self._seen()})")
+        raise RuleViolation(rule, f"{what} within {_ms(timeout)}", f"nothing arrived ({self._seen()})")
+
+    def next_elements(self, count: int, *, timeout: float | None = None, rule: str | None = None) -> list[Any]:
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        out = []
+        for i in range(count):
+            left = max(0.0, deadline - time.monotonic())
+            out.append(self.next_element(timeout=left, rule=rule, what=f"element {i + 1} of {count}"))
+        return out
+
+    def expect_completion(self, *, timeout: float | None = None, rule: str | None = None) -> None:
+        """Wait for on_complete; an unconsumed element or an on_error is a violation."""
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        self._wait(lambda: bool(self.elements) or self.terminal is not None, timeout)
+        rule = self.env.rule if rule is None else rule
+        with self._cond:
+            if self.elements:
+                raise RuleViolation(rule, "on_complete (end of stream)", f"on_next({short_repr(self.elements[0])})")
+            terminal = self.terminal
+        if terminal == "on_complete":
+            return
+        if terminal == "on_error":
+            raise RuleViolation(rule, "on_complete", f"{self._terminal_text()}")
+        raise RuleViolation(rule, f"on_complete within {_ms(timeout)}", f"nothing arrived ({self._seen()})")
+
+    def expect_error(
+        self, kind: type[BaseException], *, timeout: float | None = None, rule: str | None = None
+    ) -> BaseException:
+        """Wait for on_error(kind); elements may precede it, other terminals may not."""
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        self._wait(lambda: self.terminal is not None, timeout)
+        rule = self.env.rule if rule is None else rule
+        with self._cond:
+            terminal, error = self.terminal, self.error
+        if terminal is None:
+            raise RuleViolation(rule, f"on_error({kind.__name__}) within {_ms(timeout)}", f"no terminal signal ({self._seen()})")
+        if terminal == "on_complete" or not isinstance(error, kind):
+            raise RuleViolation(rule, f"on_error({kind.__name__})", self._terminal_text())
+        assert error is not None
+        return error
+
+    def expect_terminal(self, *, timeout: float | None = None) -> str | None:
+        """Wait for either terminal signal and return which, or None on timeout."""
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        self._wait(lambda: self.terminal is not None, timeout)
+        return self.terminal
+
+    def expect_quiet(self, *, window: float | None = None, rule: str | None = None, after: str = "") -> None:
+        """Wait a no-signal window: any signal that arrives meanwhile is a violation."""
+        window = self.env.settings.no_signal_window if window is None else window
+        with self._cond:
+            start = self.signals
+            self._cond.wait_for(lambda: self.signals != start, window)
+            if self.signals == start:
+                return
+        rule = self.env.rule if rule is None else rule
+        last = self._last_signal_text()
+        raise RuleViolation(rule, f"no signal {after}".rstrip(), f"{last} ({self._seen()})")
+
+    def wait_quiet(self, *, window: float | None = None, limit: float | None = None) -> tuple[int, bool]:
+        """Let in-flight signals drain: return once a whole window passes with no signal.
+
+        Returns how many signals arrived meanwhile and whether quiet was reached. Bounded by
+        ``limit`` (default: the timeout plus one window), so a publisher that never stops
+        cannot keep us here.
+        """
+        window = self.env.settings.no_signal_window if window is None else window
+        limit = self.env.settings.timeout + window if limit is None else limit
+        deadline = time.monotonic() + limit
+        with self._cond:
+            first = self.signals
+            while True:
+                seen = self.signals
+                self._cond.wait_for(lambda: self.signals != seen, window)
+                if self.signals == seen:
+                    return self.signals - first, True
+                if time.monotonic() >= deadline:
+                    return self.signals - first, False
+
+    def depth(self) -> int:
+        """How deeply on_next calls are nested on the calling thread right now (rule 3.3)."""
+        return int(getattr(self._local, "depth", 0))
+
+    # -- bookkeeping for messages ------------------------------------------------------------
+
+    def _terminal_text(self) -> str:
+        if self.terminal == "on_error":
+            return f"on_error({type(self.error).__name__}: {short_repr(self.error, 120)})"
+        return f"{self.terminal}()" if self.terminal else ""
+
+    def _last_signal_text(self) -> str:
+        for record in reversed(self.env.trace.records()):
+            if record.actor == self.name and record.signal.startswith("on_"):
+                return f"{record.signal}({record.detail})"
+        return "a signal"
+
+    def _seen(self) -> str:
+        return (
+            f"{self.name} so far: requested {self._requested_text()}, received {self.received} "
+            f"element(s){', then ' + self._terminal_text() if self.terminal else ''}"
+        )
+
+    def close(self) -> None:
+        """Cancel a subscription the verification left open, so nothing leaks into the next."""
+        if self.subscription is not None and not self.cancelled and self.terminal is None:
+            self.cancel()
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+def _thread_name(ident: int) -> str:
+    for thread in threading.enumerate():
+        if thread.ident == ident:
+            return thread.name
+    return str(ident)

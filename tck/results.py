@@ -1,0 +1,139 @@
+"""The results contract: what every report, the CI gate and the campaign pipeline read.
+
+One ``TestResult`` per verification run; a ``RunResults`` document wraps them with the run's
+subjects and settings. The JSON shape is versioned by ``SCHEMA`` and described by
+``schemas/rs-tck-results-1.schema.json``; reading validates the fields that later stages rely on.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "rs-tck-results/1"
+TCK_VERSION = "0.1.0"
+
+OUTCOMES = ("passed", "failed", "skipped", "error")
+#: Finer than the outcome: why a test was skipped, or that an optional one is unsupported.
+VERDICTS = (
+    "passed",
+    "failed",
+    "error",
+    "optional_unsupported",
+    "not_applicable",
+    "untested",
+    "deselected",
+)
+VERIFICATIONS = ("publisher", "subscriber_blackbox", "subscriber_whitebox", "processor")
+LEVELS = ("required", "optional", "stochastic", "untested")
+
+
+@dataclass
+class TestResult:
+    """The outcome of one verification of one rule against one subject."""
+
+    __test__ = False  # not a pytest test class
+
+    test: str
+    verification: str
+    rule: str | None
+    level: str
+    outcome: str
+    verdict: str
+    duration_s: float
+    message: str = ""
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    trace_total: int = 0
+    subject: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "test": self.test,
+            "verification": self.verification,
+            "rule": self.rule,
+            "level": self.level,
+            "outcome": self.outcome,
+            "verdict": self.verdict,
+            "duration_s": round(self.duration_s, 6),
+            "message": self.message,
+            "trace": self.trace,
+            "trace_total": self.trace_total,
+            "subject": self.subject,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TestResult:
+        return cls(
+            test=data["test"],
+            verification=data["verification"],
+            rule=data["rule"],
+            level=data["level"],
+            outcome=data["outcome"],
+            verdict=data.get("verdict", data["outcome"]),
+            duration_s=float(data["duration_s"]),
+            message=data.get("message", ""),
+            trace=list(data.get("trace", [])),
+            trace_total=int(data.get("trace_total", len(data.get("trace", [])))),
+            subject=data.get("subject", ""),
+        )
+
+
+def summarize(results: list[TestResult]) -> dict[str, Any]:
+    by_outcome = {o: 0 for o in OUTCOMES}
+    by_verdict = {v: 0 for v in VERDICTS}
+    for r in results:
+        by_outcome[r.outcome] = by_outcome.get(r.outcome, 0) + 1
+        by_verdict[r.verdict] = by_verdict.get(r.verdict, 0) + 1
+    return {
+        "total": len(results),
+        **by_outcome,
+        "verdicts": by_verdict,
+        "duration_s": round(sum(r.duration_s for r in results), 6),
+    }
+
+
+def document(
+    results: list[TestResult], *, subjects: dict[str, str], settings: dict[str, Any]
+) -> dict[str, Any]:
+    """The whole results file as a JSON-able dict."""
+    return {
+        "schema": SCHEMA,
+        "tck_version": TCK_VERSION,
+        "python": platform.python_version(),
+        "subjects": subjects,
+        "settings": settings,
+        "summary": summarize(results),
+        "results": [r.to_json() for r in results],
+    }
+
+
+class ResultsFileError(ValueError):
+    """A results file that is missing, not JSON, or not of our schema; says which and where."""
+
+
+def load(path: str | Path) -> tuple[dict[str, Any], list[TestResult]]:
+    """Read a results file back, checking the fields every consumer relies on."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot read results file: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ResultsFileError(f"{path}: expected a results file with schema {SCHEMA!r}, found {found!r}")
+    results = []
+    for i, item in enumerate(data.get("results", [])):
+        try:
+            result = TestResult.from_json(item)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResultsFileError(f"{path}: results[{i}] is malformed: missing or bad {exc}") from None
+        if result.outcome not in OUTCOMES:
+            raise ResultsFileError(f"{path}: results[{i}].outcome {result.outcome!r} is not one of {OUTCOMES}")
+        results.append(result)
+    return data, results

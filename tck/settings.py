@@ -1,0 +1,133 @@
+"""Timeouts and capability knobs of a run, with their defaults and documented names.
+
+Every setting has one name used for the command-line option, the ini key and the environment
+variable, so the documentation, the plugin and the error messages cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from dataclasses import field
+
+from .api import MAX_DEMAND
+
+
+@dataclass(frozen=True)
+class Knob:
+    """How one setting is spelled and parsed, and what it means."""
+
+    name: str  # attribute of Settings
+    option: str  # command-line option
+    ini: str  # ini key
+    env: str  # environment variable
+    kind: str  # "ms", "int" or "bool"
+    help: str
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("timeout", "--rs-timeout-ms", "rs_timeout_ms", "RS_TCK_TIMEOUT_MS", "ms",
+         "Longest wait for a signal that must arrive (ends as soon as it arrives)"),
+    Knob("no_signal_window", "--rs-no-signal-ms", "rs_no_signal_ms", "RS_TCK_NO_SIGNAL_MS", "ms",
+         "Quiet period that shows nothing else arrives; the main cost of a run"),
+    Knob("gc_window", "--rs-gc-ms", "rs_gc_ms", "RS_TCK_GC_MS", "ms",
+         "Longest wait for a publisher to drop a cancelled subscriber (rule 3.13)"),
+    Knob("test_limit", "--rs-test-limit-ms", "rs_test_limit_ms", "RS_TCK_TEST_LIMIT_MS", "ms",
+         "Hard limit on one verification, after which it fails and its thread is abandoned"),
+    Knob("max_elements", "--rs-max-elements", "rs_max_elements", "RS_TCK_MAX_ELEMENTS", "int",
+         "Largest n the publisher factory supports; 2**63-1 means it can never complete"),
+    Knob("recursion_depth", "--rs-recursion-depth", "rs_recursion_depth", "RS_TCK_RECURSION_DEPTH",
+         "int", "Allowed depth of synchronous on_next -> request -> on_next recursion (rule 3.3)"),
+    Knob("max_subscribers", "--rs-max-subscribers", "rs_max_subscribers", "RS_TCK_MAX_SUBSCRIBERS",
+         "int", "How many concurrent subscribers the subject supports"),
+    Knob("skip_stochastic", "--rs-skip-stochastic", "rs_skip_stochastic", "RS_TCK_SKIP_STOCHASTIC",
+         "bool", "Skip the stochastic (repeated, race-hunting) verifications"),
+    Knob("stochastic_iterations", "--rs-stochastic-iterations", "rs_stochastic_iterations",
+         "RS_TCK_STOCHASTIC_ITERATIONS", "int", "Iterations of each stochastic verification"),
+)
+
+KNOBS_BY_NAME = {k.name: k for k in KNOBS}
+CAPABILITY_KNOBS = ("max_elements", "recursion_depth", "max_subscribers", "skip_stochastic")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved settings of one run. Durations are float seconds."""
+
+    timeout: float = 1.0
+    no_signal_window: float = 0.1
+    gc_window: float = 2.0
+    test_limit: float = 30.0
+    max_elements: int = MAX_DEMAND - 1
+    recursion_depth: int = 1
+    max_subscribers: int = MAX_DEMAND
+    skip_stochastic: bool = False
+    stochastic_iterations: int = 100
+    #: Signals kept in a trace: this many from the start and as many from the end.
+    trace_keep: int = 100
+    #: Knob names that were set explicitly (not defaults), for the report.
+    explicit: frozenset[str] = field(default=frozenset(), compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("timeout", "no_signal_window", "gc_window", "test_limit"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{KNOBS_BY_NAME[name].option} must be > 0, got {getattr(self, name)}")
+        if self.max_elements < 0:
+            raise ValueError(f"--rs-max-elements must be >= 0, got {self.max_elements}")
+        if self.recursion_depth < 1:
+            raise ValueError(f"--rs-recursion-depth must be >= 1, got {self.recursion_depth}")
+        if self.max_subscribers < 1:
+            raise ValueError(f"--rs-max-subscribers must be >= 1, got {self.max_subscribers}")
+        if self.stochastic_iterations < 1:
+            raise ValueError(f"--rs-stochastic-iterations must be >= 1, got {self.stochastic_iterations}")
+
+    @property
+    def can_complete(self) -> bool:
+        return self.max_elements < MAX_DEMAND
+
+    def replace(self, **changes: object) -> Settings:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for knob in KNOBS:
+            value = getattr(self, knob.name)
+            out[knob.name + ("_ms" if knob.kind == "ms" else "")] = (
+                round(value * 1000, 3) if knob.kind == "ms" else value
+            )
+        return out
+
+
+def parse_value(knob: Knob, raw: str, where: str) -> float | int | bool:
+    """Parse one raw setting, naming its source and the accepted form on a bad value."""
+    text = raw.strip()
+    try:
+        if knob.kind == "bool":
+            low = text.lower()
+            if low in ("1", "true", "yes", "on", ""):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        if knob.kind == "ms":
+            value = float(text)
+            if value <= 0:
+                raise ValueError(text)
+            return value / 1000.0
+        number = int(text.replace("_", ""), 0) if not text.startswith("2**") else _power(text)
+        return number
+    except ValueError:
+        accepted = {
+            "ms": "a positive number of milliseconds",
+            "int": "an integer (2**63-1 is accepted)",
+            "bool": "true or false",
+        }[knob.kind]
+        raise ValueError(f"{where}: {knob.option.lstrip('-')} must be {accepted}, got {raw!r}") from None
+
+
+def _power(text: str) -> int:
+    # Accept the spelling users copy from the spec: "2**63-1".
+    base, _, rest = text.partition("**")
+    exp, minus, sub = rest.partition("-")
+    value = int(base) ** int(exp)
+    return value - int(sub) if minus else value

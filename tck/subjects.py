@@ -1,0 +1,152 @@
+"""Subjects under test: the user's factories and what they declare they can do."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import fields
+from typing import Any
+
+from .api import FailedPublisherFactory
+from .api import PublisherFactory
+from .errors import SetupError
+from .settings import CAPABILITY_KNOBS
+from .settings import Settings
+from .trace import short_repr
+
+
+@dataclass
+class PublisherSubject:
+    """A publisher factory together with its capabilities: the richer form of ``--rs-publisher``.
+
+    A bare ``factory(n)`` is enough; wrapping it here lets a library declare, next to its code,
+    that it can only produce so many elements, supports one subscriber, and so on. Values given
+    on the command line, in the ini file or in the environment override what is declared here.
+    """
+
+    factory: PublisherFactory
+    failed_factory: FailedPublisherFactory | None = None
+    max_elements: int | None = None
+    recursion_depth: int | None = None
+    max_subscribers: int | None = None
+    skip_stochastic: bool | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            self.label = getattr(self.factory, "__qualname__", repr(self.factory))
+
+    def apply(self, settings: Settings) -> Settings:
+        """Settings with this subject's declared knobs filled in where the user set none."""
+        declared = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name in CAPABILITY_KNOBS and getattr(self, f.name) is not None
+        }
+        changes = {k: v for k, v in declared.items() if k not in settings.explicit}
+        return settings.replace(**changes) if changes else settings
+
+
+def load_object(spec: str, *, what: str) -> Any:
+    """Import ``module:attribute`` (attribute may be dotted), with a message for each failure.
+
+    A module that is not importable is retried with the working directory on ``sys.path``,
+    so ``pytest --rs-publisher=mylib.streams:f`` works from a project's root as
+    ``python -m pytest`` would.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise SetupError(f"{what} must be 'module:attribute', got {spec!r}")
+    try:
+        module = _import(module_name)
+    except ModuleNotFoundError as exc:
+        raise SetupError(f"{what}={spec}: cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:
+        raise SetupError(
+            f"{what}={spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SetupError(f"{what}={spec}: module {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def _import(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        top = name.split(".")[0]
+        cwd = os.getcwd()
+        if exc.name != top or cwd in sys.path:
+            raise
+        sys.path.insert(0, cwd)
+        return importlib.import_module(name)
+
+
+def load_publisher_subject(spec: str, failed_spec: str | None = None) -> PublisherSubject:
+    """The subject named by ``--rs-publisher`` (and ``--rs-failed-publisher``), checked."""
+    obj = load_object(spec, what="--rs-publisher")
+    if isinstance(obj, PublisherSubject):
+        subject = PublisherSubject(**{f.name: getattr(obj, f.name) for f in fields(obj)})
+        subject.label = spec if subject.label == getattr(obj.factory, "__qualname__", None) else subject.label
+    elif callable(obj):
+        subject = PublisherSubject(obj, label=spec)
+    else:
+        raise SetupError(
+            f"--rs-publisher={spec}: {type(obj).__name__} object is not callable; expected a "
+            "factory f(n) -> Publisher or a PublisherSubject"
+        )
+    if failed_spec:
+        failed = load_object(failed_spec, what="--rs-failed-publisher")
+        if not callable(failed):
+            raise SetupError(
+                f"--rs-failed-publisher={failed_spec}: {type(failed).__name__} object is not "
+                "callable; expected a factory f() -> Publisher"
+            )
+        subject.failed_factory = failed
+    return subject
+
+
+def smoke_check(subject: PublisherSubject, *, timeout: float, elements: int = 1) -> None:
+    """Call the factories once, on a TCK thread, so bad input stops the run before it starts."""
+    checks: list[tuple[str, Callable[[], Any]]] = [
+        (f"--rs-publisher={subject.label}: calling it with n={elements}", lambda: subject.factory(elements))
+    ]
+    if subject.failed_factory is not None:
+        failed = subject.failed_factory
+        checks.append(("--rs-failed-publisher: calling it", lambda: failed()))
+    for label, call in checks:
+        box: dict[str, Any] = {}
+
+        def run(call: Callable[[], Any] = call) -> None:
+            try:
+                box["value"] = call()
+            except BaseException as exc:
+                box["error"] = exc
+
+        worker = threading.Thread(target=run, name="rs-tck:smoke-check", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            raise SetupError(f"{label} did not return within {timeout * 1000:.0f} ms")
+        if "error" in box:
+            error = box["error"]
+            raise SetupError(f"{label} raised {type(error).__name__}: {error}")
+        value = box["value"]
+        if inspect.isawaitable(value):
+            if inspect.iscoroutine(value):
+                value.close()
+            raise SetupError(f"{label} returned an awaitable; the factory must return a Publisher (async def factories are not supported)")
+        if not callable(getattr(value, "subscribe", None)):
+            raise SetupError(
+                f"{label} returned {type(value).__name__} {short_repr(value)}, which is not a "
+                "Publisher (it has no subscribe() method)"
+            )

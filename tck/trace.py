@@ -1,0 +1,119 @@
+"""A bounded record of every signal exchanged during one verification.
+
+Each record carries the thread and the demand outstanding at that moment, so a failure can
+show *who* signalled *what* and *when*. Memory is bounded: the first and the last records are
+kept, the middle is counted, so draining 10**6 elements keeps a few hundred records.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+_REPR_LIMIT = 80
+
+
+def short_repr(value: object, limit: int = _REPR_LIMIT) -> str:
+    """``repr`` that never raises and never floods a report."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # a subject's __repr__ may be broken; that is not our failure
+        text = f"<repr failed: {type(exc).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One signal or call: ``on_next(3)`` by thread ``pool-1`` with demand 2 outstanding."""
+
+    seq: int
+    t: float  # seconds since the trace started
+    thread: str
+    actor: str  # which probe or party: "probe", "sub2", "tck"
+    signal: str  # on_subscribe | on_next | on_error | on_complete | request | cancel | subscribe | note
+    detail: str
+    demand: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "t_ms": round(self.t * 1000, 3),
+            "thread": self.thread,
+            "actor": self.actor,
+            "signal": self.signal,
+            "detail": self.detail,
+            "demand": self.demand,
+        }
+
+    def format(self) -> str:
+        demand = "" if self.demand is None else f"  demand={_demand_text(self.demand)}"
+        call = f"{self.signal}({self.detail})" if self.signal != "note" else f"-- {self.detail}"
+        return f"#{self.seq:<5} +{self.t * 1000:9.3f} ms  {self.thread:<22} {self.actor:<6} {call}{demand}"
+
+
+def _demand_text(demand: int) -> str:
+    return "unbounded" if demand >= 2**63 - 1 else str(demand)
+
+
+class Trace:
+    """Thread-safe, bounded list of records shared by every probe of one verification."""
+
+    def __init__(self, keep: int = 100) -> None:
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._head: list[Record] = []
+        self._tail: collections.deque[Record] = collections.deque(maxlen=keep)
+        self._seq = 0
+        self._t0 = time.monotonic()
+
+    def add(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> Record:
+        thread = threading.current_thread().name
+        now = time.monotonic() - self._t0
+        with self._lock:
+            record = Record(self._seq, now, thread, actor, signal, detail, demand)
+            self._seq += 1
+            if len(self._head) < self._keep:
+                self._head.append(record)
+            else:
+                self._tail.append(record)
+        return record
+
+    def note(self, text: str) -> None:
+        self.add("tck", "note", text)
+
+    @property
+    def total(self) -> int:
+        return self._seq
+
+    def records(self) -> list[Record]:
+        with self._lock:
+            return [*self._head, *self._tail]
+
+    @property
+    def dropped(self) -> int:
+        with self._lock:
+            return self._seq - len(self._head) - len(self._tail)
+
+    def format(self, limit: int = 40) -> str:
+        """The last ``limit`` records (and the first few), for a failure message."""
+        records = self.records()
+        if not records:
+            return "  (no signals recorded)"
+        lines: list[str] = []
+        if len(records) > limit:
+            first = records[:5]
+            last = records[-(limit - 5):]
+            lines += ["  " + r.format() for r in first]
+            lines.append(f"  ... {last[0].seq - first[-1].seq - 1} records not shown ...")
+            lines += ["  " + r.format() for r in last]
+        else:
+            previous = None
+            for r in records:
+                if previous is not None and r.seq != previous + 1:
+                    lines.append(f"  ... {r.seq - previous - 1} records not kept ...")
+                lines.append("  " + r.format())
+                previous = r.seq
+        return "\n".join(lines)

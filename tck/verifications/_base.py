@@ -1,0 +1,109 @@
+"""What every verification is made of: a registry of rule tests and the context they run in."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..environment import Environment
+from ..errors import NotVerified
+from ..probe import ProbeSubscriber
+from ..rules import Rule
+from ..rules import rule as lookup_rule
+
+LEVELS = ("required", "optional", "stochastic", "untested")
+_NAME = re.compile(r"^(required|optional|stochastic|untested)_(spec(\d)(\d\d)|sanity)_[a-z0-9_]+$")
+
+
+@dataclass(frozen=True)
+class TckTest:
+    """One verification of one rule; ``func`` is its body, run on a TCK-owned thread."""
+
+    name: str
+    verification: str
+    rule: Rule | None
+    level: str
+    func: Callable[[Any], None]
+    doc: str
+    untested_reason: str = ""
+
+    @property
+    def rule_id(self) -> str | None:
+        return self.rule.id if self.rule else None
+
+    @property
+    def test_id(self) -> str:
+        """The id shown to users, carrying the rule: ``required_spec309_...[3.9]``."""
+        return f"{self.name}[{self.rule.id if self.rule else 'sanity'}]"
+
+
+class Registry:
+    """The ordered tests of one verification class."""
+
+    def __init__(self, verification: str) -> None:
+        self.verification = verification
+        self.tests: list[TckTest] = []
+
+    def __call__(self, rule_id: str | None, level: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+        """Register a test; its name must spell its level and rule (``required_spec309_...``)."""
+
+        def register(func: Callable[[Any], None]) -> Callable[[Any], None]:
+            self._add(func.__name__, rule_id, level, func, func.__doc__ or "")
+            return func
+
+        return register
+
+    def untested(self, name: str, rule_id: str, reason: str) -> None:
+        """Register a rule this verification cannot observe, with the reason shown in reports."""
+
+        def body(ctx: Any) -> None:
+            raise NotVerified(reason, kind="untested")
+
+        self._add(name, rule_id, "untested", body, reason, untested_reason=reason)
+
+    def _add(self, name: str, rule_id: str | None, level: str, func: Callable[[Any], None], doc: str,
+             untested_reason: str = "") -> None:
+        match = _NAME.match(name)
+        if level not in LEVELS or not match or match.group(1) != level:
+            raise ValueError(f"test name {name!r} must start with '{level}_spec<rule>_' or '{level}_sanity_'")
+        if rule_id is not None:
+            major, minor = match.group(3), match.group(4)
+            if match.group(2) == "sanity" or f"{int(major)}.{int(minor)}" != rule_id:
+                raise ValueError(f"test name {name!r} does not spell its rule {rule_id}")
+        if any(t.name == name for t in self.tests):
+            raise ValueError(f"duplicate test name {name!r}")
+        rule = lookup_rule(rule_id) if rule_id is not None else None
+        self.tests.append(TckTest(name, self.verification, rule, level, func, _dedent(doc), untested_reason))
+
+
+def _dedent(doc: str) -> str:
+    import inspect
+
+    return inspect.cleandoc(doc) if doc else ""
+
+
+class Context:
+    """What a test body gets: the environment, the subject and probe factories."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self.settings = env.settings
+        self._probes: list[ProbeSubscriber] = []
+
+    def probe(self, name: str = "probe", **options: Any) -> ProbeSubscriber:
+        probe = ProbeSubscriber(self.env, name, **options)
+        self._probes.append(probe)
+        return probe
+
+    def call(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call into the subject from the verification thread, visible to the watchdog."""
+        with self.env.calling(label):
+            return fn(*args)
+
+    def finish(self) -> None:
+        """Cancel whatever the test left open, then raise any problem recorded on the way."""
+        for probe in self._probes:
+            probe.close()
+        self.env.check()
