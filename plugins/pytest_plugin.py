@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,9 @@ from rstck.runner import run_test
 from rstck.settings import KNOBS
 from rstck.settings import Settings
 from rstck.settings import parse_value
-from rstck.subjects import PublisherSubject
 from rstck.subjects import load_publisher_subject
 from rstck.subjects import smoke_check
-from rstck.verifications import publisher
+from rstck.verifications import VERIFICATIONS
 from rstck.verifications._base import TckTest
 
 PUBLISHER_OPTION = "--rs-publisher"
@@ -37,6 +38,36 @@ REPORT_JSON_OPTION = "--rs-report-json"
 
 #: Extra seconds pytest-timeout allows beyond the TCK's own limit: it is only the backstop.
 BACKSTOP_MARGIN_S = 30.0
+
+
+
+@dataclass(frozen=True)
+class SubjectOption:
+    """How one verification's subject is named on the command line and loaded."""
+
+    verification: str
+    dest: str
+    #: Loads and checks the subject from the config; raises SetupError on bad input.
+    load: Callable[[pytest.Config, Settings], Any]
+
+
+def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
+    spec = config.getoption("rs_publisher")
+    failed_spec = config.getoption("rs_failed_publisher")
+    if failed_spec and not spec:
+        raise SetupError(f"{FAILED_PUBLISHER_OPTION} needs {PUBLISHER_OPTION} as well")
+    if not spec:
+        return None
+    subject = load_publisher_subject(spec, failed_spec)
+    applied = subject.apply(settings)
+    smoke_check(subject, timeout=max(5.0, applied.timeout), elements=min(1, applied.max_elements))
+    return subject
+
+
+#: The subject options, in the order their verifications run.
+SUBJECT_OPTIONS: list[SubjectOption] = [
+    SubjectOption("publisher", "rs_publisher", _load_publisher),
+]
 
 state_key = pytest.StashKey["RsTckState"]()
 result_key = pytest.StashKey[TestResult]()
@@ -66,7 +97,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     for knob in KNOBS:
         if knob.kind == "bool":
-            group.addoption(knob.option, dest=knob.ini, action="store_true", default=None, help=knob.help)
+            group.addoption(knob.option, dest=knob.ini, action="store_true", default=None,
+                            help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         else:
             group.addoption(knob.option, dest=knob.ini, metavar="MS" if knob.kind == "ms" else "N",
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
@@ -74,18 +106,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class RsTckState:
-    """Everything the plugin resolved at configure time, shared by items and reporters."""
+    """Everything the plugin resolved at configure time; also the plugin that keeps results.
 
-    def __init__(self, subject: PublisherSubject | None, settings: Settings, rules: list[str],
+    Registered per config, so each run (pytester's in-process runs included) has its own.
+    """
+
+    def __init__(self, subjects: dict[str, Any], settings: Settings, rules: list[str],
                  skip_rules: list[str], report_json: Path | None) -> None:
-        self.subject = subject
+        self.subjects = subjects
         self.settings = settings
         self.rules = rules
         self.skip_rules = skip_rules
         self.report_json = report_json
         self.results: list[TestResult] = []
 
-    # Registered as a plugin of its own, so each run (pytester's included) keeps its results.
+    @property
+    def active(self) -> bool:
+        return bool(self.subjects)
+
+    def settings_for(self, verification: str) -> Settings:
+        """Settings with the subject's declared capabilities applied."""
+        apply = getattr(self.subjects[verification], "apply", None)
+        return apply(self.settings) if callable(apply) else self.settings
+
+    def labels(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for verification, subject in self.subjects.items():
+            out[verification] = str(getattr(subject, "label", subject))
+            failed = getattr(subject, "failed_factory", None)
+            if failed is not None:
+                out["failed_" + verification] = getattr(failed, "__qualname__", repr(failed))
+        return out
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "rs_tck_result", None)
@@ -95,24 +146,10 @@ class RsTckState:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.report_json is None or hasattr(session.config, "workerinput"):
             return
-        data = document(self.results, subjects=self.subjects(), settings=self.settings.to_json())
+        data = document(self.results, subjects=self.labels(), settings=self.settings.to_json())
         tmp = self.report_json.with_name(self.report_json.name + ".tmp")
         tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         tmp.replace(self.report_json)
-
-    @property
-    def active(self) -> bool:
-        return self.subject is not None
-
-    def subjects(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        if self.subject is not None:
-            out["publisher"] = self.subject.label
-            if self.subject.failed_factory is not None:
-                out["failed_publisher"] = getattr(
-                    self.subject.failed_factory, "__qualname__", repr(self.subject.failed_factory)
-                )
-        return out
 
 
 def resolve_settings(config: pytest.Config) -> Settings:
@@ -149,10 +186,10 @@ def _rule_list(config: pytest.Config, dest: str, option: str) -> list[str]:
         return []
     ids = [part.strip() for part in raw.split(",") if part.strip()]
     unknown = [i for i in ids if i not in RULES and i != "sanity"]
-    if unknown:
+    if unknown or not ids:
         raise pytest.UsageError(
-            f"{option}: unknown rule id(s) {', '.join(unknown)}; valid ids are 1.1-1.11, 2.1-2.13, "
-            "3.1-3.17, 4.1-4.2 and 'sanity'"
+            f"{option}: unknown rule id(s) {', '.join(unknown) or repr(raw)}; valid ids are "
+            "1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2 and 'sanity'"
         )
     return ids
 
@@ -162,24 +199,19 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = resolve_settings(config)
     rules = _rule_list(config, "rs_rules", RULES_OPTION)
     skip_rules = _rule_list(config, "rs_skip_rules", SKIP_RULES_OPTION)
-    spec = config.getoption("rs_publisher")
-    failed_spec = config.getoption("rs_failed_publisher")
-    if failed_spec and not spec:
-        raise pytest.UsageError(f"{FAILED_PUBLISHER_OPTION} needs {PUBLISHER_OPTION} as well")
-    subject = None
-    if spec:
+    subjects: dict[str, Any] = {}
+    for option in SUBJECT_OPTIONS:
         try:
-            subject = load_publisher_subject(spec, failed_spec)
-            settings = subject.apply(settings)
-            smoke_check(subject, timeout=max(5.0, settings.timeout),
-                        elements=min(1, settings.max_elements))
+            subject = option.load(config, settings)
         except SetupError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if subject is not None:
+            subjects[option.verification] = subject
     report_json = config.getoption("rs_report_json")
     report_path = Path(report_json) if report_json else None
     if report_path is not None:
         _check_writable(report_path)
-    state = RsTckState(subject, settings, rules, skip_rules, report_path)
+    state = RsTckState(subjects, settings, rules, skip_rules, report_path)
     config.stash[state_key] = state
     config.pluginmanager.register(state, "rs-tck-state")
 
@@ -199,10 +231,11 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if state is None or not state.active:
         return None
     s = state.settings
+    subjects = ", ".join(f"{k} {v}" for k, v in state.labels().items())
     return [
-        f"rs-tck: publisher {state.subject.label if state.subject else '-'}; timeout "
-        f"{s.timeout * 1000:.0f} ms, no-signal window {s.no_signal_window * 1000:.0f} ms, "
-        f"gc window {s.gc_window * 1000:.0f} ms, test limit {s.test_limit:.0f} s"
+        f"rs-tck: {subjects}",
+        f"rs-tck: timeout {s.timeout * 1000:.0f} ms, no-signal window {s.no_signal_window * 1000:.0f} ms, "
+        f"gc window {s.gc_window * 1000:.0f} ms, test limit {s.test_limit:.0f} s",
     ]
 
 
@@ -229,17 +262,18 @@ class RsTckItem(pytest.Item):
             ("rs_rule", rule), ("rs_level", test.level), ("rs_verification", test.verification),
         ]
         self.add_marker(pytest.mark.rs_tck(rule=rule, level=test.level, verification=test.verification))
-        self.add_marker(pytest.mark.timeout(state.settings.test_limit + BACKSTOP_MARGIN_S, method="signal"))
+        limit = state.settings_for(test.verification).test_limit
+        self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
 
     def runtest(self) -> None:
         state = self.config.stash[state_key]
-        subject = state.subject
-        assert subject is not None
+        verification = VERIFICATIONS[self.test.verification]
+        subject = state.subjects[self.test.verification]
         result = run_test(
             self.test,
-            lambda env: publisher.PublisherContext(env, subject),
-            state.settings,
-            subject_label=subject.label,
+            lambda env: verification.make_context(env, subject),
+            state.settings_for(self.test.verification),
+            subject_label=state.labels()[self.test.verification],
         )
         self.stash[result_key] = result
         if result.outcome == "skipped":
@@ -266,14 +300,15 @@ class RsTckFailure(Exception):
 
 def _make_items(session: pytest.Session) -> list[pytest.Item]:
     state = session.config.stash[state_key]
-    tests = select(publisher.TESTS, rules=state.rules, skip_rules=state.skip_rules)
-    collector = RsTckCollector.from_parent(
-        session, name=publisher.VERIFICATION, nodeid=publisher.VERIFICATION, tests=tests
-    )
-    items = collector.collect()
-    session.config.hook.pytest_collectreport(
-        report=pytest.CollectReport(collector.nodeid, "passed", None, items)
-    )
+    items: list[pytest.Item] = []
+    for name in state.subjects:
+        tests = select(VERIFICATIONS[name].tests, rules=state.rules, skip_rules=state.skip_rules)
+        collector = RsTckCollector.from_parent(session, name=name, nodeid=name, tests=tests)
+        collected = collector.collect()
+        session.config.hook.pytest_collectreport(
+            report=pytest.CollectReport(collector.nodeid, "passed", None, collected)
+        )
+        items += collected
     return items
 
 

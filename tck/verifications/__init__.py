@@ -1,15 +1,33 @@
-"""The verification classes, each a registry of rule tests."""
+"""The verification classes, each a registry of rule tests with a context factory."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..environment import Environment
 from . import publisher
 from ._base import Context
 from ._base import Registry
 from ._base import TckTest
 
-#: Tests of each verification, in run order.
-VERIFICATIONS: dict[str, list[TckTest]] = {
-    publisher.VERIFICATION: publisher.TESTS,
+
+@dataclass(frozen=True)
+class Verification:
+    """One verification class: its tests, and how a test body gets its context."""
+
+    name: str
+    tests: list[TckTest]
+    make_context: Callable[[Environment, Any], Context]
+
+
+#: Every verification, in run order, by name (the ``verification`` field of results).
+VERIFICATIONS: dict[str, Verification] = {
+    v.name: v
+    for v in (
+        Verification(publisher.VERIFICATION, publisher.TESTS, publisher.make_context),
+    )
 }
 
-__all__ = ["VERIFICATIONS", "Context", "Registry", "TckTest", "publisher"]
+__all__ = ["VERIFICATIONS", "Context", "Registry", "TckTest", "Verification", "publisher"]

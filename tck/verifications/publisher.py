@@ -125,6 +125,10 @@ class PublisherContext(Context):
         return probe.expect_error(BaseException, rule=rule)
 
 
+def make_context(env: Environment, subject: PublisherSubject) -> PublisherContext:
+    return PublisherContext(env, subject)
+
+
 # -- sanity ------------------------------------------------------------------------------------
 
 
