@@ -66,7 +66,7 @@ def run_test(
         finally:
             done.set()
 
-    worker = threading.Thread(target=body, name=f"rs-tck:{test.name[:40]}", daemon=True)
+    worker = threading.Thread(target=body, name="rs-tck-body", daemon=True)
     stalled: _Stalled | None = None
     with env:
         worker.start()

@@ -1,0 +1,178 @@
+"""The pytest front end, exercised through real pytest runs (pytester)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from importlib import resources
+
+import jsonschema
+import pytest
+
+REF = "--rs-publisher=rstck.reference:range_publisher"
+FAILED = "--rs-failed-publisher=rstck.reference:failed_publisher"
+
+BROKEN = '''
+from rstck.reference import range_publisher
+
+class IgnoresZero:
+    """Drops request(0) silently: breaks rule 3.9."""
+    def __init__(self, n):
+        self._inner = range_publisher(n)
+    def subscribe(self, subscriber):
+        outer = self
+        class Wrap:
+            def on_subscribe(self, s):
+                class Sub:
+                    def request(self, n):
+                        if n > 0:
+                            s.request(n)
+                    def cancel(self):
+                        s.cancel()
+                subscriber.on_subscribe(Sub())
+            def on_next(self, e): subscriber.on_next(e)
+            def on_error(self, e): subscriber.on_error(e)
+            def on_complete(self): subscriber.on_complete()
+        if subscriber is None:
+            raise TypeError("null")
+        self._inner.subscribe(Wrap())
+
+def ignores_zero(n):
+    return IgnoresZero(n)
+
+def raises(n):
+    raise RuntimeError("cannot build")
+
+def not_a_publisher(n):
+    return 42
+
+NOT_CALLABLE = 7
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(subjects=BROKEN)
+    pytester.makepyfile(test_user="def test_user_own():\n    assert False, 'user test ran'\n")
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_only_tck_runs_without_test_paths(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, FAILED)
+    result.assert_outcomes(passed=38, skipped=6)
+    assert "user test ran" not in result.stdout.str()
+
+
+def test_ids_carry_verification_and_rule(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, "--co", "-q")
+    result.stdout.fnmatch_lines([
+        "publisher::required_sanity_factory_1_produces_exactly_1_element[[]sanity[]]",
+        "publisher::required_spec309_request_zero_must_signal_value_error[[]3.9[]]",
+    ])
+
+
+def test_tck_runs_beside_given_test_paths(project: pytest.Pytester) -> None:
+    result = project.runpytest("test_user.py", REF, "--rs-rules=3.9")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*user test ran*"])
+
+
+@pytest.mark.parametrize(
+    ("options", "count"),
+    [
+        (["--rs-rules=3.9"], 3),
+        (["--rs-rules=sanity,1.2"], 3),
+        (["--rs-skip-rules=1.3,3.13,sanity"], 40),
+    ],
+)
+def test_rule_selection(project: pytest.Pytester, options: list[str], count: int) -> None:
+    result = project.runpytest(REF, "--co", "-q", *options)
+    result.stdout.fnmatch_lines([f"{count} tests collected*"])
+
+
+def test_broken_publisher_fails_citing_the_rule(project: pytest.Pytester) -> None:
+    result = project.runpytest("--rs-publisher=subjects:ignores_zero", "--rs-rules=3.9", "--rs-timeout-ms=300")
+    result.assert_outcomes(failed=2, skipped=1)
+    out = result.stdout.str()
+    assert "[rule 3.9] expected on_error(ValueError)" in out
+    assert "request(0)" in out  # the trace shows the offending call
+    assert "spec    : https://github.com/reactive-streams/reactive-streams-jvm/blob/v1.0.1/README.md#3.9" in out
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("nomodule_xyz:f", "cannot import module 'nomodule_xyz'"),
+        ("subjects:missing", "module 'subjects' has no attribute 'missing'"),
+        ("subjects:NOT_CALLABLE", "int object is not callable"),
+        ("subjects", "must be 'module:attribute'"),
+        ("subjects:raises", "raised RuntimeError: cannot build"),
+        ("subjects:not_a_publisher", "returned int 42, which is not a Publisher"),
+    ],
+)
+def test_bad_publisher_option_is_a_usage_error(project: pytest.Pytester, spec: str, message: str) -> None:
+    result = project.runpytest(f"--rs-publisher={spec}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert message in err
+    assert "Traceback" not in err + result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        ([REF, "--rs-rules=3.99"], {}, "unknown rule id(s) 3.99"),
+        ([REF, "--rs-timeout-ms=abc"], {}, "command line --rs-timeout-ms: rs-timeout-ms must be a positive number"),
+        ([REF], {"RS_TCK_NO_SIGNAL_MS": "-5"}, "environment variable RS_TCK_NO_SIGNAL_MS"),
+        ([REF, "--rs-recursion-depth=0"], {}, "--rs-recursion-depth must be >= 1"),
+        (["--rs-failed-publisher=subjects:raises"], {}, "--rs-failed-publisher needs --rs-publisher"),
+        ([REF, "--rs-report-json=/nonexistent-dir/r.json"], {}, "directory /nonexistent-dir does not exist"),
+    ],
+)
+def test_bad_settings_are_usage_errors(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str], message: str
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+def test_settings_precedence_command_line_env_ini(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    project.makeini("[pytest]\nrs_timeout_ms = 700\nrs_no_signal_ms = 60\nrs_gc_ms = 900\n")
+    monkeypatch.setenv("RS_TCK_NO_SIGNAL_MS", "70")
+    result = project.runpytest(REF, "--rs-gc-ms=800", "--co")
+    result.stdout.fnmatch_lines(["rs-tck: timeout 700 ms, no-signal window 70 ms, gc window 800 ms*"])
+
+
+def test_json_report_follows_the_schema(project: pytest.Pytester) -> None:
+    path = project.path / "out.json"
+    result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, f"--rs-report-json={path}",
+                               "--rs-rules=3.9,1.10,1.4", "--rs-timeout-ms=300")
+    result.assert_outcomes(passed=1, failed=2, skipped=2)
+    data = json.loads(path.read_text())
+    schema = json.loads(resources.files("rstck").joinpath("schemas/rs-tck-results-1.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    assert data["subjects"]["publisher"] == "subjects:ignores_zero"
+    assert data["summary"]["total"] == 5
+    assert data["summary"]["verdicts"]["optional_unsupported"] == 1
+    by_test = {r["test"]: r for r in data["results"]}
+    zero = by_test["required_spec309_request_zero_must_signal_value_error"]
+    assert (zero["outcome"], zero["verdict"], zero["rule"], zero["level"]) == ("failed", "failed", "3.9", "required")
+    assert any(rec["signal"] == "request" and rec["detail"] == "0" for rec in zero["trace"])
+    untested = by_test["untested_spec110_subscribe_may_be_called_many_times_with_different_subscribers"]
+    assert (untested["outcome"], untested["verdict"]) == ("skipped", "untested")
+    assert "obligation on the caller" in untested["message"]
+
+
+def test_junit_xml_carries_rule_properties(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, "--rs-rules=3.9", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=3)
+    root = ET.parse(project.path / "junit.xml").getroot()
+    props = [
+        {p.get("name"): p.get("value") for p in case.iter("property")} for case in root.iter("testcase")
+    ]
+    assert props and all(p == {"rs_rule": "3.9", "rs_level": p["rs_level"], "rs_verification": "publisher"} for p in props)
+    assert {p["rs_level"] for p in props} == {"required", "optional"}
