@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from rstck.engine import select
 from rstck.errors import SetupError
 from rstck.results import TestResult
@@ -234,8 +233,11 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     subjects = ", ".join(f"{k} {v}" for k, v in state.labels().items())
     return [
         f"rs-tck: {subjects}",
-        f"rs-tck: timeout {s.timeout * 1000:.0f} ms, no-signal window {s.no_signal_window * 1000:.0f} ms, "
-        f"gc window {s.gc_window * 1000:.0f} ms, test limit {s.test_limit:.0f} s",
+        (
+            f"rs-tck: timeout {s.timeout * 1000:.0f} ms, no-signal window "
+            f"{s.no_signal_window * 1000:.0f} ms, gc window {s.gc_window * 1000:.0f} ms, "
+            f"test limit {s.test_limit:.0f} s"
+        ),
     ]
 
 
@@ -306,7 +308,7 @@ def _make_items(session: pytest.Session) -> list[pytest.Item]:
         collector = RsTckCollector.from_parent(session, name=name, nodeid=name, tests=tests)
         collected = collector.collect()
         session.config.hook.pytest_collectreport(
-            report=pytest.CollectReport(collector.nodeid, "passed", None, collected)
+            report=pytest.CollectReport(collector.nodeid, "passed", None, list[Any](collected))
         )
         items += collected
     return items

@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .catalogue import markdown_table
+from .catalogue import update_readme
 from .verifications import VERIFICATIONS
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rstck", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("rules", help="print the rule table (markdown)")
+    rules = sub.add_parser("rules", help="print the rule table (markdown)")
+    rules.add_argument("--update", metavar="README", type=Path,
+                       help="rewrite the generated table inside this file instead of printing it")
     sub.add_parser("tests", help="list every verification test with its rule and level")
     args = parser.parse_args(argv)
-    if args.command == "rules":
+    if args.command == "rules" and args.update is not None:
+        changed = update_readme(args.update)
+        print(f"{args.update}: {'updated' if changed else 'already current'}")
+    elif args.command == "rules":
         print(markdown_table())
     else:
         for name, verification in VERIFICATIONS.items():

@@ -6,6 +6,8 @@ it cannot claim a check that does not exist.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .rules import RULES
 from .verifications import VERIFICATIONS
 
@@ -33,7 +35,7 @@ def markdown_table() -> str:
         for name in names:
             levels = cov[rid].get(name, [])
             if not levels:
-                cells.append("–")
+                cells.append("-")
                 continue
             counts: dict[str, int] = {}
             for level in levels:
@@ -45,3 +47,13 @@ def markdown_table() -> str:
 
 def readme_block() -> str:
     return f"{BEGIN}\n{markdown_table()}\n{END}"
+
+
+def update_readme(path: Path) -> bool:
+    """Rewrite the table between the markers of ``path``; True if it changed."""
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    updated = text[:start] + readme_block() + text[end:]
+    if updated != text:
+        path.write_text(updated, encoding="utf-8")
+    return updated != text

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from typing import Self
 
 from .errors import RuleViolation
 from .settings import Settings
@@ -142,7 +143,7 @@ class Environment:
             self._problems.append(Problem(exc, threading.current_thread().name, "unraisable"))
             self._changed.notify_all()
 
-    def __enter__(self) -> Environment:
+    def __enter__(self) -> Self:
         self.install()
         return self
 

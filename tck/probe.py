@@ -127,8 +127,7 @@ class ProbeSubscriber:
                 self.signals += 1
                 self.received += 1
                 before = self.demand
-                if depth > self.max_depth:
-                    self.max_depth = depth
+                self.max_depth = max(self.max_depth, depth)
                 if self.subscription is None:
                     problems.append(("1.9", "on_subscribe before any other signal",
                                      f"on_next({short_repr(element)}) before on_subscribe"))
@@ -375,11 +374,16 @@ class ProbeSubscriber:
             first = self.signals
             while True:
                 seen = self.signals
-                self._cond.wait_for(lambda: self.signals != seen, window)
+                self._cond.wait_for(lambda seen=seen: self.signals != seen, window)  # type: ignore[misc]
                 if self.signals == seen:
                     return self.signals - first, True
                 if time.monotonic() >= deadline:
                     return self.signals - first, False
+
+    def wait_for_signal(self, *, timeout: float | None = None) -> bool:
+        """Wait until an unconsumed element or a terminal signal is there; False on timeout."""
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        return self._wait(lambda: bool(self.elements) or self.terminal is not None, timeout)
 
     def depth(self) -> int:
         """How deeply on_next calls are nested on the calling thread right now (rule 3.3)."""

@@ -129,5 +129,5 @@ def _power(text: str) -> int:
     # Accept the spelling users copy from the spec: "2**63-1".
     base, _, rest = text.partition("**")
     exp, minus, sub = rest.partition("-")
-    value = int(base) ** int(exp)
+    value: int = pow(int(base), int(exp))
     return value - int(sub) if minus else value

@@ -126,7 +126,7 @@ def smoke_check(subject: PublisherSubject, *, timeout: float, elements: int = 1)
     for label, call in checks:
         box: dict[str, Any] = {}
 
-        def run(call: Callable[[], Any] = call) -> None:
+        def run(call: Callable[[], Any] = call, box: dict[str, Any] = box) -> None:
             try:
                 box["value"] = call()
             except BaseException as exc:

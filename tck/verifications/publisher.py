@@ -8,6 +8,7 @@ docstring is the diagnosis shown to users: what it does, and what to check when 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
@@ -467,12 +468,11 @@ def optional_spec111_may_support_multi_subscribe(ctx: PublisherContext) -> None:
     first, second = _multicast(ctx, 1, False, 2)
     for probe in (first, second):
         probe.request(1)
-        if probe.expect_terminal(timeout=0) is None:
-            probe._wait(lambda p=probe: bool(p.elements) or p.terminal is not None, ctx.settings.timeout)
+        probe.wait_for_signal()
         if not probe.elements and probe.terminal != "on_complete":
             raise RuleViolation(
                 "1.11", f"{probe.name} to get an element or on_complete after request(1)",
-                probe.terminal and probe._terminal_text() or "nothing",
+                (probe.terminal and probe._terminal_text()) or "nothing",
             )
 
 
@@ -483,11 +483,11 @@ def optional_spec111_registered_subscribers_must_receive_on_next_or_on_complete(
     for probe in probes:
         probe.request(1)
     for probe in probes:
-        probe._wait(lambda p=probe: bool(p.elements) or p.terminal is not None, ctx.settings.timeout)
+        probe.wait_for_signal()
         if not probe.elements and probe.terminal != "on_complete":
             raise RuleViolation(
                 "1.11", f"{probe.name} to get an element or on_complete after request(1)",
-                probe.terminal and probe._terminal_text() or "nothing",
+                (probe.terminal and probe._terminal_text()) or "nothing",
             )
     probes[0].wait_quiet()
 
@@ -629,10 +629,8 @@ def required_spec305_cancel_must_be_idempotent_and_thread_safe(ctx: PublisherCon
     ctx.env.trace.add(probe.name, "cancel", "x8, concurrently")
 
     def cancel() -> None:
-        try:
+        with contextlib.suppress(threading.BrokenBarrierError):
             barrier.wait(ctx.settings.timeout)
-        except threading.BrokenBarrierError:
-            pass
         probe._call("cancel", subscription.cancel)
 
     threads = [threading.Thread(target=cancel, name=f"rs-tck-cancel-{i}", daemon=True) for i in range(8)]
