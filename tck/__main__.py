@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .catalogue import markdown_table
 from .catalogue import update_readme
+from .catalogue import verifications_markdown
 from .verifications import VERIFICATIONS
 
 
@@ -18,12 +19,20 @@ def main(argv: list[str] | None = None) -> int:
     rules.add_argument("--update", metavar="README", type=Path,
                        help="rewrite the generated table inside this file instead of printing it")
     sub.add_parser("tests", help="list every verification test with its rule and level")
+    docs = sub.add_parser("docs", help="print docs/verifications.md")
+    docs.add_argument("--update", metavar="FILE", type=Path, help="write it to FILE instead")
     args = parser.parse_args(argv)
     if args.command == "rules" and args.update is not None:
         changed = update_readme(args.update)
         print(f"{args.update}: {'updated' if changed else 'already current'}")
     elif args.command == "rules":
         print(markdown_table())
+    elif args.command == "docs":
+        text = verifications_markdown()
+        if args.update is not None:
+            args.update.write_text(text, encoding="utf-8")
+        else:
+            print(text, end="")
     else:
         for name, verification in VERIFICATIONS.items():
             for test in verification.tests:

@@ -50,7 +50,15 @@ def test_readme_rule_table_is_current() -> None:
     )
 
 
-@pytest.mark.parametrize("command", ["rules", "tests"])
+def test_verifications_doc_is_current() -> None:
+    from rstck.catalogue import verifications_markdown
+
+    assert (ROOT / "docs" / "verifications.md").read_text() == verifications_markdown(), (
+        "docs/verifications.md is stale: run `python -m rstck docs --update docs/verifications.md`"
+    )
+
+
+@pytest.mark.parametrize("command", ["rules", "tests", "docs"])
 def test_command_line(command: str) -> None:
     out = subprocess.run([sys.executable, "-m", "rstck", command], capture_output=True, text=True, check=True).stdout
     assert "3.9" in out
