@@ -44,10 +44,15 @@ KNOBS: tuple[Knob, ...] = (
          "bool", "Skip the stochastic (repeated, race-hunting) verifications"),
     Knob("stochastic_iterations", "--rs-stochastic-iterations", "rs_stochastic_iterations",
          "RS_TCK_STOCHASTIC_ITERATIONS", "int", "Iterations of each stochastic verification"),
+    Knob("coordinated_emission", "--rs-coordinated-emission", "rs_coordinated_emission",
+         "RS_TCK_COORDINATED_EMISSION", "bool",
+         "The processor emits an element only once every subscriber has demand for it"),
 )
 
 KNOBS_BY_NAME = {k.name: k for k in KNOBS}
-CAPABILITY_KNOBS = ("max_elements", "recursion_depth", "max_subscribers", "skip_stochastic")
+CAPABILITY_KNOBS = (
+    "max_elements", "recursion_depth", "max_subscribers", "skip_stochastic", "coordinated_emission",
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class Settings:
     max_subscribers: int = MAX_DEMAND
     skip_stochastic: bool = False
     stochastic_iterations: int = 100
+    coordinated_emission: bool = False
     #: Signals kept in a trace: this many from the start and as many from the end.
     trace_keep: int = 100
     #: Knob names that were set explicitly (not defaults), for the report.
