@@ -92,7 +92,7 @@ class Environment:
         """Raise the first recorded problem; the runner reports the others beside it."""
         problems = self.problems
         if problems:
-            raise as_violation(problems[0])
+            raise as_violation(problems[0], self.rule)
 
     # -- progress, for the watchdog ---------------------------------------------------------
 
@@ -165,16 +165,16 @@ class Environment:
                 self.current_call = None
 
 
-def as_violation(problem: Problem) -> RuleViolation:
+def as_violation(problem: Problem, rule: str | None = None) -> RuleViolation:
     """The problem as a violation: itself if it is one, else "an exception escaped"."""
     if isinstance(problem.error, RuleViolation):
         return problem.error
     error = problem.error
     where = {"thread": "a thread", "unraisable": "a finalizer or callback", "probe": "a probe"}
     violation = RuleViolation(
-        None,
+        rule,
         f"no exception escaping {where[problem.source]}",
-        f"{type(error).__name__}: {short_repr(error, 200)} on thread {problem.thread}",
+        f"{short_repr(error, 200)} on thread {problem.thread}",
     )
     violation.__cause__ = error
     return violation

@@ -136,7 +136,7 @@ class ProbeSubscriber:
                                      f"on_next({short_repr(element)}) after {self.terminal}"))
                 if element is None:
                     problems.append(("2.13", "elements are never None", "on_next(None)"))
-                if before <= 0:
+                if before <= 0 and self.subscription is not None:
                     self.excess += 1
                     if self.excess == 1:
                         problems.append((
@@ -198,8 +198,11 @@ class ProbeSubscriber:
     def _enter(self, what: str) -> None:
         me = threading.get_ident()
         with self._sections_lock:
-            others = [t for t in self._sections if t != me]
-            self._sections[me] = self._sections.get(me, 0) + 1
+            sections = self._sections
+            count = sections.get(me, 0)
+            busy = len(sections) > (1 if count else 0)
+            sections[me] = count + 1
+            others = [t for t in sections if t != me] if busy else []
         if others:
             self.concurrent_entries += 1
             if self.concurrent_entries == 1:

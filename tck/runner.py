@@ -134,7 +134,7 @@ def _result(
         )
         primary.__cause__ = error
     elif problems:
-        primary = as_violation(problems[0])
+        primary = as_violation(problems[0], test.rule_id)
     others = [p for p in problems if p.error is not primary]
     if primary is not None:
         outcome, verdict = "failed", "failed"

@@ -1,0 +1,213 @@
+"""Unit tests of the core pieces: probe, environment, settings, results contract."""
+
+from __future__ import annotations
+
+import gc
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rstck import MAX_DEMAND
+from rstck.environment import Environment
+from rstck.errors import RuleViolation
+from rstck.probe import ProbeSubscriber
+from rstck.results import ResultsFileError
+from rstck.results import TestResult
+from rstck.results import document
+from rstck.results import load
+from rstck.settings import KNOBS_BY_NAME
+from rstck.settings import Settings
+from rstck.settings import parse_value
+
+
+class NullSubscription:
+    def __init__(self) -> None:
+        self.requests: list[int] = []
+        self.cancels = 0
+
+    def request(self, n: int) -> None:
+        self.requests.append(n)
+
+    def cancel(self) -> None:
+        self.cancels += 1
+
+
+@pytest.fixture
+def env() -> Any:
+    with Environment(Settings(timeout=0.2, no_signal_window=0.02)) as environment:
+        yield environment
+
+
+def rules_flagged(env: Environment) -> list[str | None]:
+    return [p.error.rule.id if isinstance(p.error, RuleViolation) and p.error.rule else None for p in env.problems]
+
+
+def test_probe_flags_each_protocol_violation_as_it_happens(env: Environment) -> None:
+    probe = ProbeSubscriber(env, yield_s=None)
+    probe.on_next(1)  # before on_subscribe
+    assert rules_flagged(env) == ["1.9"]
+    second = NullSubscription()
+    probe.on_subscribe(NullSubscription())
+    probe.on_subscribe(second)  # second on_subscribe: flagged, and cancelled as rule 2.5 asks
+    assert rules_flagged(env)[-1] == "1.9"
+    assert second.cancels == 1
+    probe.request(1)
+    probe.on_next(None)  # None element
+    assert "2.13" in rules_flagged(env)
+    probe.on_next(3)  # beyond demand
+    assert rules_flagged(env)[-1] == "1.1"
+    probe.on_complete()
+    probe.on_error(ValueError("late"))  # after a terminal signal
+    assert rules_flagged(env)[-1] == "1.7"
+    assert [r.signal for r in env.trace.records() if r.actor == "probe"][-2:] == ["on_complete", "on_error"]
+
+
+def test_probe_records_demand_at_each_signal(env: Environment) -> None:
+    probe = ProbeSubscriber(env)
+    probe.on_subscribe(NullSubscription())
+    probe.request(2)
+    probe.on_next("a")
+    probe.on_next("b")
+    probe.request(MAX_DEMAND)
+    probe.on_next("c")
+    demands = [(r.signal, r.demand) for r in env.trace.records() if r.actor == "probe"]
+    assert demands == [
+        ("on_subscribe", 0), ("request", 2), ("on_next", 2), ("on_next", 1),
+        ("request", MAX_DEMAND), ("on_next", MAX_DEMAND),
+    ]
+    assert env.problems == []
+
+
+def test_probe_sees_two_threads_inside_at_once(env: Environment) -> None:
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(p: ProbeSubscriber, element: Any) -> None:
+        if element == "first":
+            inside.set()
+            release.wait(2)
+
+    probe = ProbeSubscriber(env, on_next=hold)
+    probe.on_subscribe(NullSubscription())
+    probe.request(2)
+    first = threading.Thread(target=probe.on_next, args=("first",), name="emitter-1")
+    first.start()
+    assert inside.wait(2)
+    second = threading.Thread(target=probe.on_next, args=("second",), name="emitter-2")
+    second.start()
+    second.join(2)
+    release.set()
+    first.join(2)
+    violation = env.problems[0].error
+    assert isinstance(violation, RuleViolation)
+    assert violation.rule is not None
+    assert violation.rule.id == "1.3"
+    assert "emitter-2" in str(violation)
+    assert "emitter-1" in str(violation)
+
+
+def test_same_thread_nesting_is_not_concurrency(env: Environment) -> None:
+    subscription = NullSubscription()
+
+    def nest(p: ProbeSubscriber, element: int) -> None:
+        if element < 3:
+            p.on_next(element + 1)  # what a synchronous, non-trampolined publisher does
+
+    probe = ProbeSubscriber(env, on_next=nest)
+    probe.on_subscribe(subscription)
+    probe.request(10)
+    probe.on_next(0)
+    assert env.problems == []
+    assert probe.max_depth == 4
+
+
+def test_trace_memory_is_bounded_for_a_million_elements(env: Environment) -> None:
+    probe = ProbeSubscriber(env, keep_elements=False, yield_s=None)
+    probe.on_subscribe(NullSubscription())
+    probe.request(MAX_DEMAND)
+    for i in range(1_000_000):
+        probe.on_next(i)
+    records = env.trace.records()
+    assert len(records) == 2 * env.settings.trace_keep
+    assert env.trace.total == 1_000_002
+    assert records[-1].detail == "999999"
+    assert not probe.elements
+    assert "records not kept" in env.trace.format(limit=1000)
+
+
+def test_environment_collects_every_error_from_foreign_threads(env: Environment) -> None:
+    def boom(text: str) -> None:
+        raise RuntimeError(text)
+
+    threads = [threading.Thread(target=boom, args=(f"boom {i}",), name=f"subject-{i}") for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    class Finalizer:
+        def __del__(self) -> None:
+            raise KeyError("in __del__")
+
+    Finalizer()
+    gc.collect()
+    sources = sorted((p.source, p.thread) for p in env.problems)
+    assert sources == [("thread", "subject-0"), ("thread", "subject-1"), ("unraisable", "MainThread")]
+    with pytest.raises(RuleViolation, match=r"RuntimeError\('boom 0'\) on thread subject-0") as info:
+        env.check()
+    assert "no exception escaping a thread" in str(info.value)
+
+
+def test_environment_restores_previous_hooks() -> None:
+    before = threading.excepthook
+    with Environment(Settings()):
+        assert threading.excepthook is not before
+    assert threading.excepthook is before
+
+
+@pytest.mark.parametrize(
+    ("knob", "raw", "value"),
+    [("max_elements", "2**63-1", MAX_DEMAND), ("max_elements", "1_000", 1000), ("timeout", "250", 0.25),
+     ("skip_stochastic", "yes", True), ("skip_stochastic", "0", False)],
+)
+def test_parse_value(knob: str, raw: str, value: object) -> None:
+    assert parse_value(KNOBS_BY_NAME[knob], raw, "here") == value
+
+
+@pytest.mark.parametrize(("knob", "raw"), [("timeout", "0"), ("timeout", "fast"), ("max_elements", "many"),
+                                           ("skip_stochastic", "maybe")])
+def test_parse_value_names_source_and_form(knob: str, raw: str) -> None:
+    with pytest.raises(ValueError, match=f"^ini setting x: .* must be .*got '{raw}'"):
+        parse_value(KNOBS_BY_NAME[knob], raw, "ini setting x")
+
+
+def test_results_round_trip(tmp_path: Path) -> None:
+    result = TestResult("required_spec309_x", "publisher", "3.9", "required", "failed", "failed", 0.5, "m",
+                        [{"seq": 0}], 1, "s")
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document([result], subjects={"publisher": "s"}, settings={})))
+    data, results = load(path)
+    assert results == [result]
+    assert data["summary"]["failed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read results file"),
+        ("{not json", "not valid JSON (line 1, column 2)"),
+        ('{"schema": "other/1"}', "expected a results file with schema 'rs-tck-results/1', found 'other/1'"),
+        ('{"schema": "rs-tck-results/1", "results": [{"test": "t"}]}', "results[0] is malformed"),
+        ('{"schema": "rs-tck-results/1", "results": [{"test": "t", "verification": "publisher", "rule": null,'
+         ' "level": "required", "outcome": "exploded", "duration_s": 1}]}', "outcome 'exploded' is not one of"),
+    ],
+)
+def test_malformed_results_file_is_named(tmp_path: Path, content: str | None, message: str) -> None:
+    path = tmp_path / "r.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ResultsFileError, match="r.json: ") as info:
+        load(path)
+    assert message in str(info.value)
