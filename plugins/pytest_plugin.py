@@ -264,8 +264,9 @@ class RsTckItem(pytest.Item):
             ("rs_rule", rule), ("rs_level", test.level), ("rs_verification", test.verification),
         ]
         self.add_marker(pytest.mark.rs_tck(rule=rule, level=test.level, verification=test.verification))
-        limit = state.settings_for(test.verification).test_limit
-        self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
+        if self.config.pluginmanager.hasplugin("timeout"):  # absent under `-p no:timeout`
+            limit = state.settings_for(test.verification).test_limit
+            self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
 
     def runtest(self) -> None:
         state = self.config.stash[state_key]
