@@ -68,6 +68,8 @@ class Environment:
         #: The rule the running verification checks; expectations cite it by default.
         self.rule: str | None = None
         self.closed = False
+        #: How calls into the subject are made; the default calls on the current thread.
+        self.dispatch: Callable[..., Any] = self._direct
 
     # -- problems ---------------------------------------------------------------------------
 
@@ -151,6 +153,19 @@ class Environment:
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.uninstall()
+
+    def invoke(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call into the subject: watched by the watchdog, and run where the subject lives.
+
+        Every call the TCK makes into a subject goes through here, so a subject that must be
+        called on a particular thread or event loop can be served by replacing ``dispatch``.
+        """
+        with self.calling(label):
+            return self.dispatch(fn, *args)
+
+    @staticmethod
+    def _direct(fn: Callable[..., Any], *args: Any) -> Any:
+        return fn(*args)
 
     @contextlib.contextmanager
     def calling(self, label: str) -> Iterator[None]:

@@ -256,8 +256,7 @@ class ProbeSubscriber:
 
     def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         try:
-            with self.env.calling(f"{what}({', '.join(map(str, args))})"):
-                fn(*args)
+            self.env.invoke(f"{what}({', '.join(map(str, args))})", fn, *args)
         except ProbeAbort:
             pass  # our own flood guard unwinding through a synchronous publisher
         except Exception as exc:

@@ -99,8 +99,7 @@ class Context:
 
     def call(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
         """Call into the subject from the verification thread, visible to the watchdog."""
-        with self.env.calling(label):
-            return fn(*args)
+        return self.env.invoke(label, fn, *args)
 
     def finish(self) -> None:
         """Cancel whatever the test left open, then raise any problem recorded on the way."""
