@@ -44,6 +44,7 @@ class Problem:
             "probe": "seen by a probe",
             "thread": "uncaught in a thread",
             "unraisable": "unraisable (e.g. in __del__ or a callback)",
+            "loop": "raised in an event-loop callback or task",
         }[self.source]
         return f"{text}\n    ({origin}, on thread {self.thread})"
 
@@ -185,11 +186,13 @@ def as_violation(problem: Problem, rule: str | None = None) -> RuleViolation:
     if isinstance(problem.error, RuleViolation):
         return problem.error
     error = problem.error
-    where = {"thread": "a thread", "unraisable": "a finalizer or callback", "probe": "a probe"}
+    where = {"thread": "a thread", "unraisable": "a finalizer or callback", "probe": "a probe",
+             "loop": "the event loop"}
     violation = RuleViolation(
         rule,
         f"no exception escaping {where[problem.source]}",
         f"{short_repr(error, 200)} on thread {problem.thread}",
     )
     violation.__cause__ = error
+    violation.problem = problem  # type: ignore[attr-defined]  # so reports list it only once
     return violation

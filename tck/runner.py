@@ -49,6 +49,10 @@ def run_test(
     """Run ``test`` and return its result; never raises for anything the subject does."""
     env = Environment(settings)
     env.rule = test.rule_id
+    if settings.loop == "asyncio":
+        from .loop import shared_loop
+
+        env.dispatch = shared_loop(env, settings.timeout).call
     start = time.monotonic()
     outcome: dict[str, BaseException | None] = {"error": None}
     done = threading.Event()
@@ -135,7 +139,8 @@ def _result(
         primary.__cause__ = error
     elif problems:
         primary = as_violation(problems[0], test.rule_id)
-    others = [p for p in problems if p.error is not primary]
+    shown = getattr(primary, "problem", None)
+    others = [p for p in problems if p.error is not primary and p is not shown]
     if primary is not None:
         outcome, verdict = "failed", "failed"
         cited = {primary.rule.id if primary.rule else None}

@@ -21,8 +21,9 @@ class Knob:
     option: str  # command-line option
     ini: str  # ini key
     env: str  # environment variable
-    kind: str  # "ms", "int" or "bool"
+    kind: str  # "ms", "int", "bool" or "choice"
     help: str
+    choices: tuple[str, ...] = ()
 
 
 KNOBS: tuple[Knob, ...] = (
@@ -47,6 +48,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("coordinated_emission", "--rs-coordinated-emission", "rs_coordinated_emission",
          "RS_TCK_COORDINATED_EMISSION", "bool",
          "The processor emits an element only once every subscriber has demand for it"),
+    Knob("loop", "--rs-loop", "rs_loop", "RS_TCK_LOOP", "choice",
+         "Where calls into the subject run: 'thread' (the TCK's own) or 'asyncio' (a TCK event loop)",
+         choices=("thread", "asyncio")),
 )
 
 KNOBS_BY_NAME = {k.name: k for k in KNOBS}
@@ -69,6 +73,7 @@ class Settings:
     skip_stochastic: bool = False
     stochastic_iterations: int = 100
     coordinated_emission: bool = False
+    loop: str = "thread"
     #: Signals kept in a trace: this many from the start and as many from the end.
     trace_keep: int = 100
     #: Knob names that were set explicitly (not defaults), for the report.
@@ -84,6 +89,8 @@ class Settings:
             raise ValueError(f"--rs-recursion-depth must be >= 1, got {self.recursion_depth}")
         if self.max_subscribers < 1:
             raise ValueError(f"--rs-max-subscribers must be >= 1, got {self.max_subscribers}")
+        if self.loop not in KNOBS_BY_NAME["loop"].choices:
+            raise ValueError(f"--rs-loop must be one of thread, asyncio, got {self.loop!r}")
         if self.stochastic_iterations < 1:
             raise ValueError(f"--rs-stochastic-iterations must be >= 1, got {self.stochastic_iterations}")
 
@@ -104,7 +111,7 @@ class Settings:
         return out
 
 
-def parse_value(knob: Knob, raw: str, where: str) -> float | int | bool:
+def parse_value(knob: Knob, raw: str, where: str) -> float | int | bool | str:
     """Parse one raw setting, naming its source and the accepted form on a bad value."""
     text = raw.strip()
     try:
@@ -115,6 +122,10 @@ def parse_value(knob: Knob, raw: str, where: str) -> float | int | bool:
             if low in ("0", "false", "no", "off"):
                 return False
             raise ValueError(text)
+        if knob.kind == "choice":
+            if text not in knob.choices:
+                raise ValueError(text)
+            return text
         if knob.kind == "ms":
             value = float(text)
             if value <= 0:
@@ -127,6 +138,7 @@ def parse_value(knob: Knob, raw: str, where: str) -> float | int | bool:
             "ms": "a positive number of milliseconds",
             "int": "an integer (2**63-1 is accepted)",
             "bool": "true or false",
+            "choice": "one of " + ", ".join(knob.choices),
         }[knob.kind]
         raise ValueError(f"{where}: {knob.option.lstrip('-')} must be {accepted}, got {raw!r}") from None
 
