@@ -29,6 +29,10 @@ from rstck.subjects import smoke_check
 from rstck.verifications import VERIFICATIONS
 from rstck.verifications._base import TckTest
 
+from . import baseline as rs_baseline
+from . import html_report
+from . import terminal
+
 PUBLISHER_OPTION = "--rs-publisher"
 FAILED_PUBLISHER_OPTION = "--rs-failed-publisher"
 RULES_OPTION = "--rs-rules"
@@ -94,6 +98,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         REPORT_JSON_OPTION, dest="rs_report_json", metavar="PATH",
         help="Write the results (schema rs-tck-results/1) to PATH",
     )
+    html_report.add_options(group)
+    rs_baseline.add_options(group)
     for knob in KNOBS:
         if knob.kind == "bool":
             group.addoption(knob.option, dest=knob.ini, action="store_true", default=None,
@@ -213,6 +219,8 @@ def pytest_configure(config: pytest.Config) -> None:
     state = RsTckState(subjects, settings, rules, skip_rules, report_path)
     config.stash[state_key] = state
     config.pluginmanager.register(state, "rs-tck-state")
+    for reporting in (html_report, rs_baseline, terminal):
+        reporting.configure(config, state)
 
 
 def _check_writable(path: Path) -> None:

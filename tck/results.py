@@ -49,9 +49,11 @@ class TestResult:
     trace: list[dict[str, Any]] = field(default_factory=list)
     trace_total: int = 0
     subject: str = ""
+    #: ``"known"`` when a baseline lists this failure as a known deviation; absent otherwise.
+    baseline: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "test": self.test,
             "verification": self.verification,
             "rule": self.rule,
@@ -64,6 +66,9 @@ class TestResult:
             "trace_total": self.trace_total,
             "subject": self.subject,
         }
+        if self.baseline is not None:
+            data["baseline"] = self.baseline
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TestResult:
@@ -79,6 +84,7 @@ class TestResult:
             trace=list(data.get("trace", [])),
             trace_total=int(data.get("trace_total", len(data.get("trace", [])))),
             subject=data.get("subject", ""),
+            baseline=data.get("baseline"),
         )
 
 
@@ -135,5 +141,7 @@ def load(path: str | Path) -> tuple[dict[str, Any], list[TestResult]]:
             raise ResultsFileError(f"{path}: results[{i}] is malformed: missing or bad {exc}") from None
         if result.outcome not in OUTCOMES:
             raise ResultsFileError(f"{path}: results[{i}].outcome {result.outcome!r} is not one of {OUTCOMES}")
+        if result.baseline not in (None, "known"):
+            raise ResultsFileError(f"{path}: results[{i}].baseline {result.baseline!r} is not 'known'")
         results.append(result)
     return data, results
