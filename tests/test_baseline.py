@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 from rstck.results import TestResult
 from rstck_plugins.baseline import BaselineError
@@ -96,6 +98,8 @@ def test_listed_failures_are_known_deviations(project: pytest.Pytester) -> None:
         "2 known deviation(s), 0 new failure(s), 0 stale entries",
     ])
     data = json.loads(report.read_text())
+    schema = json.loads(resources.files("rstck").joinpath("schemas/rs-tck-results-1.schema.json").read_text())
+    jsonschema.validate(data, schema)
     known = [r for r in data["results"] if r.get("baseline") == "known"]
     assert {r["test"] for r in known} == {ZERO, NEGATIVE}
     assert all((r["outcome"], r["verdict"]) == ("failed", "failed") for r in known)

@@ -201,6 +201,9 @@ def test_conformance_table_has_one_row_per_rule_with_verdicts(project: pytest.Py
     assert not [e for e in root.iter() if "failure" in (e.get("class") or "").split()]
     sanity = by_id(root, "sanity")
     assert sanity is not None
+    # self-contained: nothing to fetch, nothing to run
+    assert not [e.tag for e in root.iter() if e.get("src") is not None or e.tag in ("link", "script", "iframe")]
+    assert "url(" not in text(root.find("head"))  # type: ignore[arg-type]
 
 
 def test_failures_show_expected_observed_and_trace_timeline(project: pytest.Pytester) -> None:
@@ -373,3 +376,26 @@ def test_render_of_an_empty_document() -> None:
     root = html5lib.parse(render(document([], subjects={}, settings={})), namespaceHTMLElements=False)
     assert len(rule_rows(root)) == len(RULES)
     assert "No test results" in text(root)
+
+
+def test_every_field_of_a_crafted_results_file_is_escaped() -> None:
+    evil = f'{SCRIPT}{ATTR} \'><svg onload=alert(1)><a href="javascript:x">'
+    record = {"seq": 0, "t_ms": 0.1, "thread": evil, "actor": evil, "signal": evil, "detail": evil, "demand": 3}
+    results = [
+        {"test": evil, "verification": evil, "rule": rule, "level": evil, "outcome": "failed", "verdict": evil,
+         "duration_s": 0.1, "message": f"[rule 1.1] expected {evil}; observed {evil}\n  check   : {evil}",
+         "trace": [record, {**record, "seq": 7, "signal": "note", "detail": "violation " + evil}],
+         "trace_total": 9, "subject": evil, "baseline": "known"}
+        for rule in ("1.1", evil)
+    ]
+    doc = {"schema": evil, "tck_version": evil, "python": evil, "subjects": {evil: evil, "publisher": evil},
+           "settings": {evil: evil}, "results": results}
+    root = html5lib.parse(render(doc), namespaceHTMLElements=False)
+    elements = list(root.iter())
+    assert not [e.tag for e in elements if str(e.tag).lower().endswith("script")]
+    assert not [(e.tag, a) for e in elements for a in e.attrib if a.lower().startswith("on")]
+    assert not [e for e in elements if "javascript:" in (e.get("href") or "")]
+    svg_tags = {str(e.tag) for svg in root.iter(f"{SVG}svg") for e in svg.iter()}
+    assert f"{SVG}svg" not in {str(e.tag) for svg in root.iter(f"{SVG}svg") for e in list(svg.iter())[1:]}
+    assert svg_tags <= {f"{SVG}{t}" for t in ("svg", "title", "text", "line", "rect", "path", "circle")}
+    assert evil in text(root)
