@@ -90,8 +90,8 @@ class LoopThread:
 def _settle(future: concurrent.futures.Future[Any], task: asyncio.Future[Any]) -> None:
     if task.cancelled():
         future.set_exception(asyncio.CancelledError())
-    elif task.exception() is not None:
-        future.set_exception(task.exception())  # type: ignore[arg-type]
+    elif (error := task.exception()) is not None:
+        future.set_exception(error)
     else:
         future.set_result(task.result())
 

@@ -94,7 +94,9 @@ def test_loop_callback_errors_are_reported_in_their_test(loop_project: pytest.Py
                                     "--rs-rules=1.2")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "[[]rule 1.2[]] expected no exception escaping the event loop; "
-        "observed RuntimeError('background task crashed') on thread rs-tck-loop",
+        (
+            "[[]rule 1.2[]] expected no exception escaping the event loop; "
+            "observed RuntimeError('background task crashed') on thread rs-tck-loop"
+        ),
     ])
     assert "more problem" not in result.stdout.str()

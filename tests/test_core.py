@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from rstck import MAX_DEMAND
 from rstck.environment import Environment
 from rstck.errors import RuleViolation
@@ -200,14 +199,17 @@ def test_results_round_trip(tmp_path: Path) -> None:
         ("{not json", "not valid JSON (line 1, column 2)"),
         ('{"schema": "other/1"}', "expected a results file with schema 'rs-tck-results/1', found 'other/1'"),
         ('{"schema": "rs-tck-results/1", "results": [{"test": "t"}]}', "results[0] is malformed"),
-        ('{"schema": "rs-tck-results/1", "results": [{"test": "t", "verification": "publisher", "rule": null,'
-         ' "level": "required", "outcome": "exploded", "duration_s": 1}]}', "outcome 'exploded' is not one of"),
+        (
+            ('{"schema": "rs-tck-results/1", "results": [{"test": "t", "verification": "publisher", "rule": null,'
+            ' "level": "required", "outcome": "exploded", "duration_s": 1}]}'),
+            "outcome 'exploded' is not one of",
+        ),
     ],
 )
 def test_malformed_results_file_is_named(tmp_path: Path, content: str | None, message: str) -> None:
     path = tmp_path / "r.json"
     if content is not None:
         path.write_text(content)
-    with pytest.raises(ResultsFileError, match="r.json: ") as info:
+    with pytest.raises(ResultsFileError, match=r"r\.json: ") as info:
         load(path)
     assert message in str(info.value)
