@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,4 +106,7 @@ class Context:
         """Cancel whatever the test left open, then raise any problem recorded on the way."""
         for probe in self._probes:
             probe.close()
+        # Collect now, so that errors raised while this test's garbage is finalised (an
+        # abandoned asyncio task, a __del__) are reported here and not in a later test.
+        gc.collect()
         self.env.check()
