@@ -1,0 +1,1 @@
+"""Deliberately broken implementations, each breaking one rule, for the TCK to catch."""

@@ -1,0 +1,1002 @@
+"""Deliberately broken publishers: each one breaks exactly one rule, to prove the TCK notices.
+
+``RangePublisher``/``RangeSubscription`` below are a small *correct* range source (the
+catalogue's self-test runs the whole verification against them); every broken publisher
+changes one method of them, or is a tiny class of its own, and its docstring names the rule
+it breaks and how. ``pooled = True`` on a subscription class moves delivery to a thread pool,
+which is how the threaded variants of a defect are made.
+
+Hostile ones (deadlocks, endless storms) only ever block a thread the TCK owns (never a pool
+worker, which would hang interpreter exit). Every emission loop stops as soon as the
+subscriber raises, and ``halt_all()`` stops every loop still running, so a publisher the TCK
+abandoned cannot keep a core busy while later cases run.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import random
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from typing import ClassVar
+
+from rstck.api import MAX_DEMAND
+from rstck.api import PublisherFactory
+from rstck.api import Subscriber
+
+#: Shared workers of the ``pooled`` variants. Nothing submitted here may block for long.
+POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broken-pool")
+
+#: A pooled drain starts this long after the call that scheduled it, so its signals reliably
+#: arrive after that call returned (that is what makes a threaded variant behave differently).
+POOL_DELAY = 0.01
+
+_halt = threading.Event()
+
+
+def halt_all() -> None:
+    """Stop every emission loop created so far; subscriptions made afterwards are unaffected."""
+    global _halt
+    _halt.set()
+    _halt = threading.Event()
+
+
+def invalid_request(n: int) -> ValueError:
+    """The rule 3.9 error, with the explanation the spec recommends."""
+    return ValueError(f"request({n}) is illegal, n must be > 0")
+
+
+# -- the correct base --------------------------------------------------------------------------
+
+
+class RangeSubscription:
+    """A correct subscription to the ints ``0..count-1``; ``count >= MAX_DEMAND`` is endless.
+
+    Trampolined (a re-entrant ``request`` only adds demand: rules 3.2, 3.3), serial (the
+    drain runs on one thread at a time: 1.3) and saturating (3.17). Subscribers are never
+    called under the lock. Subclasses override one hook to break one rule.
+    """
+
+    #: Drain on ``POOL``, ``POOL_DELAY`` later, instead of on the calling thread.
+    pooled: ClassVar[bool] = False
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        self.halted = _halt
+        self.lock = threading.Lock()
+        self.subscriber: Subscriber[int] | None = subscriber  # None: cancelled or terminated
+        self.index = 0
+        self.end: int | None = None if count >= MAX_DEMAND else count
+        self.demand = 0
+        self.error: BaseException | None = None
+        # subscribe() owns the first drain, so nothing is signalled inside on_subscribe.
+        self.wip = 1
+
+    # -- the Subscription interface -------------------------------------------------------
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            if self.subscriber is None:
+                return
+            if n <= 0:
+                self.error = self.error or self.invalid(n)
+            else:
+                self.demand = self.add(self.demand, n)
+            self.wip += 1
+            if self.wip != 1:
+                return
+        self.schedule()
+
+    def cancel(self) -> None:
+        self.stop()
+
+    # -- hooks ---------------------------------------------------------------------------
+
+    def add(self, demand: int, n: int) -> int:
+        """The demand after ``request(n)``."""
+        return min(demand + n, MAX_DEMAND)
+
+    def invalid(self, n: int) -> BaseException:
+        """What ``request(n <= 0)`` is answered with."""
+        return invalid_request(n)
+
+    def element(self, index: int) -> int:
+        return index
+
+    def deliver_next(self, subscriber: Subscriber[int], element: int) -> None:
+        subscriber.on_next(element)
+
+    def deliver_complete(self, subscriber: Subscriber[int]) -> None:
+        subscriber.on_complete()
+
+    def deliver_error(self, subscriber: Subscriber[int], error: BaseException) -> None:
+        subscriber.on_error(error)
+
+    # -- machinery ----------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Forget the subscriber: no more signals (1.8, 3.6) and no reference kept (3.13)."""
+        with self.lock:
+            self.subscriber = None
+
+    def start(self) -> None:
+        """Called by ``subscribe`` once ``on_subscribe`` has returned."""
+        self.schedule()
+
+    def schedule(self) -> None:
+        self.run(self.drain)
+
+    def run(self, action: Callable[..., object], *args: object) -> None:
+        """``action(*args)`` here, or on the pool (``POOL_DELAY`` later) when ``pooled``."""
+        if not self.pooled:
+            action(*args)
+            return
+
+        def later() -> None:
+            time.sleep(POOL_DELAY)
+            action(*args)
+
+        POOL.submit(later)
+
+    def drain(self) -> None:
+        """Signal until nothing is left to do, then loop again for work that came meanwhile."""
+        missed = 1
+        while True:
+            while self.step():
+                pass
+            with self.lock:
+                self.wip -= missed
+                missed = self.wip
+                if missed == 0:
+                    return
+
+    def step(self) -> bool:
+        """Deliver at most one signal; ``True`` if it was an element (there may be more)."""
+        element = 0
+        with self.lock:
+            if self.halted.is_set():
+                self.subscriber = None
+            subscriber = self.subscriber
+            if subscriber is None:
+                return False
+            error = self.error
+            done = error is None and self.index == self.end
+            if error is None and not done:
+                if self.demand <= 0:
+                    return False
+                element = self.element(self.index)
+                self.index += 1
+                if self.demand < MAX_DEMAND:
+                    self.demand -= 1
+            else:
+                self.subscriber = None  # terminated: cancelled from now on (1.6)
+        try:
+            if error is not None:
+                self.deliver_error(subscriber, error)
+            elif done:
+                self.deliver_complete(subscriber)
+            else:
+                self.deliver_next(subscriber, element)
+                return True
+        except Exception:
+            self.stop()  # a subscriber that raises is cancelled (2.13); this ends any storm
+        return False
+
+
+class RangePublisher:
+    """A correct publisher of ``0..count-1``, unicast: each subscriber gets its own range."""
+
+    def __init__(
+        self, count: int, subscription: type[RangeSubscription] = RangeSubscription
+    ) -> None:
+        self.count = count
+        self.subscription = subscription
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        subscription = self.subscription(subscriber, self.count)
+        try:
+            subscriber.on_subscribe(subscription)
+        except Exception:
+            subscription.stop()
+            return
+        subscription.start()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.count}, {self.subscription.__name__})"
+
+
+def factory(subscription: type[RangeSubscription]) -> PublisherFactory:
+    """A TCK publisher factory whose publishers hand out ``subscription`` objects."""
+
+    def make(n: int) -> RangePublisher:
+        return RangePublisher(n, subscription)
+
+    make.__qualname__ = make.__name__ = f"factory({subscription.__name__})"
+    return make
+
+
+class PooledRangeSubscription(RangeSubscription):
+    """The correct base, delivering on ``POOL`` (one drain at a time per subscription)."""
+
+    pooled = True
+
+
+class NoopSubscription:
+    """The subscription of a publisher that has already failed: there is nothing to control."""
+
+    def request(self, n: int) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+
+class FailedPublisher:
+    """A correct failed publisher: ``on_subscribe`` then ``on_error``, on the calling thread."""
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        subscriber.on_subscribe(NoopSubscription())
+        subscriber.on_error(RuntimeError("failed publisher: fails every subscriber"))
+
+
+# -- sanity: the factory contract ------------------------------------------------------------
+
+
+class ShortByOne(RangeSubscription):
+    """Sanity: ``factory(n)`` yields n-1 elements (an off-by-one in the source's end)."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        if self.end is not None:
+            self.end = max(0, self.end - 1)
+
+
+# -- 1.1: never more than requested ---------------------------------------------------------
+
+
+class ExtraElement(RangeSubscription):
+    """Rule 1.1: every ``request(n)`` is counted as n+1, so one element too many arrives."""
+
+    def add(self, demand: int, n: int) -> int:
+        return min(demand + n + 1, MAX_DEMAND)
+
+
+class PooledExtraElement(ExtraElement):
+    """Rule 1.1, threaded: n+1 elements per ``request(n)``, delivered from a thread pool."""
+
+    pooled = True
+
+
+class Eager(RangeSubscription):
+    """Rule 1.1: starts with a demand of 1, so the first element arrives before any request."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.demand = 1
+
+
+class Storm(RangeSubscription):
+    """Rule 1.1, hostile: never looks at demand and never ends, an endless ``on_next`` storm.
+
+    Whatever count it is made with, the stream is endless and starts before any request. It
+    stops only when the subscriber raises (the TCK's flood guard does).
+    """
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, MAX_DEMAND)
+        self.demand = MAX_DEMAND
+
+
+class PooledStorm(Storm):
+    """Rule 1.1, hostile and threaded: the endless storm, from a pool worker."""
+
+    pooled = True
+
+
+class Noop(RangeSubscription):
+    """Rules 1.1/3.9 (JVM: the no-op publisher): ``on_subscribe``, then nothing, ever.
+
+    ``request`` does nothing: no element, no completion, no error for illegal ``n``.
+    """
+
+    def request(self, n: int) -> None:
+        pass
+
+
+# -- 1.2: fewer than requested, then terminate ------------------------------------------------
+
+
+class AllOrNothing(RangeSubscription):
+    """Rule 1.2: a request larger than what is left is ignored instead of served and completed.
+
+    ``request(10)`` on a 3-element stream delivers nothing and never completes.
+    """
+
+    def add(self, demand: int, n: int) -> int:
+        if self.end is not None and n > self.end - self.index:
+            return demand
+        return super().add(demand, n)
+
+
+# -- 1.3: serial signals ----------------------------------------------------------------------
+
+
+class ConcurrentOnNext(RangeSubscription):
+    """Rule 1.3, threaded: each ``on_next`` is its own task on a 4-thread pool, unserialised.
+
+    Demand and order of terminals are kept right (completion waits for the elements), so
+    the only defect is that two threads can be inside ``on_next`` at once.
+    """
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broken-concurrent")
+        self.pending: list[concurrent.futures.Future[None]] = []
+
+    def deliver_next(self, subscriber: Subscriber[int], element: int) -> None:
+        self.pending.append(self.workers.submit(subscriber.on_next, element))
+
+    def deliver_complete(self, subscriber: Subscriber[int]) -> None:
+        pending = list(self.pending)
+
+        def complete() -> None:
+            concurrent.futures.wait(pending, timeout=5.0)
+            subscriber.on_complete()
+
+        self.workers.submit(complete)
+        self.workers.shutdown(wait=False)
+
+    def stop(self) -> None:
+        super().stop()
+        self.workers.shutdown(wait=False)
+
+
+# -- 1.4 and 1.9: failed publishers -----------------------------------------------------------
+
+
+class RaisingFailedPublisher:
+    """Rules 1.4/1.9 (JVM): the failed publisher raises from ``subscribe`` instead of on_error."""
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        raise RuntimeError("cannot serve any subscriber")
+
+
+class SilentFailedPublisher:
+    """Rules 1.4/1.9 (JVM): the failed publisher signals ``on_subscribe``, then never on_error."""
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        subscriber.on_subscribe(NoopSubscription())
+
+
+class CompletingFailedPublisher:
+    """Rule 1.4: the failed publisher reports its failure with ``on_complete``, not on_error."""
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        subscriber.on_subscribe(NoopSubscription())
+        subscriber.on_complete()
+
+
+class _AfterErrorSubscription:
+    """A failed publisher's subscription that, wrongly, still acts after ``on_error``."""
+
+    def __init__(
+        self, subscriber: Subscriber[Any], react: Callable[[Subscriber[Any], int], None]
+    ) -> None:
+        self.subscriber: Subscriber[Any] | None = subscriber
+        self.react = react
+
+    def request(self, n: int) -> None:
+        if self.subscriber is not None:
+            self.react(self.subscriber, n)
+
+    def cancel(self) -> None:
+        self.subscriber = None
+
+
+class ValidatesAfterErrorFailedPublisher:
+    """Rule 1.6: after ``on_error`` its subscription still answers ``request(n <= 0)``.
+
+    The subscription is not considered cancelled once ``on_error`` went out, so an illegal
+    request gets a second ``on_error(ValueError)``.
+    """
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        def react(s: Subscriber[Any], n: int) -> None:
+            if n <= 0:
+                s.on_error(invalid_request(n))
+
+        subscriber.on_subscribe(_AfterErrorSubscription(subscriber, react))
+        subscriber.on_error(RuntimeError("failed publisher"))
+
+
+class RaisingAfterErrorFailedPublisher:
+    """Rule 1.6: after ``on_error`` its subscription raises from ``request()`` instead of no-op."""
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        def react(s: Subscriber[Any], n: int) -> None:
+            raise RuntimeError("the publisher has failed")
+
+        subscriber.on_subscribe(_AfterErrorSubscription(subscriber, react))
+        subscriber.on_error(RuntimeError("failed publisher"))
+
+
+class CompletesAfterErrorFailedPublisher:
+    """Rule 1.7: after ``on_error``, a later ``request(n)`` is answered with ``on_complete``."""
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        def react(s: Subscriber[Any], n: int) -> None:
+            if n > 0:
+                s.on_complete()
+
+        subscriber.on_subscribe(_AfterErrorSubscription(subscriber, react))
+        subscriber.on_error(RuntimeError("failed publisher"))
+
+
+# -- 1.5: on_complete at the end --------------------------------------------------------------
+
+
+class NeverCompletes(RangeSubscription):
+    """Rule 1.5 (JVM): delivers every element but never signals ``on_complete``."""
+
+    def deliver_complete(self, subscriber: Subscriber[int]) -> None:
+        pass
+
+
+class EmptyWithoutOnSubscribe(RangePublisher):
+    """Rule 1.9 (JVM, via the empty-stream test): an empty stream completes without on_subscribe."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is not None and self.count == 0:
+            subscriber.on_complete()
+            return
+        super().subscribe(subscriber)
+
+
+# -- 1.6 / 1.7: nothing after a terminal signal ---------------------------------------------
+
+
+class ValidatesAfterComplete(RangeSubscription):
+    """Rule 1.6: after ``on_complete``, ``request(n <= 0)`` is still answered with on_error."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.completed: Subscriber[int] | None = None
+
+    def deliver_complete(self, subscriber: Subscriber[int]) -> None:
+        self.completed = subscriber
+        subscriber.on_complete()
+
+    def request(self, n: int) -> None:
+        if n <= 0 and self.completed is not None:
+            self.completed.on_error(self.invalid(n))
+        super().request(n)
+
+    def cancel(self) -> None:
+        self.completed = None
+        super().cancel()
+
+
+class RaisesWhenUsedAfterComplete(RangeSubscription):
+    """Rule 1.6: after ``on_complete`` it is not treated as cancelled: ``request()`` raises."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.completed = False
+
+    def deliver_complete(self, subscriber: Subscriber[int]) -> None:
+        self.completed = True
+        subscriber.on_complete()
+
+    def request(self, n: int) -> None:
+        if self.completed:
+            raise RuntimeError("the stream has already completed")
+        super().request(n)
+
+
+class EmitsAfterComplete(RangeSubscription):
+    """Rule 1.7 (JVM): ``on_complete`` does not end it; later requests get more elements."""
+
+    def deliver_complete(self, subscriber: Subscriber[int]) -> None:
+        subscriber.on_complete()
+        with self.lock:  # "rewind" into an endless stream, still subscribed
+            self.subscriber, self.end, self.demand = subscriber, None, 0
+
+
+# -- 1.8 / 3.12: stop after cancel ------------------------------------------------------------
+
+
+class FlushesOnCancel(RangeSubscription):
+    """Rule 3.12: ``cancel()`` first flushes the rest of the stream, ignoring demand, then stops."""
+
+    def cancel(self) -> None:
+        with self.lock:
+            self.demand = MAX_DEMAND
+        self.request(1)  # drain everything that is left (and complete), then forget
+        super().cancel()
+
+
+class IgnoresCancel(RangeSubscription):
+    """Rules 1.8/3.12: ``cancel()`` does nothing; only the demand ever stops the stream."""
+
+    def cancel(self) -> None:
+        pass
+
+
+class PooledIgnoresCancel(IgnoresCancel):
+    """Rules 1.8/3.12, threaded: ``cancel()`` is a no-op and elements come from a pool."""
+
+    pooled = True
+
+
+# -- 1.9: subscribe -------------------------------------------------------------------------
+
+
+class AcceptsNoneSubscriber(RangePublisher):
+    """Rule 1.9 (JVM): ``subscribe(None)`` returns normally instead of raising TypeError."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            return
+        super().subscribe(subscriber)
+
+
+class RaisingSubscribe(RangePublisher):
+    """Rule 1.9: ``subscribe()`` raises (a capacity check) instead of signalling on_error."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        raise RuntimeError("subscriber limit reached")
+
+
+class NoOnSubscribe(RangePublisher):
+    """Rule 1.9: ``subscribe()`` accepts the subscriber but never calls ``on_subscribe``."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+
+
+class SecondOnSubscribe(RangePublisher):
+    """Rule 1.9: a retry layer subscribes the subscriber twice: two ``on_subscribe`` calls."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        super().subscribe(subscriber)
+        super().subscribe(subscriber)
+
+
+class _SignalsBeforeOnSubscribe(RangePublisher):
+    """Sends ``premature`` to the subscriber, then subscribes it as usual."""
+
+    def premature(self, subscriber: Subscriber[int]) -> None:
+        raise NotImplementedError
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is not None:
+            self.premature(subscriber)
+        super().subscribe(subscriber)
+
+
+class NextBeforeOnSubscribe(_SignalsBeforeOnSubscribe):
+    """Rule 1.9 (JVM): a replay buffer flushes ``on_next(0)`` before ``on_subscribe``."""
+
+    def premature(self, subscriber: Subscriber[int]) -> None:
+        subscriber.on_next(0)
+
+
+class CompleteBeforeOnSubscribe(_SignalsBeforeOnSubscribe):
+    """Rule 1.9 (JVM): ``on_complete`` arrives before ``on_subscribe``."""
+
+    def premature(self, subscriber: Subscriber[int]) -> None:
+        subscriber.on_complete()
+
+
+class ErrorBeforeOnSubscribe(_SignalsBeforeOnSubscribe):
+    """Rule 1.9 (JVM): ``on_error`` arrives before ``on_subscribe``."""
+
+    def premature(self, subscriber: Subscriber[int]) -> None:
+        subscriber.on_error(RuntimeError("premature failure"))
+
+
+# -- 1.11: several subscribers (optional) ----------------------------------------------------
+
+
+class RandomElements(RangeSubscription):
+    """Rule 1.11 (optional, JVM): every subscriber gets its own random elements (no multicast)."""
+
+    def element(self, index: int) -> int:
+        return random.randrange(1_000_000)
+
+
+class DropsFirstSubscriber(RangePublisher):
+    """Rule 1.11 (optional): a second subscriber silently takes over; the first hears nothing."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(count)
+        self.current: RangeSubscription | None = None
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        if self.current is not None:
+            self.current.stop()
+        self.current = RangeSubscription(subscriber, self.count)
+        subscriber.on_subscribe(self.current)
+        self.current.start()
+
+
+class RejectsSecondSubscriber(RangePublisher):
+    """Rule 1.11 (optional, JVM): one subscriber only; later ones get on_subscribe, on_error."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(count)
+        self.subscribed = False
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is not None and self.subscribed:
+            subscriber.on_subscribe(NoopSubscription())
+            subscriber.on_error(RuntimeError("only one subscriber is supported"))
+            return
+        self.subscribed = True
+        super().subscribe(subscriber)
+
+
+# -- 3.2 / 3.3: re-entrant request ----------------------------------------------------------
+
+
+class DeadlocksOnReentrantRequest(RangeSubscription):
+    """Rule 3.2, hostile: a plain lock is held while signalling, so a re-entrant ``request`` blocks.
+
+    ``request()`` from inside ``on_next`` waits for a lock its own thread holds: forever.
+    """
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.emitting = threading.Lock()
+
+    def request(self, n: int) -> None:
+        with self.emitting:
+            super().request(n)
+
+    def start(self) -> None:
+        with self.emitting:
+            super().start()
+
+
+class RaisesOnReentrantRequest(RangeSubscription):
+    """Rule 3.2: a re-entrancy guard makes ``request()`` from inside ``on_next`` raise."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.emitting = False
+
+    def request(self, n: int) -> None:
+        if self.emitting:
+            raise RuntimeError("request() called re-entrantly from a signal")
+        super().request(n)
+
+    def deliver_next(self, subscriber: Subscriber[int], element: int) -> None:
+        self.emitting = True
+        try:
+            subscriber.on_next(element)
+        finally:
+            self.emitting = False
+
+
+class ErrorsOnEveryRequest(RangeSubscription):
+    """Rule 3.2 (JVM): every ``request()`` fails the stream with ``on_error``."""
+
+    def add(self, demand: int, n: int) -> int:
+        self.error = self.error or RuntimeError("Boom!")
+        return demand
+
+
+class Recursive(RangeSubscription):
+    """Rule 3.3 (JVM): ``request()`` calls ``on_next`` directly, with no trampoline.
+
+    Every ``request(1)`` from inside ``on_next`` nests one level deeper, without bound.
+    """
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            if self.subscriber is None:
+                return
+            if n <= 0:
+                self.error = self.error or self.invalid(n)
+            else:
+                self.demand = self.add(self.demand, n)
+        while self.step():
+            pass
+
+
+class BlockingRequest(RangeSubscription):
+    """Rule 3.4 (hostile): ``request()`` waits for an event nobody sets; the caller hangs."""
+
+    def request(self, n: int) -> None:
+        threading.Event().wait()
+
+
+# -- 3.5 - 3.7: cancel ---------------------------------------------------------------------
+
+
+class CancelNotThreadSafe(RangeSubscription):
+    """Rule 3.5: ``cancel()`` takes a try-lock for its clean-up and raises if another holds it."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.cleanup = threading.Lock()
+
+    def cancel(self) -> None:
+        if not self.cleanup.acquire(blocking=False):
+            raise RuntimeError("cancel() is already running on another thread")
+        try:
+            time.sleep(0.01)  # releasing resources
+            super().cancel()
+        finally:
+            self.cleanup.release()
+
+
+class CancelBlocksWhenConcurrent(RangeSubscription):
+    """Rule 3.5: concurrent ``cancel()`` calls each wait for the others to leave: a deadlock.
+
+    Sequential calls are fine; two at once block each other (here for 5 s, then give up).
+    """
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.inside = 0
+        self.changed = threading.Condition()
+
+    def cancel(self) -> None:
+        with self.changed:
+            self.inside += 1
+        time.sleep(0.01)  # releasing resources
+        with self.changed:
+            # Meant to wait for an earlier cancel to finish; waits for every concurrent one.
+            self.changed.wait_for(lambda: self.inside == 1, timeout=5.0)
+            self.inside -= 1
+            self.changed.notify_all()
+        super().cancel()
+
+
+class RequestAfterCancelDelivers(RangeSubscription):
+    """Rule 3.6: ``cancel()`` only pauses; a later ``request(n)`` resumes delivery."""
+
+    def cancel(self) -> None:
+        with self.lock:
+            self.demand = 0
+
+
+class ErrorsOnRequestAfterCancel(RangeSubscription):
+    """Rule 3.6: ``request()`` after ``cancel()`` is answered with on_error, not ignored."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.owner: Subscriber[int] | None = subscriber
+        self.cancelled = False
+
+    def request(self, n: int) -> None:
+        owner = self.owner
+        if self.cancelled and owner is not None:
+            self.owner = None
+            self.run(owner.on_error, RuntimeError("request() after cancel()"))
+            return
+        super().request(n)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        super().cancel()
+
+
+class PooledErrorsOnRequestAfterCancel(ErrorsOnRequestAfterCancel):
+    """Rule 3.6, threaded: the on_error for a request after cancel comes from a pool worker."""
+
+    pooled = True
+
+
+class CancelSignalsError(RangeSubscription):
+    """Rule 3.7 (JVM): ``cancel()`` ends the stream with ``on_error`` instead of silently."""
+
+    def cancel(self) -> None:
+        with self.lock:
+            if self.subscriber is not None and self.error is None:
+                self.error = RuntimeError("cancelled")
+                self.wip += 1
+                if self.wip != 1:
+                    return
+            else:
+                return
+        self.schedule()
+
+
+class SecondCancelSignalsError(RangeSubscription):
+    """Rule 3.7: the first ``cancel()`` works; a second one signals ``on_error``."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.owner: Subscriber[int] | None = subscriber
+        self.cancels = 0
+
+    def cancel(self) -> None:
+        self.cancels += 1
+        owner = self.owner
+        if self.cancels == 2 and owner is not None:
+            self.owner = None
+            self.run(owner.on_error, RuntimeError("subscription already cancelled"))
+        super().cancel()
+
+
+class PooledCancelSignalsError(CancelSignalsError):
+    """Rule 3.7, threaded: the on_error that ``cancel()`` triggers comes from a pool worker."""
+
+    pooled = True
+
+
+class PooledSecondCancelSignalsError(SecondCancelSignalsError):
+    """Rule 3.7, threaded: a second ``cancel()`` makes a pool worker signal on_error."""
+
+    pooled = True
+
+
+# -- 3.8: demand adds up ----------------------------------------------------------------------
+
+
+class OverwritesDemand(RangeSubscription):
+    """Rule 3.8, threaded: ``request(n)`` sets the demand to n instead of adding n.
+
+    Delivery is asynchronous (a synchronous one would serve each request before the next
+    came), so several requests pile up before it runs and all but the last are lost.
+    """
+
+    pooled = True
+
+    def add(self, demand: int, n: int) -> int:
+        return n
+
+
+# -- 3.9: non-positive requests -------------------------------------------------------------
+
+
+class IgnoresRequestZero(RangeSubscription):
+    """Rule 3.9: ``request(n <= 0)`` is silently ignored instead of signalling on_error."""
+
+    def request(self, n: int) -> None:
+        if n > 0:
+            super().request(n)
+
+
+class ChecksOnlyZero(RangeSubscription):
+    """Rule 3.9: validates ``n == 0`` only; a negative request quietly lowers the demand."""
+
+    def request(self, n: int) -> None:
+        if n < 0:
+            with self.lock:
+                self.demand += n
+            return
+        super().request(n)
+
+
+class RaisesFromRequest(RangeSubscription):
+    """Rule 3.9: raises ValueError from ``request(n <= 0)`` instead of signalling on_error."""
+
+    def request(self, n: int) -> None:
+        if n <= 0:
+            raise invalid_request(n)
+        super().request(n)
+
+
+class WrongErrorType(RangeSubscription):
+    """Rule 3.9: an illegal request is signalled as RuntimeError, not ValueError."""
+
+    def invalid(self, n: int) -> BaseException:
+        return RuntimeError(f"request({n}) is illegal, n must be > 0")
+
+
+class UnexplainedError(RangeSubscription):
+    """Rule 3.9 (optional part): the ValueError's message does not say what was wrong."""
+
+    def invalid(self, n: int) -> BaseException:
+        return ValueError("bad argument")
+
+
+# -- 3.13: drop the subscriber --------------------------------------------------------------
+
+
+class Registry(RangePublisher):
+    """Rule 3.13 (JVM): every subscriber is kept in a list that nothing ever clears."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(count)
+        self.subscribers: list[Subscriber[int]] = []
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is not None:
+            self.subscribers.append(subscriber)
+        super().subscribe(subscriber)
+
+
+class IdleTimerLeak(RangeSubscription):
+    """Rule 3.13, threaded: an idle-timeout timer holds the subscriber; cancel never disarms it."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.timer = threading.Timer(10.0, self.idle_timeout, args=(subscriber,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def idle_timeout(self, subscriber: Subscriber[int]) -> None:
+        with self.lock:
+            if self.subscriber is not subscriber:
+                return  # cancelled or done meanwhile
+            self.error = TimeoutError("idle for 10 s")
+        self.request(1)  # wake the drain, which delivers the error
+
+
+# -- 3.15 / 3.16: return normally ------------------------------------------------------------
+
+
+class CancelRaises(RangeSubscription):
+    """Rule 3.15: ``cancel()`` is an unfinished stub that raises NotImplementedError."""
+
+    def cancel(self) -> None:
+        raise NotImplementedError("cancel")
+
+
+class RequestRaisesAfterCancel(RangeSubscription):
+    """Rule 3.16: ``request()`` on a cancelled subscription raises instead of doing nothing."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.cancelled = False
+
+    def request(self, n: int) -> None:
+        if self.cancelled:
+            raise RuntimeError("subscription is cancelled")
+        super().request(n)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        super().cancel()
+
+
+# -- 3.17: demand up to 2**63-1 -------------------------------------------------------------
+
+
+class ThirtyTwoBitDemand(RangeSubscription):
+    """Rule 3.17: a demand above 2**31-1 (a Java int) is rejected with on_error."""
+
+    def add(self, demand: int, n: int) -> int:
+        if demand + n > 2**31 - 1:
+            self.error = self.error or ValueError(f"demand {demand + n} does not fit in 32 bits")
+            return demand
+        return demand + n
+
+
+class ErrorsOnOverflow(RangeSubscription):
+    """Rule 3.17 (JVM): demand is summed without saturating and a sum past 2**63-1 is an error."""
+
+    def add(self, demand: int, n: int) -> int:
+        if demand + n > MAX_DEMAND:
+            self.error = self.error or OverflowError("demand overflowed 2**63-1")
+            return demand
+        return demand + n
+
+
+class ErrorsAtExactlyMax(RangeSubscription):
+    """Rule 3.17 (JVM): a cumulative demand of exactly 2**63-1 is wrongly treated as overflow."""
+
+    def add(self, demand: int, n: int) -> int:
+        if demand + n >= MAX_DEMAND:
+            self.error = self.error or OverflowError("demand overflowed 2**63-1")
+            return demand
+        return demand + n
+
+
+class PooledErrorsAtExactlyMax(ErrorsAtExactlyMax):
+    """Rule 3.17, threaded: as above, delivering from a pool, so requests add up before delivery."""
+
+    pooled = True

@@ -1,0 +1,365 @@
+"""Testing the tester: every broken publisher must fail the verification aimed at it.
+
+Each case runs one publisher test through the engine against one publisher from
+``tests/broken/publishers.py`` and checks the verdict, that the failure message cites the
+rule the publisher breaks, and (where it is distinctive) a fragment of what was observed.
+Positive controls check that conforming publishers pass everything, and coverage checks
+check that no executable test or rule is left without a broken publisher that fails it.
+
+Cases marked ``xfail`` are TCK defects: the TCK misses the defect or reports it under the
+wrong rule. Each reason says what goes wrong; once the TCK is fixed the case passes and the
+strict marker turns that into a failure, so the marker gets removed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from rstck.api import FailedPublisherFactory
+from rstck.api import PublisherFactory
+from rstck.reference import async_range_publisher
+from rstck.reference import failed_publisher
+from rstck.reference import range_publisher
+from rstck.runner import run_test
+from rstck.settings import Settings
+from rstck.subjects import PublisherSubject
+from rstck.verifications._base import TckTest
+from rstck.verifications.publisher import TESTS
+from rstck.verifications.publisher import make_context
+
+from .broken import publishers as bp
+
+#: Short timeouts: every case waits at most a few of these, so the whole catalogue stays fast.
+SETTINGS = Settings(timeout=0.5, no_signal_window=0.05, gc_window=1.0)
+
+EXECUTABLE = [t for t in TESTS if t.level != "untested"]
+BY_NAME = {t.name: t for t in TESTS}
+
+
+def named(fragment: str) -> str:
+    """The one publisher test whose name contains ``fragment`` (or, failing that, ends so)."""
+    found = [t.name for t in TESTS if fragment in t.name]
+    if len(found) > 1:
+        found = [name for name in found if name.endswith(fragment)]
+    if len(found) != 1:
+        raise LookupError(f"{fragment!r} names {len(found)} tests: {found}")
+    return found[0]
+
+
+def rule_key(test: TckTest) -> str:
+    return test.rule_id or "sanity"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One broken publisher and what the TCK must say about it."""
+
+    id: str
+    factory: PublisherFactory
+    failed_factory: FailedPublisherFactory | None
+    test: str  # the test that must fail
+    rule: str | None  # the rule the message must cite; None: a sanity test
+    fragment: str = ""  # must appear in the message
+    verdict: str = "failed"  # or "optional_unsupported"
+    first_line: bool = True  # False where the TCK rightly leads with a related rule
+    within: float | None = None  # hostile ones: the run must end within this many seconds
+    test_limit: float | None = None  # a shorter hard limit for runs expected to overrun it
+
+    @property
+    def cites(self) -> str:
+        return "[sanity]" if self.rule is None else f"[rule {self.rule}]"
+
+
+def case(
+    id: str,
+    factory: PublisherFactory,
+    test: str,
+    rule: str | None,
+    fragment: str = "",
+    *,
+    failed: FailedPublisherFactory | None = None,
+    verdict: str = "failed",
+    first_line: bool = True,
+    within: float | None = None,
+    test_limit: float | None = None,
+    defect: str = "",
+) -> object:
+    """A parametrised case; ``defect`` describes a TCK defect and marks the case xfail."""
+    marks = [pytest.mark.xfail(strict=True, reason=f"TCK defect: {defect}")] if defect else []
+    spec = Case(id, factory, failed, named(test), rule, fragment, verdict, first_line, within,
+                test_limit)
+    return pytest.param(spec, id=id, marks=marks)
+
+
+f = bp.factory
+FAILED = bp.FailedPublisher
+
+#: TCK defects this catalogue exposes: the reasons of its xfail cases.
+DROPPED = (
+    "the test body's own violation is dropped from the message when a probe also recorded a "
+    "problem: Context.finish() raises the first probe problem from a finally block, replacing "
+    "the body's RuleViolation, and the runner lists only probe problems under 'also'"
+)
+MISSED_SYNC = (
+    "expect_quiet() only counts signals arriving after it starts, and the probe does not flag a "
+    "terminal signal after cancel(), so an on_error delivered synchronously inside cancel() or "
+    "request() (before the quiet window opens) is never seen"
+)
+BLIND_312 = (
+    "required_spec312 cannot fail a publisher whose cancel() is a no-op while it honours "
+    "demand: all 15 requested elements count as 'in flight' (1.8 and 3.6 catch it instead)"
+)
+SYNC_CUMULATIVE = (
+    "the cumulative-demand test never accumulates demand on a synchronous publisher: a "
+    "3-element stream completes inside the first request(2**62-1), so the requests that "
+    "would reach 2**63-1 go to a finished subscription"
+)
+FLOOD_AFTER_CANCEL = (
+    "the probe's flood guard only counts elements beyond demand; after cancel() under an "
+    "unbounded demand it never trips, so a synchronous publisher ignoring cancel keeps the "
+    "test inside request() until the hard test limit, and keeps running after the verdict"
+)
+FLOOD_AFTER_TERMINAL = (
+    "elements after on_complete under an unbounded demand are never counted by the flood "
+    "guard: the test runs to its hard limit and every element records one more 1.7 problem "
+    "(tens of thousands per second, all rendered into the failure message)"
+)
+
+CASES = [
+    # -- sanity -----------------------------------------------------------------------------
+    case("short-by-one", f(bp.ShortByOne), "sanity_factory_1", None, "on_complete() first"),
+    case("short-by-one-3", f(bp.ShortByOne), "sanity_factory_3", None, "element 3 of 3"),
+    # -- 1.1 --------------------------------------------------------------------------------
+    case("extra-element", f(bp.ExtraElement), "spec101", "1.1", "with no outstanding demand"),
+    case("pooled-extra-element", f(bp.PooledExtraElement), "spec101", "1.1",
+         "with no outstanding demand"),
+    case("eager", f(bp.Eager), "spec101", "1.1", "on_next #1 (0) with no outstanding demand"),
+    case("noop", f(bp.Noop), "spec101", "1.1", "nothing arrived"),
+    case("storm", f(bp.Storm), "spec101", "1.1", "with no outstanding demand", within=5.0),
+    case("pooled-storm", f(bp.PooledStorm), "spec101", "1.1", "with no outstanding demand",
+         within=5.0),
+    case("blocking-request", f(bp.BlockingRequest), "spec101", "1.1",
+         "`request(1)` neither returned nor signalled", within=3.0),
+    # -- 1.2 --------------------------------------------------------------------------------
+    case("all-or-nothing", f(bp.AllOrNothing), "spec102", "1.2", "element 1 of 3 within"),
+    # -- 1.3 --------------------------------------------------------------------------------
+    case("concurrent-on-next", f(bp.ConcurrentOnNext), "stochastic_spec103", "1.3",
+         "was still inside a signal method"),
+    # -- 1.4 --------------------------------------------------------------------------------
+    case("failed-silent", f(bp.RangeSubscription), "spec104", "1.4", "no terminal signal",
+         failed=bp.SilentFailedPublisher),
+    case("failed-completes", f(bp.RangeSubscription), "spec104", "1.4", "observed on_complete()",
+         failed=bp.CompletingFailedPublisher),
+    case("failed-raises", f(bp.RangeSubscription), "spec104", "1.9",
+         "subscribe() to return normally", failed=bp.RaisingFailedPublisher),
+    # -- 1.5 --------------------------------------------------------------------------------
+    case("never-completes", f(bp.NeverCompletes), "required_spec105", "1.5",
+         "on_complete within"),
+    case("empty-never-completes", f(bp.NeverCompletes), "optional_spec105", "1.5",
+         "on_complete within", verdict="optional_unsupported"),
+    case("empty-without-on-subscribe", bp.EmptyWithoutOnSubscribe, "optional_spec105", "1.9",
+         "on_complete() before on_subscribe"),
+    # -- 1.6 --------------------------------------------------------------------------------
+    case("validates-after-complete", f(bp.ValidatesAfterComplete), "spec106_must_consider_"
+         "subscription_cancelled_after_on_complete", "1.6", first_line=False, defect=DROPPED),
+    case("raises-when-used-after-complete", f(bp.RaisesWhenUsedAfterComplete),
+         "spec106_must_consider_subscription_cancelled_after_on_complete", "3.16",
+         "the stream has already completed"),
+    case("failed-validates-after-error", f(bp.RangeSubscription),
+         "spec106_must_consider_subscription_cancelled_after_on_error", "1.6",
+         failed=bp.ValidatesAfterErrorFailedPublisher, first_line=False, defect=DROPPED),
+    case("failed-raises-after-error", f(bp.RangeSubscription),
+         "spec106_must_consider_subscription_cancelled_after_on_error", "3.16",
+         "the publisher has failed", failed=bp.RaisingAfterErrorFailedPublisher),
+    # -- 1.7 --------------------------------------------------------------------------------
+    case("emits-after-complete", f(bp.EmitsAfterComplete), "spec107_must_not_emit_further_"
+         "signals_once_on_complete", "1.7", "after on_complete"),
+    case("failed-completes-after-error", f(bp.RangeSubscription), "spec107_must_not_emit_"
+         "further_signals_once_on_error", "1.7", "on_complete() after on_error",
+         failed=bp.CompletesAfterErrorFailedPublisher),
+    # -- 1.8 --------------------------------------------------------------------------------
+    case("ignores-cancel", f(bp.IgnoresCancel), "spec108", "1.8", "still flowing"),
+    case("pooled-ignores-cancel", f(bp.PooledIgnoresCancel), "spec108", "1.8", "still flowing"),
+    # -- 1.9 --------------------------------------------------------------------------------
+    case("accepts-none-subscriber", bp.AcceptsNoneSubscriber, "spec109_subscribe_none", "1.9",
+         "it returned normally"),
+    case("raising-subscribe", bp.RaisingSubscribe, "spec109_subscribe_must_return_normally",
+         "1.9", "subscriber limit reached"),
+    case("no-on-subscribe", bp.NoOnSubscribe, "spec109_must_issue_on_subscribe", "1.9",
+         "no on_subscribe"),
+    case("second-on-subscribe", bp.SecondOnSubscribe, "spec109_must_issue_on_subscribe", "1.9",
+         "a second on_subscribe"),
+    case("next-before-on-subscribe", bp.NextBeforeOnSubscribe, "spec109_must_issue_on_subscribe",
+         "1.9", "on_next(0) before on_subscribe"),
+    case("complete-before-on-subscribe", bp.CompleteBeforeOnSubscribe,
+         "spec109_must_issue_on_subscribe", "1.9", "on_complete() before on_subscribe"),
+    case("error-before-on-subscribe", bp.ErrorBeforeOnSubscribe,
+         "spec109_must_issue_on_subscribe", "1.9", "before on_subscribe"),
+    case("failed-silent-rejects", f(bp.RangeSubscription), "spec109_may_reject", "1.9",
+         "no terminal signal", failed=bp.SilentFailedPublisher),
+    # -- 1.11 (optional) ----------------------------------------------------------------------
+    case("drops-first-subscriber", bp.DropsFirstSubscriber, "spec111_may_support_multi", "1.11",
+         "sub1 to get an element or on_complete", verdict="optional_unsupported"),
+    case("rejects-second-subscriber", bp.RejectsSecondSubscriber, "spec111_registered", "1.11",
+         "only one subscriber is supported", verdict="optional_unsupported"),
+    case("random-one-by-one", f(bp.RandomElements), "requesting_one_by_one", "1.11",
+         "differ at element", verdict="optional_unsupported"),
+    case("random-upfront", f(bp.RandomElements), "requesting_many_upfront", "1.11",
+         "differ at element", verdict="optional_unsupported"),
+    case("random-upfront-complete", f(bp.RandomElements), "requesting_many_upfront_and_complete",
+         "1.11", "differ at element", verdict="optional_unsupported"),
+    # -- 3.2 --------------------------------------------------------------------------------
+    case("deadlocks-on-reentrant-request", f(bp.DeadlocksOnReentrantRequest), "spec302", "3.2",
+         "neither returned nor signalled", within=3.0),
+    case("raises-on-reentrant-request", f(bp.RaisesOnReentrantRequest), "spec302", "3.2",
+         "request() called re-entrantly", first_line=False, defect=DROPPED),
+    case("errors-on-every-request", f(bp.ErrorsOnEveryRequest), "spec302", "3.2", "Boom!"),
+    # -- 3.3 --------------------------------------------------------------------------------
+    case("recursive", f(bp.Recursive), "spec303", "3.3", "calls deep"),
+    # -- 3.5 --------------------------------------------------------------------------------
+    case("cancel-not-thread-safe", f(bp.CancelNotThreadSafe), "spec305", "3.15",
+         "already running on another thread"),
+    case("cancel-blocks-when-concurrent", f(bp.CancelBlocksWhenConcurrent), "spec305", "3.5",
+         "did not return within", within=3.0),
+    # -- 3.6 --------------------------------------------------------------------------------
+    case("request-after-cancel-delivers", f(bp.RequestAfterCancelDelivers), "spec306", "3.6",
+         first_line=False, defect=DROPPED),
+    case("errors-on-request-after-cancel", f(bp.ErrorsOnRequestAfterCancel), "spec306", "3.6",
+         "request() after cancel()", defect=MISSED_SYNC),
+    case("pooled-errors-on-request-after-cancel", f(bp.PooledErrorsOnRequestAfterCancel),
+         "spec306", "3.6", "request() after cancel()"),
+    # -- 3.7 --------------------------------------------------------------------------------
+    case("cancel-signals-error", f(bp.CancelSignalsError), "spec307", "3.7", "cancelled",
+         defect=MISSED_SYNC),
+    case("pooled-cancel-signals-error", f(bp.PooledCancelSignalsError), "spec307", "3.7",
+         "cancelled"),
+    case("second-cancel-signals-error", f(bp.SecondCancelSignalsError), "spec307", "3.7",
+         "already cancelled", defect=MISSED_SYNC),
+    case("pooled-second-cancel-signals-error", f(bp.PooledSecondCancelSignalsError), "spec307",
+         "3.7", "already cancelled"),
+    # -- 3.8 --------------------------------------------------------------------------------
+    case("overwrites-demand", f(bp.OverwritesDemand), "spec308", "3.8", "of 10 within"),
+    # -- 3.9 --------------------------------------------------------------------------------
+    case("noop-request-zero", f(bp.Noop), "spec309_request_zero", "3.9", "no terminal signal"),
+    case("ignores-request-zero", f(bp.IgnoresRequestZero), "spec309_request_zero", "3.9",
+         "no terminal signal"),
+    case("wrong-error-type", f(bp.WrongErrorType), "spec309_request_zero", "3.9",
+         "observed on_error(RuntimeError"),
+    case("raises-from-request", f(bp.RaisesFromRequest), "spec309_request_zero", "3.9",
+         "raised ValueError", first_line=False, defect=DROPPED),
+    case("checks-only-zero", f(bp.ChecksOnlyZero), "required_spec309_request_negative", "3.9",
+         "no terminal signal"),
+    case("unexplained-error", f(bp.UnexplainedError), "optional_spec309", "3.9", "bad argument",
+         verdict="optional_unsupported"),
+    # -- 3.12 -------------------------------------------------------------------------------
+    case("ignores-cancel-312", f(bp.IgnoresCancel), "spec312", "3.12", defect=BLIND_312),
+    case("pooled-ignores-cancel-312", f(bp.PooledIgnoresCancel), "spec312", "3.12",
+         defect=BLIND_312),
+    case("flushes-on-cancel", f(bp.FlushesOnCancel), "spec312", "3.12",
+         "at most the 15 requested elements", first_line=False, defect=DROPPED),
+    # -- 3.13 -------------------------------------------------------------------------------
+    case("registry", bp.Registry, "spec313", "3.13", "still referenced"),
+    case("idle-timer-leak", f(bp.IdleTimerLeak), "spec313", "3.13", "still referenced"),
+    # -- 3.15 / 3.16 ------------------------------------------------------------------------
+    case("cancel-raises", f(bp.CancelRaises), "spec315", "3.15", "NotImplementedError"),
+    case("request-raises-after-cancel", f(bp.RequestRaisesAfterCancel), "spec316", "3.16",
+         "subscription is cancelled"),
+    # -- 3.17 -------------------------------------------------------------------------------
+    case("thirty-two-bit-demand", f(bp.ThirtyTwoBitDemand), "spec317_must_support_a_pending",
+         "3.17", "does not fit in 32 bits"),
+    case("errors-on-overflow", f(bp.ErrorsOnOverflow), "spec317_must_not_signal_on_error", "3.17",
+         "OverflowError"),
+    case("errors-at-exactly-max", f(bp.ErrorsAtExactlyMax), "spec317_must_support_a_cumulative",
+         "3.17", "OverflowError", defect=SYNC_CUMULATIVE),
+    case("pooled-errors-at-exactly-max", f(bp.PooledErrorsAtExactlyMax),
+         "spec317_must_support_a_cumulative", "3.17", "OverflowError"),
+    # -- hostile: floods the flood guard does not see ---------------------------------------
+    case("ignores-cancel-unbounded", f(bp.IgnoresCancel), "spec317_must_not_signal_on_error",
+         "3.17", within=2.0, test_limit=3.0, defect=FLOOD_AFTER_CANCEL),
+    case("emits-after-complete-unbounded", f(bp.EmitsAfterComplete),
+         "spec317_must_support_a_cumulative", "1.7", within=2.0, test_limit=3.0,
+         first_line=False, defect=FLOOD_AFTER_TERMINAL),
+]
+
+
+@pytest.fixture(autouse=True)
+def _halt_leftovers() -> Iterator[None]:
+    """Stop whatever a case's publisher left running (abandoned hostile loops included)."""
+    yield
+    bp.halt_all()
+
+
+def _spec(param: object) -> Case:
+    spec = getattr(param, "values", (None,))[0]
+    assert isinstance(spec, Case)
+    return spec
+
+
+@pytest.mark.parametrize("spec", CASES)
+def test_broken_publisher_fails_its_test(spec: Case) -> None:
+    subject = PublisherSubject(spec.factory, spec.failed_factory, label=spec.id)
+    settings = SETTINGS if spec.test_limit is None else SETTINGS.replace(test_limit=spec.test_limit)
+    result = run_test(BY_NAME[spec.test], lambda env: make_context(env, subject), settings,
+                      subject_label=spec.id)
+    message = result.message
+    headline = message.splitlines()[0] if message else ""
+    assert result.verdict == spec.verdict, f"{result.verdict}: {message[:2000]}"
+    assert spec.cites in message, message[:2000]
+    if spec.first_line:
+        assert spec.cites in headline, headline
+    assert spec.fragment in message, message[:2000]
+    if spec.within is not None:
+        assert result.duration_s < spec.within, f"took {result.duration_s:.1f} s: {headline}"
+
+
+def _reference_subjects() -> list[object]:
+    return [
+        pytest.param(PublisherSubject(range_publisher, failed_publisher), Settings(), id="range"),
+        pytest.param(PublisherSubject(async_range_publisher, failed_publisher), Settings(),
+                     id="async-range"),
+        # The catalogue's own correct base, so each broken class differs from it by one defect.
+        pytest.param(PublisherSubject(f(bp.RangeSubscription), FAILED), SETTINGS, id="base"),
+        pytest.param(PublisherSubject(f(bp.PooledRangeSubscription), FAILED), SETTINGS,
+                     id="pooled-base"),
+    ]
+
+
+@pytest.mark.parametrize("test", EXECUTABLE, ids=lambda t: t.name)
+@pytest.mark.parametrize(("subject", "settings"), _reference_subjects())
+def test_conforming_publisher_passes(test: TckTest, subject: PublisherSubject,
+                                     settings: Settings) -> None:
+    result = run_test(test, lambda env: make_context(env, subject), settings,
+                      subject_label=subject.label)
+    assert result.verdict in ("passed", "not_applicable"), result.message[:2000]
+
+
+def test_every_executable_test_has_a_case() -> None:
+    aimed = {_spec(c).test for c in CASES}
+    assert [t.name for t in EXECUTABLE if t.name not in aimed] == []
+
+
+def test_every_rule_has_a_case() -> None:
+    aimed = {rule_key(BY_NAME[_spec(c).test]) for c in CASES}
+    assert sorted({rule_key(t) for t in EXECUTABLE} - aimed) == []
+
+
+def test_case_ids_are_unique() -> None:
+    ids = [_spec(c).id for c in CASES]
+    assert len(ids) == len(set(ids))
+
+
+def test_every_broken_class_is_used() -> None:
+    """A class in the catalogue that no case exercises is a defect nobody checks."""
+    source = Path(__file__).read_text(encoding="utf-8")
+    unused = [
+        name
+        for name, obj in vars(bp).items()
+        if isinstance(obj, type) and obj.__module__ == bp.__name__
+        and (obj.__doc__ or "").startswith(("Rule", "Sanity"))
+        and not re.search(rf"\bbp\.{name}\b", source)
+    ]
+    assert unused == []
