@@ -1,0 +1,570 @@
+"""The TCK's own upstream: a publisher the verification drives, watching the subscriber under test.
+
+Subscriber and processor verifications subscribe the subject to a ``ManualPublisher``. Every
+``request``/``cancel`` the subject makes is recorded in the trace and checked as it happens for
+the rules a subscriber can break there: 2.3 (calls from inside the TCK's own ``on_complete`` or
+``on_error``, told apart per thread, never by stack inspection), 2.7 (two threads inside the
+subscription at once) and 3.9 (non-positive requests). The verification sends signals only
+within the demand it was given, and waits for requests and cancellations with bounded waits.
+
+Three ways to drive it: by hand from the verification thread (the default); ``count=n`` with a
+feeder thread that delivers ``n`` elements as demand arrives (the upstream of a processor under
+test); or ``count=n, inline=True``, which delivers inside ``request()`` itself, as rules 3.10
+and 3.11 allow a publisher to, so a subscriber that is not ready for it is caught.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .api import MAX_DEMAND
+from .environment import Environment
+from .errors import RuleViolation
+from .errors import SetupError
+from .trace import short_repr
+
+#: ``listener(signal, value)`` is told of each signal just before it is delivered.
+Listener = Callable[[str, Any], None]
+
+_UNSET: Any = object()
+
+# The TCK's own on_complete/on_error calls running on this thread, innermost last. A call on a
+# subscription of the subscriber being signalled, made from this thread meanwhile, breaks 2.3.
+_inside = threading.local()
+
+
+def _terminal_calls() -> list[tuple[ManualSubscription, str]]:
+    stack: list[tuple[ManualSubscription, str]] | None = getattr(_inside, "stack", None)
+    if stack is None:
+        stack = _inside.stack = []
+    return stack
+
+
+def _identity(index: int) -> Any:
+    return index
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+def _demand_text(n: int) -> str:
+    return "unbounded" if n >= MAX_DEMAND else str(n)
+
+
+class ManualSubscription:
+    """The subscription handed to the subject: it records, checks and accounts every call."""
+
+    def __init__(self, publisher: ManualPublisher, subscriber: Any, name: str,
+                 must_reject: str | None) -> None:
+        self.publisher = publisher
+        self.subscriber = subscriber
+        self.name = name
+        #: Rule a request on this subscription breaks: one the subscriber must reject (2.5, 2.12).
+        self.must_reject = must_reject
+        self.requested = 0  # total granted, saturating at MAX_DEMAND
+        self.demand = 0  # outstanding
+        self.sent = 0
+        self.request_count = 0
+        self.last_request: Any = None
+        self.cancel_count = 0
+        self.calls = 0  # request and cancel calls together, for "has it settled?"
+        self.cancelled = False
+        self.terminal: str | None = None
+        self.broken = False  # a signal raised: the subscriber counts as having cancelled (2.13)
+        self.overlaps = 0
+        self._sections: dict[int, str] = {}
+        self._sections_lock = threading.Lock()
+        self._wip = 0
+
+    def __repr__(self) -> str:
+        return f"ManualSubscription({self.name!r})"
+
+    # -- the Subscription interface, called by the subject on any thread --------------------
+
+    def request(self, n: int) -> None:
+        pub = self.publisher
+        entered = self._enter(f"request({short_repr(n)})")
+        try:
+            pub.env.bump()
+            problems = self._inside_terminal(f"request({short_repr(n)})")
+            valid = isinstance(n, int) and not isinstance(n, bool)
+            with pub._cond:
+                self.calls += 1
+                self.request_count += 1
+                self.last_request = n
+                if not valid or n <= 0:
+                    problems.append((
+                        "3.9",
+                        "request(n) with an int n > 0 (the spec calls any other request illegal)",
+                        f"request({short_repr(n)})",
+                    ))
+                if self.must_reject is not None:
+                    problems.append((
+                        self.must_reject,
+                        f"no request on {self.name}, a subscription the subscriber must cancel",
+                        f"request({short_repr(n)}) on it",
+                    ))
+                state = ""
+                if self.terminal is not None:
+                    state = f"; after {self.terminal}, ignored"
+                elif self.cancelled or self.broken:
+                    state = "; after cancel, ignored"
+                elif valid and n > 0 and self.must_reject is None:
+                    self.requested = min(MAX_DEMAND, self.requested + n)
+                    self.demand = min(MAX_DEMAND, self.demand + n)
+                demand = self.demand
+                pub._cond.notify_all()
+            pub.env.trace.add(self.name, "request", f"{short_repr(n)}{state}", demand)
+            for rule, expected, observed in problems:
+                pub.env.violation(rule, expected, observed)
+            pub._pause()
+            if pub.inline and not state:
+                pub._drain(self)
+        finally:
+            self._exit(entered)
+
+    def cancel(self) -> None:
+        pub = self.publisher
+        entered = self._enter("cancel()")
+        try:
+            pub.env.bump()
+            problems = self._inside_terminal("cancel()")
+            with pub._cond:
+                self.calls += 1
+                self.cancel_count += 1
+                state = "" if self.terminal is None else f"after {self.terminal}"
+                if self.cancelled:
+                    state = "again"
+                self.cancelled = True
+                demand = self.demand
+                pub._cond.notify_all()
+            pub.env.trace.add(self.name, "cancel", state, demand)
+            for rule, expected, observed in problems:
+                pub.env.violation(rule, expected, observed)
+            pub._pause()
+        finally:
+            self._exit(entered)
+
+    # -- live checks -------------------------------------------------------------------------
+
+    def _inside_terminal(self, what: str) -> list[tuple[str, str, str]]:
+        for subscription, signal in _terminal_calls():
+            if subscription.subscriber is self.subscriber:
+                return [(
+                    "2.3",
+                    f"no call on the subscription from inside {signal}()",
+                    f"{what} on {self.name}, made inside {signal}() on the same thread",
+                )]
+        return []
+
+    def _enter(self, what: str) -> bool:
+        """Rule 2.7: note a second thread entering while another is still inside."""
+        me = threading.get_ident()
+        with self._sections_lock:
+            if me in self._sections:
+                return False  # re-entrant on the same thread (e.g. request from inline on_next)
+            others = dict(self._sections)
+            self._sections[me] = what
+        if others:
+            self.overlaps += 1
+            if self.overlaps == 1:
+                busy = ", ".join(f"{_thread_name(t)} in {w}" for t, w in others.items())
+                self.publisher.env.violation(
+                    "2.7",
+                    "calls on a subscription from one thread at a time (or externally synchronised)",
+                    f"{what} on {self.name} from thread {threading.current_thread().name} while "
+                    f"thread {busy} had not returned",
+                    hint="serialise request/cancel calls: make them from one thread, or under a lock",
+                )
+        return True
+
+    def _exit(self, entered: bool) -> None:
+        if entered:
+            with self._sections_lock:
+                self._sections.pop(threading.get_ident(), None)
+
+    def describe(self) -> str:
+        """What happened on this subscription so far, for messages."""
+        ended = ""
+        if self.cancelled:
+            ended = ", cancelled"
+        if self.terminal:
+            ended += f", then {self.terminal}"
+        return (
+            f"{self.name} so far: requested {_demand_text(self.requested)} in {self.request_count} "
+            f"call(s), sent {self.sent} element(s){ended}"
+        )
+
+
+class ManualPublisher:
+    """A publisher the TCK drives; it records and checks what its subscriber does."""
+
+    def __init__(
+        self,
+        env: Environment,
+        name: str = "upstream",
+        *,
+        element: Callable[[int], Any] | None = None,
+        count: int | None = None,
+        inline: bool = False,
+        end: str | None = "complete",
+        error: BaseException | None = None,
+        fail_on_subscribe: BaseException | None = None,
+        signal_rule: str | None = None,
+        yield_s: float | None = 0.0,
+    ) -> None:
+        self.env = env
+        self.name = name
+        self.element = element or _identity
+        #: Elements delivered automatically (None: by hand); >= MAX_DEMAND is endless.
+        self.count = count
+        #: Deliver inside request() on the subscriber's thread instead of on a feeder thread.
+        self.inline = inline
+        #: What follows the last automatic element: "complete", "error" or nothing.
+        self.end = end
+        self.error = error
+        self.fail_on_subscribe = fail_on_subscribe
+        #: Rule a subscriber breaks by raising from a signal (default 2.13); a test of 2.9 or
+        #: 3.10 sets its own, since failing there is failing to be prepared for that signal.
+        self.signal_rule = signal_rule
+        #: Pause inside request/cancel so that a second thread racing in is seen (rule 2.7).
+        self.yield_s = yield_s
+        self.subscriptions: list[ManualSubscription] = []
+        self.closed = False
+        self._cond = threading.Condition()
+        self._listeners: list[Listener] = []
+        self._threads: list[threading.Thread] = []
+
+    def __repr__(self) -> str:
+        return f"ManualPublisher({self.name!r})"
+
+    def listen(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    @property
+    def subscription(self) -> ManualSubscription:
+        """The first subscription; the one every expectation uses unless told otherwise."""
+        if not self.subscriptions:
+            raise RuntimeError(f"{self.name}: nothing subscribed yet")
+        return self.subscriptions[0]
+
+    # -- the Publisher interface -------------------------------------------------------------
+
+    def subscribe(self, subscriber: Any) -> None:
+        """Hand ``subscriber`` a new subscription (on this thread), as any publisher would."""
+        self.attach(subscriber)
+
+    def attach(self, subscriber: Any, *, must_reject: str | None = None) -> ManualSubscription:
+        """``subscribe`` that returns the subscription; ``must_reject`` flags any request on it."""
+        for subscription, signal in _terminal_calls():
+            if subscription.subscriber is subscriber:
+                self.env.violation(
+                    "2.3", f"no call on a publisher from inside {signal}()",
+                    f"subscribe() on {self.name}, made inside {signal}() on the same thread",
+                )
+        if subscriber is None:
+            raise TypeError(f"{self.name}.subscribe(None): a subscriber is required (rule 1.9)")
+        with self._cond:
+            index = len(self.subscriptions)
+            name = self.name if index == 0 else f"{self.name}#{index + 1}"
+            subscription = ManualSubscription(self, subscriber, name, must_reject)
+            self.subscriptions.append(subscription)
+        self.env.trace.add(name, "subscribe", short_repr(subscriber))
+        for listener in self._listeners:
+            listener("on_subscribe", subscription)
+        if not self._signal(subscription, "on_subscribe", short_repr(subscription), 0,
+                            subscriber.on_subscribe, subscription):
+            return subscription
+        if self.fail_on_subscribe is not None:
+            self._terminate(subscription, "on_error", self.fail_on_subscribe, None)
+        elif self.count is not None and not self.inline and index == 0:
+            feeder = threading.Thread(target=self._feed, args=(subscription,),
+                                      name=f"rs-tck:{self.name}-feeder", daemon=True)
+            self._threads.append(feeder)
+            feeder.start()
+        return subscription
+
+    # -- the TCK's side: sending -------------------------------------------------------------
+
+    def send_next(self, *, subscription: ManualSubscription | None = None,
+                  timeout: float | None = None, rule: str | None = None) -> Any:
+        """Wait for demand, then deliver the next element; never sends beyond demand."""
+        sub = subscription or self.subscription
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        with self._cond:
+            ready = self._cond.wait_for(lambda: sub.demand > 0, timeout)
+            seen = sub.describe()
+        if not ready:
+            raise RuleViolation(
+                rule or self.env.rule,
+                f"a request(n) for element {sub.sent + 1} within {_ms(timeout)}",
+                f"no outstanding demand ({seen})",
+                hint="the subscriber must request (rule 2.1) before the TCK may send",
+            )
+        return self._next(sub, rule)
+
+    def send_complete(self, *, subscription: ManualSubscription | None = None,
+                      rule: str | None = None) -> bool:
+        """Signal on_complete (no demand needed, rule 2.9); False if it raised."""
+        return self._terminate(subscription or self.subscription, "on_complete", None, rule)
+
+    def send_error(self, error: BaseException, *, subscription: ManualSubscription | None = None,
+                   rule: str | None = None) -> bool:
+        """Signal on_error(error) (no demand needed, rule 2.10); False if it raised."""
+        return self._terminate(subscription or self.subscription, "on_error", error, rule)
+
+    def close(self) -> None:
+        """Stop the feeder and any inline delivery: the test is over."""
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    # -- the TCK's side: expectations --------------------------------------------------------
+
+    def wait_demand(self, *, subscription: ManualSubscription | None = None,
+                    timeout: float | None = None) -> int:
+        """Outstanding demand once there is some, or 0 if none arrives in time."""
+        sub = subscription or self.subscription
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        with self._cond:
+            self._cond.wait_for(lambda: sub.demand > 0, timeout)
+            return sub.demand
+
+    def expect_demand(self, *, subscription: ManualSubscription | None = None,
+                      timeout: float | None = None, rule: str | None = None, what: str = "",
+                      hint: str = "") -> int:
+        """Wait for outstanding demand; its absence is a violation of ``rule``."""
+        sub = subscription or self.subscription
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        demand = self.wait_demand(subscription=sub, timeout=timeout)
+        if demand <= 0:
+            raise RuleViolation(
+                rule or self.env.rule, f"{what or 'a request(n)'} within {_ms(timeout)}",
+                f"none came ({sub.describe()})", hint=hint,
+            )
+        return demand
+
+    def expect_requested(self, total: int, *, subscription: ManualSubscription | None = None,
+                         timeout: float | None = None, rule: str | None = None,
+                         what: str = "") -> None:
+        """Wait until the total requested reaches ``total`` (in any number of calls)."""
+        sub = subscription or self.subscription
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        with self._cond:
+            done = self._cond.wait_for(lambda: sub.requested >= total, timeout)
+            seen = sub.describe()
+        if not done:
+            raise RuleViolation(rule or self.env.rule,
+                                f"{what or f'requests adding up to {total}'} within {_ms(timeout)}",
+                                seen)
+
+    def expect_request_call(self, *, subscription: ManualSubscription | None = None,
+                            timeout: float | None = None, rule: str | None = None,
+                            what: str = "") -> None:
+        """Wait for at least one request() call (inline delivery uses demand up at once)."""
+        sub = subscription or self.subscription
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        with self._cond:
+            done = self._cond.wait_for(lambda: sub.request_count > 0, timeout)
+            seen = sub.describe()
+        if not done:
+            raise RuleViolation(rule or self.env.rule,
+                                f"{what or 'a request(n)'} within {_ms(timeout)}", f"none came ({seen})")
+
+    def expect_cancel(self, *, subscription: ManualSubscription | None = None,
+                      timeout: float | None = None, rule: str | None = None, what: str = "",
+                      hint: str = "") -> None:
+        sub = subscription or self.subscription
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        if not self.wait_cancel(subscription=sub, timeout=timeout):
+            raise RuleViolation(rule or self.env.rule, f"{what or 'cancel()'} within {_ms(timeout)}",
+                                f"no cancel() ({sub.describe()})", hint=hint)
+
+    def wait_cancel(self, *, subscription: ManualSubscription | None = None,
+                    timeout: float | None = None) -> bool:
+        sub = subscription or self.subscription
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        with self._cond:
+            return self._cond.wait_for(lambda: sub.cancelled, timeout)
+
+    def expect_no_request(self, *, subscription: ManualSubscription | None = None,
+                          window: float | None = None, rule: str | None = None,
+                          after: str = "") -> None:
+        """A whole no-signal window must pass without a request() call."""
+        sub = subscription or self.subscription
+        window = self.env.settings.no_signal_window if window is None else window
+        with self._cond:
+            start = sub.request_count
+            self._cond.wait_for(lambda: sub.request_count != start, window)
+            if sub.request_count == start:
+                return
+            last, seen = sub.last_request, sub.describe()
+        raise RuleViolation(rule or self.env.rule, f"no request(n) {after}".rstrip(),
+                            f"request({short_repr(last)}) ({seen})")
+
+    def settle(self, *, subscription: ManualSubscription | None = None,
+               window: float | None = None, limit: float | None = None) -> bool:
+        """Return once a whole window passes with no request or cancel; False if never."""
+        sub = subscription or self.subscription
+        window = self.env.settings.no_signal_window if window is None else window
+        limit = self.env.settings.timeout + window if limit is None else limit
+        deadline = time.monotonic() + limit
+        with self._cond:
+            while True:
+                seen = sub.calls
+                self._cond.wait_for(_changed(sub, seen), window)
+                if sub.calls == seen:
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+
+    def wait_sent(self, count: int, *, subscription: ManualSubscription | None = None,
+                  timeout: float | None = None) -> bool:
+        """Wait until ``count`` elements went out (automatic modes)."""
+        sub = subscription or self.subscription
+        timeout = self.env.settings.timeout if timeout is None else timeout
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: sub.sent >= count or sub.broken or sub.terminal is not None, timeout
+            )
+
+    # -- machinery ---------------------------------------------------------------------------
+
+    def _pause(self) -> None:
+        if self.yield_s is not None:
+            time.sleep(self.yield_s)
+
+    def _next(self, sub: ManualSubscription, rule: str | None) -> Any:
+        with self._cond:
+            index = sub.sent
+            before = sub.demand
+            sub.sent += 1
+            if before < MAX_DEMAND:
+                sub.demand = before - 1
+        try:
+            element = self.element(index)
+        except Exception as exc:
+            raise SetupError(
+                f"the element hook raised {type(exc).__name__}: {short_repr(exc, 200)} for index {index}"
+            ) from exc
+        for listener in self._listeners:
+            listener("on_next", element)
+        self._signal(sub, "on_next", short_repr(element), before, sub.subscriber.on_next, element,
+                     rule=rule)
+        return element
+
+    def _terminate(self, sub: ManualSubscription, signal: str, error: BaseException | None,
+                   rule: str | None) -> bool:
+        with self._cond:
+            if sub.terminal is not None:
+                raise RuntimeError(f"{sub.name}: {signal} after {sub.terminal}")  # a TCK bug
+            sub.terminal = signal
+            demand = sub.demand
+            self._cond.notify_all()
+        for listener in self._listeners:
+            listener(signal, error)
+        stack = _terminal_calls()
+        stack.append((sub, signal))
+        try:
+            if signal == "on_complete":
+                return self._signal(sub, signal, "", demand, sub.subscriber.on_complete, rule=rule)
+            return self._signal(sub, signal, short_repr(error), demand, sub.subscriber.on_error,
+                                error, rule=rule)
+        finally:
+            stack.pop()
+
+    def _signal(self, sub: ManualSubscription, signal: str, detail: str, demand: int,
+                fn: Callable[..., Any], *args: Any, rule: str | None = None) -> bool:
+        """Deliver one signal; a subscriber that raises breaks 2.13 (or ``rule``)."""
+        self.env.trace.add(sub.name, signal, detail, demand)
+        self.env.bump()
+        try:
+            with self.env.calling(f"{signal}({detail})"):
+                fn(*args)
+        except Exception as exc:
+            with self._cond:
+                sub.broken = True
+                self._cond.notify_all()
+            self.env.trace.note(f"{signal}({detail}) raised {short_repr(exc)}")
+            violation = RuleViolation(
+                rule or self.signal_rule or "2.13",
+                f"{signal}({detail}) to return normally",
+                f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
+                hint="a subscriber raises only TypeError, for a None argument; any other failure "
+                "it signals by cancelling its subscription (rule 2.13)",
+            )
+            violation.__cause__ = exc
+            self.env.flop(violation)
+            return False
+        return True
+
+    def _stopped(self, sub: ManualSubscription) -> bool:
+        return self.closed or sub.cancelled or sub.broken or sub.terminal is not None
+
+    def _feed(self, sub: ManualSubscription) -> None:
+        """Feeder thread: one element per unit of demand, then the end signal."""
+        count = self.count if self.count is not None else 0
+        limit = self.env.settings.test_limit
+        while True:
+            with self._cond:
+                ready = self._cond.wait_for(
+                    lambda: self._stopped(sub) or sub.sent >= count or sub.demand > 0, limit
+                )
+                if not ready or self._stopped(sub):
+                    return
+                finished = sub.sent >= count
+            if finished:
+                self._finish(sub)
+                return
+            self._next(sub, None)
+
+    def _finish(self, sub: ManualSubscription) -> None:
+        if self.end == "complete":
+            self._terminate(sub, "on_complete", None, None)
+        elif self.end == "error":
+            self._terminate(sub, "on_error", self.error or RuntimeError("upstream failed"), None)
+
+    def _drain(self, sub: ManualSubscription) -> None:
+        """Inline delivery, trampolined: whoever raises the work count from 0 delivers."""
+        with self._cond:
+            sub._wip += 1
+            if sub._wip != 1:
+                return
+        missed = 1
+        while True:
+            while self._inline_step(sub):
+                pass
+            with self._cond:
+                sub._wip -= missed
+                missed = sub._wip
+                if missed == 0:
+                    return
+
+    def _inline_step(self, sub: ManualSubscription) -> bool:
+        count = self.count if self.count is not None else 0
+        with self._cond:
+            if self._stopped(sub):
+                return False
+            finished = sub.sent >= count
+            if not finished and sub.demand <= 0:
+                return False
+        if finished:
+            self._finish(sub)
+            return False
+        self._next(sub, None)
+        return True
+
+
+def _changed(sub: ManualSubscription, seen: int) -> Callable[[], bool]:
+    return lambda: sub.calls != seen
+
+
+def _thread_name(ident: int) -> str:
+    for thread in threading.enumerate():
+        if thread.ident == ident:
+            return thread.name
+    return str(ident)
