@@ -13,6 +13,7 @@ from .api import Publisher
 from .api import Subscriber
 from .api import Subscription
 from .engine import run_publisher_verification
+from .engine import run_verification
 from .errors import NotVerified
 from .errors import RuleViolation
 from .errors import SetupError
@@ -20,7 +21,12 @@ from .results import TestResult
 from .rules import RULES
 from .rules import Rule
 from .settings import Settings
+from .subjects import ProcessorSubject
 from .subjects import PublisherSubject
+from .subjects import SubscriberSubject
+from .subjects import WhiteboxSubject
+from .whitebox import Puppet
+from .whitebox import WhiteboxProbe
 
 __version__ = "0.1.0"
 
@@ -29,14 +35,20 @@ __all__ = [
     "RULES",
     "NotVerified",
     "Processor",
+    "ProcessorSubject",
     "Publisher",
     "PublisherSubject",
+    "Puppet",
     "Rule",
     "RuleViolation",
     "Settings",
     "SetupError",
     "Subscriber",
+    "SubscriberSubject",
     "Subscription",
     "TestResult",
+    "WhiteboxProbe",
+    "WhiteboxSubject",
     "run_publisher_verification",
+    "run_verification",
 ]

@@ -10,14 +10,21 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import fields
+from dataclasses import replace
 from typing import Any
+from typing import cast
 
 from .api import FailedPublisherFactory
+from .api import Processor
 from .api import PublisherFactory
+from .api import Subscriber
+from .api import missing_methods
+from .environment import Environment
 from .errors import SetupError
 from .settings import CAPABILITY_KNOBS
 from .settings import Settings
 from .trace import short_repr
+from .whitebox import WhiteboxProbe
 
 
 @dataclass
@@ -150,3 +157,161 @@ def smoke_check(subject: PublisherSubject, *, timeout: float, elements: int = 1)
                 f"{label} returned {type(value).__name__} {short_repr(value)}, which is not a "
                 "Publisher (it has no subscribe() method)"
             )
+
+
+# -- subscribers and processors ----------------------------------------------------------------
+
+#: ``element(i)`` is the i-th element the TCK sends to a subscriber or processor under test.
+ElementHook = Callable[[int], Any]
+SubscriberFactory = Callable[[], Subscriber[Any]]
+WhiteboxFactory = Callable[[WhiteboxProbe], Subscriber[Any]]
+ProcessorFactory = Callable[[], Processor[Any, Any]]
+
+
+def _default_label(subject: Any) -> None:
+    if not subject.label:
+        subject.label = getattr(subject.factory, "__qualname__", repr(subject.factory))
+
+
+@dataclass
+class SubscriberSubject:
+    """A blackbox subscriber factory with its hooks: the richer form of ``--rs-subscriber``.
+
+    ``element(i)`` makes the i-th element the TCK sends (default: the int ``i``), for
+    subscribers that only accept their own element type. ``trigger_request(subscriber)`` is
+    called right after subscribing, for a subscriber that requests only once something outside
+    it happens.
+    """
+
+    factory: SubscriberFactory
+    element: ElementHook | None = None
+    trigger_request: Callable[[Any], None] | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        _default_label(self)
+
+    def apply(self, settings: Settings) -> Settings:
+        return settings
+
+
+@dataclass
+class WhiteboxSubject:
+    """A whitebox subscriber factory ``f(probe)``: the richer form of ``--rs-whitebox-subscriber``."""
+
+    factory: WhiteboxFactory
+    element: ElementHook | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        _default_label(self)
+
+    def apply(self, settings: Settings) -> Settings:
+        return settings
+
+
+@dataclass
+class ProcessorSubject:
+    """An identity-processor factory and what it can do: the richer form of ``--rs-processor``.
+
+    The processor is verified as a publisher fed by a TCK upstream, so the publisher knobs
+    apply; ``failed_factory`` replaces the TCK's own failed publisher (a processor whose
+    upstream fails), for a processor that recovers from upstream errors (rule 4.2).
+    """
+
+    factory: ProcessorFactory
+    element: ElementHook | None = None
+    failed_factory: FailedPublisherFactory | None = None
+    max_elements: int | None = None
+    recursion_depth: int | None = None
+    max_subscribers: int | None = None
+    skip_stochastic: bool | None = None
+    coordinated_emission: bool | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        _default_label(self)
+
+    def apply(self, settings: Settings) -> Settings:
+        """Settings with this subject's declared knobs filled in where the user set none."""
+        declared = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name in CAPABILITY_KNOBS and getattr(self, f.name) is not None
+        }
+        changes = {k: v for k, v in declared.items() if k not in settings.explicit}
+        return settings.replace(**changes) if changes else settings
+
+
+def _load_factory_subject(spec: str, option: str, cls: type[Any], expects: str) -> Any:
+    obj = load_object(spec, what=option)
+    if isinstance(obj, cls):
+        subject = replace(obj)
+        if subject.label == getattr(obj.factory, "__qualname__", None):
+            subject.label = spec
+        return subject
+    if callable(obj):
+        return cls(obj, label=spec)
+    raise SetupError(f"{option}={spec}: {type(obj).__name__} object is not callable; expected {expects}")
+
+
+def load_subscriber_subject(spec: str) -> SubscriberSubject:
+    """The subject named by ``--rs-subscriber``."""
+    return cast(SubscriberSubject, _load_factory_subject(
+        spec, "--rs-subscriber", SubscriberSubject, "a factory f() -> Subscriber or a SubscriberSubject"
+    ))
+
+
+def load_whitebox_subject(spec: str) -> WhiteboxSubject:
+    """The subject named by ``--rs-whitebox-subscriber``."""
+    return cast(WhiteboxSubject, _load_factory_subject(
+        spec, "--rs-whitebox-subscriber", WhiteboxSubject,
+        "a factory f(probe) -> Subscriber or a WhiteboxSubject",
+    ))
+
+
+def load_processor_subject(spec: str) -> ProcessorSubject:
+    """The subject named by ``--rs-processor``."""
+    return cast(ProcessorSubject, _load_factory_subject(
+        spec, "--rs-processor", ProcessorSubject, "a factory f() -> Processor or a ProcessorSubject"
+    ))
+
+
+def smoke_check_subject(
+    subject: SubscriberSubject | WhiteboxSubject | ProcessorSubject, option: str, *, timeout: float
+) -> None:
+    """Call the factory once, on a TCK thread, and check what it returns has the right methods."""
+    protocol: type = Processor if isinstance(subject, ProcessorSubject) else Subscriber
+    if isinstance(subject, WhiteboxSubject):
+        factory = subject.factory
+        probe = WhiteboxProbe(Environment(Settings()), "smoke-check")
+
+        def call() -> Any:
+            return factory(probe)
+    else:
+        call = subject.factory
+    label = f"{option}={subject.label}: calling it"
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="rs-tck:smoke-check", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise SetupError(f"{label} did not return within {timeout * 1000:.0f} ms")
+    if "error" in box:
+        raise SetupError(f"{label} raised {type(box['error']).__name__}: {box['error']}")
+    value = box["value"]
+    if inspect.iscoroutine(value):
+        value.close()
+    missing = missing_methods(value, protocol)
+    if missing:
+        raise SetupError(
+            f"{label} returned {type(value).__name__} {short_repr(value)}, which is not a "
+            f"{protocol.__name__} (it lacks {', '.join(missing)})"
+        )

@@ -1,0 +1,336 @@
+"""Identity-processor verification: both contracts (rule 4.1) and the handling of errors (4.2).
+
+A processor is verified three ways, in one registry:
+
+* as a publisher: every publisher test, where ``publisher(n)`` is a fresh processor subscribed
+  to a TCK upstream that feeds it ``n`` elements on demand (and the failed publisher is a
+  processor whose upstream fails);
+* as a subscriber: every whitebox test, where the subscriber under test is a fresh processor
+  with a TCK downstream subscribed to it, so the puppet's demand flows through the processor
+  to the upstream and the probe sees what came out the other side;
+* on its own rules: errors reach every subscriber at once or are recovered from, demand from
+  long ago is still honoured, and elements pass through unchanged.
+
+The upstream checks the processor's subscriber side (2.3, 2.7, 3.9, 2.13) and the probes its
+publisher side (1.1, 1.3, 1.7, 1.9) in every test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..api import MAX_DEMAND
+from ..environment import Environment
+from ..errors import RuleViolation
+from ..errors import SetupError
+from ..manual import ManualPublisher
+from ..probe import ProbeSubscriber
+from ..subjects import ProcessorSubject
+from ..subjects import PublisherSubject
+from ..trace import short_repr
+from ..whitebox import WhiteboxProbe
+from . import publisher
+from . import subscriber_whitebox
+from ._base import Registry
+from .publisher import PublisherContext
+from .subscriber_blackbox import TckFailure
+from .subscriber_whitebox import WhiteboxStages
+
+VERIFICATION = "processor"
+tck_test = Registry(VERIFICATION)
+TESTS = tck_test.tests
+
+_PROCESSOR_METHODS = ("subscribe", "on_subscribe", "on_next", "on_error", "on_complete")
+
+#: Rule 4.2 leaves a processor free to recover from an upstream error, as long as it then
+#: treats that subscription as cancelled; swallowing it silently is neither.
+_PROPAGATE_OR_RECOVER = (
+    "on_error propagated at once to every subscriber, or (recovering, rule 4.2) the "
+    "subscribers still served"
+)
+
+
+class _Downstream(ProbeSubscriber):
+    """The TCK's subscriber to a processor in whitebox tests: it is the processor's puppet."""
+
+    def __init__(self, env: Environment, probe: WhiteboxProbe) -> None:
+        super().__init__(env, "downstream", keep_elements=False,
+                         on_subscribe=self._register, on_next=self._report)
+        self._whitebox = probe
+
+    def _register(self, _: ProbeSubscriber, subscription: Any) -> None:
+        self._whitebox.register(request=self.request, cancel=self.cancel)
+
+    def _report(self, _: ProbeSubscriber, element: Any) -> None:
+        with self._whitebox.next(element):
+            pass
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        with self._whitebox.complete():
+            pass
+
+    def on_error(self, exc: BaseException) -> None:
+        super().on_error(exc)
+        with self._whitebox.error(exc):
+            pass
+
+
+class ProcessorContext(WhiteboxStages, PublisherContext):
+    """A test body's view of the processor: as a publisher, as a subscriber, and both at once."""
+
+    #: A processor need not cancel upstream when its only subscriber cancels (advised only).
+    relays_cancel = False
+
+    def __init__(self, env: Environment, subject: ProcessorSubject) -> None:
+        as_publisher = PublisherSubject(
+            self._fed_processor,
+            failed_factory=subject.failed_factory or self._failed_processor,
+            label=subject.label,
+        )
+        PublisherContext.__init__(self, env, as_publisher)
+        self._init_upstreams(subject.element)
+        self.processor_subject = subject
+
+    # -- building blocks ---------------------------------------------------------------------
+
+    def processor(self) -> Any:
+        """A fresh processor from the user's factory, not yet subscribed to anything."""
+        self.env.trace.note("factory()")
+        try:
+            value = self.call("factory()", self.processor_subject.factory)
+        except Exception as exc:
+            raise SetupError(f"the processor factory {self.processor_subject.label} raised "
+                             f"{type(exc).__name__}: {short_repr(exc, 200)}") from exc
+        missing = [m for m in _PROCESSOR_METHODS if not callable(getattr(value, m, None))]
+        if missing:
+            raise SetupError(f"factory() returned {short_repr(value)}, which is not a Processor "
+                             f"(it lacks {', '.join(missing)})")
+        return value
+
+    def _fed_processor(self, elements: int) -> Any:
+        """The processor as the publisher tests see it: fed ``elements`` by a TCK upstream."""
+        processor = self.processor()
+        upstream = self.upstream("upstream", count=elements,
+                                 end="complete" if elements < MAX_DEMAND else None)
+        self.attach(upstream, processor)
+        return processor
+
+    def _failed_processor(self) -> Any:
+        """The failed publisher: a processor whose upstream fails right after on_subscribe."""
+        processor = self.processor()
+        upstream = self.upstream("failed-upstream",
+                                 fail_on_subscribe=TckFailure("the upstream failed, as the TCK asked"))
+        self.attach(upstream, processor)
+        return processor
+
+    def whitebox_subscriber(self, probe: WhiteboxProbe) -> Any:
+        """The processor as the whitebox tests see it: a TCK downstream reports to the probe."""
+        processor = self.processor()
+        downstream = _Downstream(self.env, probe)
+        self._probes.append(downstream)
+        self.subscribe(processor, downstream)
+        return processor
+
+    def relay(self, subscribers: int = 1) -> tuple[ManualPublisher, Any, list[ProbeSubscriber]]:
+        """A processor between a hand-driven upstream and ``subscribers`` probes."""
+        processor = self.processor()
+        probes = []
+        for i in range(subscribers):
+            probe = self.probe(f"sub{i + 1}" if subscribers > 1 else "downstream")
+            self.subscribe(processor, probe)
+            probes.append(probe)
+        upstream = self.upstream("upstream")
+        self.attach(upstream, processor)
+        self.env.check()
+        for probe in probes:
+            probe.expect_subscription()
+        return upstream, processor, probes
+
+    def late_subscriber(self, processor: Any, name: str) -> ProbeSubscriber:
+        probe = self.probe(name)
+        self.subscribe(processor, probe)
+        probe.expect_subscription()
+        return probe
+
+
+def make_context(env: Environment, subject: ProcessorSubject) -> ProcessorContext:
+    return ProcessorContext(env, subject)
+
+
+# The publisher and whitebox tests, unchanged and under their own names, run on this context.
+for _test in (*publisher.TESTS, *subscriber_whitebox.TESTS):
+    tck_test._add(_test.name, _test.rule_id, _test.level, _test.func, _test.doc, _test.untested_reason)
+
+
+# -- the processor's own rules -----------------------------------------------------------------
+
+
+def _same(got: Any, sent: Any) -> bool:
+    return got is sent or got == sent
+
+
+def _expect_relayed(probe: ProbeSubscriber, sent: Any, rule: str) -> None:
+    got = probe.next_element(rule=rule, what=f"element {short_repr(sent)} relayed")
+    if not _same(got, sent):
+        raise RuleViolation(rule, f"{probe.name} to receive {short_repr(sent)}, the element sent upstream",
+                            f"it received {short_repr(got)}")
+
+
+def _propagated_or_recovered(ctx: ProcessorContext, upstream: ManualPublisher,
+                             probes: list[ProbeSubscriber], error: BaseException, rule: str) -> None:
+    """After the upstream's on_error: every subscriber gets it, or the processor recovered."""
+    for probe in probes:
+        probe.expect_terminal()
+    errored = [p for p in probes if p.terminal == "on_error"]
+    if errored:
+        silent = [p.name for p in probes if p.terminal != "on_error"]
+        if silent:
+            raise RuleViolation(rule, "on_error propagated to every subscriber",
+                                f"{', '.join(silent)} got {_terminals(probes)}")
+        for probe in errored:
+            if not _chains(probe.error, error):
+                raise RuleViolation(rule, f"the upstream's error, {short_repr(error)}, propagated",
+                                    f"{probe.name} got {probe._terminal_text()}")
+        return
+    ctx.env.trace.note("no on_error downstream: checking that the processor recovered (rule 4.2)")
+    upstream.expect_no_request(rule=rule, after="after the upstream's on_error (a processor that "
+                               "recovers treats that subscription as cancelled)")
+    for probe in probes:
+        if probe.terminal is None and not probe.elements:
+            probe.request(1)
+            probe._wait(_served(probe), ctx.settings.timeout)
+        if probe.terminal is None and not probe.elements:
+            raise RuleViolation(
+                rule, _PROPAGATE_OR_RECOVER,
+                f"{probe.name} got no on_error within {ctx.settings.timeout * 1000:.0f} ms of the "
+                "upstream's, and nothing when it then requested 1: the error was swallowed",
+                hint="propagate on_error to every subscriber at once, even those without demand",
+            )
+
+
+def _served(probe: ProbeSubscriber) -> Callable[[], bool]:
+    return lambda: bool(probe.elements) or probe.terminal is not None
+
+
+def _terminals(probes: list[ProbeSubscriber]) -> str:
+    return "; ".join(f"{p.name}: {p._terminal_text() or 'nothing'}" for p in probes)
+
+
+def _chains(reported: BaseException | None, error: BaseException) -> bool:
+    seen: set[int] = set()
+    while reported is not None and id(reported) not in seen:
+        if reported is error:
+            return True
+        seen.add(id(reported))
+        reported = reported.__cause__ or reported.__context__
+    return False
+
+
+@tck_test("1.4", "required")
+def required_spec104_must_call_on_error_on_all_its_subscribers_if_it_encounters_a_non_recoverable_error(
+    ctx: ProcessorContext,
+) -> None:
+    """An upstream on_error must reach both subscribers, the one without demand included.
+
+    One element first goes through to the first subscriber (to both, with
+    coordinated_emission). Then the upstream fails: both must get on_error with that
+    exception, at once. A processor that recovers instead (rule 4.2) must stop using the
+    failed subscription and still serve its subscribers. If this fails, check that on_error
+    is relayed to every subscriber right away, without waiting for demand.
+    """
+    ctx.subscribers_needed(2)
+    upstream, _, (first, second) = ctx.relay(2)
+    hint = ("a processor that requests only once every subscriber has demand must declare "
+            "coordinated_emission (--rs-coordinated-emission)")
+    first.request(1)
+    if ctx.settings.coordinated_emission:
+        second.request(1)
+    upstream.expect_demand(rule="1.4", what="a request upstream once a subscriber requested", hint=hint)
+    x = upstream.send_next(rule="1.4")
+    _expect_relayed(first, x, "1.4")
+    if ctx.settings.coordinated_emission:
+        _expect_relayed(second, x, "1.4")
+    first.request(1)
+    error = TckFailure("the upstream failed, as the TCK asked (rule 1.4 test)")
+    upstream.send_error(error)
+    ctx.env.check()
+    _propagated_or_recovered(ctx, upstream, [first, second], error, "1.4")
+
+
+@tck_test("2.1", "required")
+def required_spec201_processor_must_request_from_upstream_for_elements_that_have_been_requested_long_ago(
+    ctx: ProcessorContext,
+) -> None:
+    """Demand a subscriber signalled long ago must still be served after a late subscriber joins.
+
+    The first subscriber requests 20 and gets two elements; a second one subscribes late.
+    The next element must still be requested upstream and reach the first subscriber; the
+    late one sees nothing until it requests, then gets that same element (with
+    coordinated_emission: nothing moves until it requests, then both get it). Then both
+    complete. If this fails, check that the processor keeps requesting upstream while any
+    subscriber has outstanding demand, and keeps elements for subscribers without demand.
+    """
+    ctx.subscribers_needed(2)
+    upstream, processor, (first,) = ctx.relay(1)
+    first.request(20)
+    for _ in range(2):
+        _expect_relayed(first, upstream.send_next(rule="2.1"), "2.1")
+    late = ctx.late_subscriber(processor, "late")
+    if ctx.settings.coordinated_emission:
+        late.expect_quiet(after="before it requested")
+        late.request(1)
+        z = upstream.send_next(rule="2.1")
+        _expect_relayed(first, z, "2.1")
+        _expect_relayed(late, z, "2.1")
+    else:
+        z = upstream.send_next(rule="2.1")
+        _expect_relayed(first, z, "2.1")
+        late.expect_quiet(after="before it requested")
+        late.request(1)
+        _expect_relayed(late, z, "2.1")
+    upstream.send_complete()
+    first.expect_completion(rule="2.1")
+    late.expect_completion(rule="2.1")
+
+
+@tck_test("4.1", "required")
+def required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_relaying_a_stream(
+    ctx: ProcessorContext,
+) -> None:
+    """Five elements relayed unchanged and in order as demand flows through, then completion.
+
+    The downstream requests 3 then 2; each time the processor must request upstream, and
+    every element must come out as it went in, in order; on_complete follows, then
+    silence. Both sides are checked against their own rules meanwhile. If this fails, check
+    that demand from downstream reaches upstream and that nothing is reordered or altered.
+    """
+    upstream, _, (downstream,) = ctx.relay(1)
+    for batch in (3, 2):
+        downstream.request(batch)
+        sent = [upstream.send_next(rule="4.1") for _ in range(batch)]
+        ctx.env.check()
+        for element in sent:
+            _expect_relayed(downstream, element, "4.1")
+    upstream.send_complete()
+    ctx.env.check()
+    downstream.expect_completion(rule="4.1")
+    downstream.expect_quiet(after="after on_complete")
+
+
+@tck_test("4.2", "required")
+def required_spec402_must_immediately_pass_on_on_error_events_received_from_its_upstream_or_recover(
+    ctx: ProcessorContext,
+) -> None:
+    """An upstream on_error must reach a subscriber without demand at once, or be recovered from.
+
+    Recovering is allowed (rule 4.2) if the processor then treats the failed subscription as
+    cancelled (no further request on it) and still serves its subscriber. If this fails,
+    check that on_error is relayed immediately, not queued behind demand.
+    """
+    upstream, _, (downstream,) = ctx.relay(1)
+    error = TckFailure("the upstream failed, as the TCK asked (rule 4.2 test)")
+    upstream.send_error(error)
+    ctx.env.check()
+    _propagated_or_recovered(ctx, upstream, [downstream], error, "4.2")

@@ -1,0 +1,515 @@
+"""Blackbox subscriber verification: the rules of section 2 seen from the subscriber's publisher.
+
+Each test subscribes a fresh subscriber from the user's factory to a ``ManualPublisher`` that
+the test drives. The TCK sees only what the subscriber does to its subscription, and whether
+its signal methods return; so besides the checks of each test, every test flags live a call
+from inside the TCK's own on_complete/on_error (2.3), two threads inside the subscription at
+once (2.7), a non-positive request (3.9) and a signal method that raises (2.13). Elements are
+only ever sent within the demand the subscriber signalled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..environment import Environment
+from ..errors import NotVerified
+from ..errors import RuleViolation
+from ..errors import SetupError
+from ..manual import ManualPublisher
+from ..manual import ManualSubscription
+from ..subjects import SubscriberSubject
+from ..trace import short_repr
+from ._base import Context
+from ._base import Registry
+
+VERIFICATION = "subscriber_blackbox"
+tck_test = Registry(VERIFICATION)
+TESTS = tck_test.tests
+
+_SUBSCRIBER_METHODS = ("on_subscribe", "on_next", "on_error", "on_complete")
+
+
+class TckFailure(RuntimeError):
+    """The exception the TCK signals with on_error: recognisable in traces and reports."""
+
+
+def _identity(index: int) -> Any:
+    return index
+
+
+class SubscriberContext(Context):
+    """What every verification of a subscriber shares: TCK-driven upstreams, closed at the end."""
+
+    def __init__(self, env: Environment, element: Callable[[int], Any] | None = None) -> None:
+        super().__init__(env)
+        self._init_upstreams(element)
+
+    def _init_upstreams(self, element: Callable[[int], Any] | None) -> None:
+        self.element = element or _identity
+        self._upstreams: list[ManualPublisher] = []
+
+    def upstream(self, name: str = "upstream", **options: Any) -> ManualPublisher:
+        """A fresh ManualPublisher whose elements come from the element hook."""
+        taken = {u.name for u in self._upstreams}
+        unique, n = name, 2
+        while unique in taken:
+            unique, n = f"{name}{n}", n + 1
+        upstream = ManualPublisher(self.env, unique, element=self.element, **options)
+        self._upstreams.append(upstream)
+        return upstream
+
+    def attach(self, upstream: ManualPublisher, subscriber: Any, *,
+               must_reject: str | None = None) -> ManualSubscription:
+        """Subscribe ``subscriber`` to ``upstream``; on_subscribe runs here, on this thread."""
+        return upstream.attach(subscriber, must_reject=must_reject)
+
+    def checked_subscriber(self, value: Any, made_by: str) -> Any:
+        missing = [m for m in _SUBSCRIBER_METHODS if not callable(getattr(value, m, None))]
+        if missing:
+            raise SetupError(
+                f"{made_by} returned {short_repr(value)}, which is not a Subscriber "
+                f"(it lacks {', '.join(missing)})"
+            )
+        return value
+
+    def expect_type_error(self, label: str, fn: Callable[..., Any], *args: Any) -> None:
+        """Rule 2.13: a None argument must be refused with TypeError, raised to the caller."""
+        self.env.trace.add("tck", label.split("(")[0], "None")
+        try:
+            self.call(label, fn, *args)
+        except TypeError:
+            return
+        except Exception as exc:
+            raise RuleViolation("2.13", f"{label} to raise TypeError",
+                                f"it raised {type(exc).__name__}: {short_repr(exc)}") from exc
+        raise RuleViolation("2.13", f"{label} to raise TypeError", "it returned normally",
+                            hint="check arguments for None first and raise TypeError")
+
+    def finish(self) -> None:
+        for upstream in self._upstreams:
+            upstream.close()
+        super().finish()
+
+
+class BlackboxContext(SubscriberContext):
+    """A test body's view of the blackbox subscriber under test."""
+
+    def __init__(self, env: Environment, subject: SubscriberSubject) -> None:
+        super().__init__(env, subject.element)
+        self.subject = subject
+
+    def subscriber(self) -> Any:
+        """A fresh subscriber from the user's factory."""
+        self.env.trace.note("factory()")
+        try:
+            value = self.call("factory()", self.subject.factory)
+        except Exception as exc:
+            raise SetupError(f"the subscriber factory {self.subject.label} raised "
+                             f"{type(exc).__name__}: {short_repr(exc, 200)}") from exc
+        return self.checked_subscriber(value, "factory()")
+
+    def stage(self, name: str = "upstream", **options: Any) -> tuple[Any, ManualPublisher]:
+        """A fresh subscriber subscribed to a fresh upstream; on_subscribe has returned."""
+        subscriber = self.subscriber()
+        upstream = self.upstream(name, **options)
+        self.attach(upstream, subscriber)
+        self.env.check()
+        return subscriber, upstream
+
+    def trigger(self, subscriber: Any) -> None:
+        """The user's trigger_request hook, for subscribers that request on an outside event."""
+        if self.subject.trigger_request is not None:
+            self.env.trace.add("tck", "trigger_request")
+            self.call("trigger_request()", self.subject.trigger_request, subscriber)
+
+    def requested(self, subscriber: Any, upstream: ManualPublisher, rule: str | None = None) -> int:
+        """Trigger, then wait for the demand the subscriber must signal (rule 2.1)."""
+        self.trigger(subscriber)
+        return upstream.expect_demand(
+            rule=rule or "2.1", what="a request(n) after on_subscribe",
+            hint="a subscriber signals demand with request(n); one that waits for an outside "
+            "event can be started by a SubscriberSubject's trigger_request hook",
+        )
+
+    def warm_up(self, subscriber: Any, upstream: ManualPublisher, most: int = 1) -> int:
+        """Trigger; if demand comes, send up to ``most`` elements. Returns how many were sent."""
+        self.trigger(subscriber)
+        demand = upstream.wait_demand()
+        sent = 0
+        while sent < min(demand, most):
+            upstream.send_next()
+            self.env.check()
+            sent += 1
+        return sent
+
+
+def make_context(env: Environment, subject: SubscriberSubject) -> BlackboxContext:
+    return BlackboxContext(env, subject)
+
+
+# -- section 2: Subscriber ---------------------------------------------------------------------
+
+
+@tck_test("2.1", "required")
+def required_spec201_blackbox_must_signal_demand_via_subscription_request(ctx: BlackboxContext) -> None:
+    """After on_subscribe the subscriber must request; the TCK then sends what it asked for.
+
+    Up to 16 elements go out, each within the demand signalled, then on_complete; each signal
+    must return normally. If this fails, check that the subscriber calls request(n) once it has
+    its subscription (or give a trigger_request hook if it waits for an outside event).
+    """
+    subscriber, upstream = ctx.stage()
+    demand = ctx.requested(subscriber, upstream, "2.1")
+    for _ in range(min(demand, 16)):
+        upstream.send_next(rule="2.1")
+        ctx.env.check()
+    upstream.send_complete()
+    upstream.settle()
+
+
+tck_test.untested(
+    "untested_spec202_blackbox_should_asynchronously_dispatch",
+    "2.2",
+    "a recommendation that depends on the subscriber's own judgement of its processing; a signal "
+    "method that blocks its caller is failed in every test by the TCK's watchdog",
+)
+
+
+def _terminal_inside(ctx: BlackboxContext, signal: str) -> None:
+    subscriber, upstream = ctx.stage()
+    ctx.warm_up(subscriber, upstream)
+    upstream.settle()
+    if signal == "on_complete":
+        upstream.send_complete()
+    else:
+        upstream.send_error(TckFailure("failure signalled by the TCK (rule 2.3 test)"))
+    upstream.settle()
+
+
+@tck_test("2.3", "required")
+def required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_complete(
+    ctx: BlackboxContext,
+) -> None:
+    """on_complete must not call request, cancel or subscribe (on the same thread, inside it).
+
+    The TCK marks its own on_complete call per thread, so calls the subscriber makes from
+    other threads meanwhile are not confused with it. If this fails, check that on_complete
+    only records the end of the stream.
+    """
+    _terminal_inside(ctx, "on_complete")
+
+
+@tck_test("2.3", "required")
+def required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_error(
+    ctx: BlackboxContext,
+) -> None:
+    """on_error must not call request, cancel or subscribe (on the same thread, inside it)."""
+    _terminal_inside(ctx, "on_error")
+
+
+def _cancelled_after(ctx: BlackboxContext, signal: str) -> None:
+    subscriber, upstream = ctx.stage()
+    ctx.warm_up(subscriber, upstream, most=3)
+    upstream.settle()
+    if signal == "on_complete":
+        upstream.send_complete()
+    else:
+        upstream.send_error(TckFailure("failure signalled by the TCK (rule 2.4 test)"))
+    upstream.expect_no_request(rule="2.4", after=f"after {signal} (the subscription counts as cancelled)")
+
+
+@tck_test("2.4", "required")
+def required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_complete(
+    ctx: BlackboxContext,
+) -> None:
+    """Once it has settled and received on_complete, the subscriber must request nothing more.
+
+    The TCK first lets the subscriber's own requests die down, so a request that follows is
+    caused by the end of the stream. If this fails, check that a subscriber stops asking for
+    elements (from any thread, e.g. a worker's "request more") once the stream has ended.
+    """
+    _cancelled_after(ctx, "on_complete")
+
+
+@tck_test("2.4", "required")
+def required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_error(
+    ctx: BlackboxContext,
+) -> None:
+    """Once it has settled and received on_error, the subscriber must request nothing more."""
+    _cancelled_after(ctx, "on_error")
+
+
+@tck_test("2.5", "required")
+def required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal(
+    ctx: BlackboxContext,
+) -> None:
+    """A second on_subscribe (from another publisher) must be answered by cancelling it.
+
+    The subscriber must never request on the second subscription, and must keep its first one.
+    If this fails, check that on_subscribe cancels the new subscription when one is active.
+    """
+    subscriber, upstream = ctx.stage()
+    ctx.warm_up(subscriber, upstream)
+    other = ctx.upstream("second")
+    second = ctx.attach(other, subscriber, must_reject="2.5")
+    ctx.env.check()
+    other.expect_cancel(subscription=second, rule="2.5", what="cancel() of the second subscription")
+    upstream.settle()
+    if upstream.subscription.cancelled:
+        raise RuleViolation("2.5", "the first, active subscription kept",
+                            "the subscriber cancelled it when a second one arrived")
+    upstream.send_complete()
+    upstream.settle()
+
+
+tck_test.untested(
+    "untested_spec206_blackbox_must_call_subscription_cancel_if_it_is_no_longer_valid",
+    "2.6",
+    "only the subscriber knows whether it still needs its subscription; from outside, a "
+    "forgotten subscription looks like one that is still in use",
+)
+
+
+@tck_test("2.7", "stochastic")
+def stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization(
+    ctx: BlackboxContext,
+) -> None:
+    """Up to 64 elements as fast as demand allows, watching for two threads inside the subscription.
+
+    The subscription pauses inside every request/cancel so that a second thread racing in
+    is seen. Calls from several threads one after the other are fine. If this fails, check
+    that request and cancel are made from one thread at a time (a serial worker or a lock).
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
+    subscriber, upstream = ctx.stage(yield_s=0.0005)
+    ctx.requested(subscriber, upstream)
+    for _ in range(64):
+        if upstream.wait_demand() <= 0:
+            break
+        upstream.send_next()
+        ctx.env.check()
+    upstream.settle()
+    upstream.send_complete()
+    upstream.settle()
+
+
+tck_test.untested(
+    "untested_spec208_blackbox_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel",
+    "2.8",
+    "needs the subscriber to cancel when the TCK asks; the whitebox verification checks it",
+)
+
+
+def _terminal_prepared(ctx: BlackboxContext, signal: str, rule: str, preceding_request: bool) -> None:
+    subscriber, upstream = ctx.stage()
+    if preceding_request:
+        ctx.requested(subscriber, upstream, rule)
+    if signal == "on_complete":
+        upstream.send_complete(rule=rule)
+    else:
+        upstream.send_error(TckFailure(f"failure signalled by the TCK (rule {rule} test)"), rule=rule)
+    ctx.env.check()
+    upstream.settle()
+
+
+@tck_test("2.9", "required")
+def required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_with_preceding_request_call(
+    ctx: BlackboxContext,
+) -> None:
+    """on_complete after the subscriber requested: it must return normally and cause no error.
+
+    A quiet window follows, in which an exception on one of the subscriber's own threads
+    (its asynchronous handling of the end of the stream) is caught too. If this fails,
+    check the code that handles completion while demand is still outstanding.
+    """
+    _terminal_prepared(ctx, "on_complete", "2.9", True)
+
+
+@tck_test("2.9", "required")
+def required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_without_preceding_request_call(
+    ctx: BlackboxContext,
+) -> None:
+    """on_complete straight after on_subscribe, before any request, must be handled.
+
+    If this fails, check for handling that assumes an element or a request came first.
+    """
+    _terminal_prepared(ctx, "on_complete", "2.9", False)
+
+
+@tck_test("2.10", "required")
+def required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_with_preceding_request_call(
+    ctx: BlackboxContext,
+) -> None:
+    """on_error after the subscriber requested: it must return normally and cause no error."""
+    _terminal_prepared(ctx, "on_error", "2.10", True)
+
+
+@tck_test("2.10", "required")
+def required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_without_preceding_request_call(
+    ctx: BlackboxContext,
+) -> None:
+    """on_error straight after on_subscribe, before any request, must be handled."""
+    _terminal_prepared(ctx, "on_error", "2.10", False)
+
+
+tck_test.untested(
+    "untested_spec211_blackbox_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events",
+    "2.11",
+    "processing happens inside the subscriber; the whitebox verification checks it from the "
+    "probe's reports",
+)
+
+
+@tck_test("2.12", "required")
+def required_spec212_blackbox_subscribed_twice_must_keep_the_first_subscription_and_cancel_the_second(
+    ctx: BlackboxContext,
+) -> None:
+    """The same subscriber subscribed to the same publisher again must reject the repeat.
+
+    Rule 2.12 lets a subscriber assume it is subscribed once; when it is not, it must cancel
+    the new subscription, never request on it, and go on with its first one, which then
+    still delivers and completes. If this fails, check that on_subscribe does not reset the
+    subscriber's state (adopting the new subscription) while one is active.
+    """
+    subscriber, upstream = ctx.stage()
+    ctx.trigger(subscriber)
+    demand = upstream.wait_demand()
+    second = ctx.attach(upstream, subscriber, must_reject="2.12")
+    ctx.env.check()
+    upstream.expect_cancel(subscription=second, rule="2.12",
+                           what="cancel() of the second subscription of the same subscriber")
+    upstream.settle()
+    if upstream.subscription.cancelled:
+        raise RuleViolation("2.12", "the first subscription kept",
+                            "the subscriber cancelled it when subscribed a second time")
+    if demand:
+        upstream.send_next()
+    upstream.send_complete()
+    ctx.env.check()
+    upstream.settle()
+
+
+@tck_test("2.13", "required")
+def required_spec213_blackbox_signal_methods_must_return_normally(ctx: BlackboxContext) -> None:
+    """on_subscribe, on_next, on_complete and on_error with valid arguments must return normally.
+
+    If this fails, check what the subscriber raises: failures in its processing must be
+    handled inside it (and end with cancel()), never raised to the publisher.
+    """
+    subscriber, upstream = ctx.stage()
+    ctx.warm_up(subscriber, upstream, most=3)
+    upstream.send_complete()
+    ctx.env.check()
+    subscriber, failing = ctx.stage("failing")
+    ctx.warm_up(subscriber, failing)
+    failing.send_error(TckFailure("failure signalled by the TCK (rule 2.13 test)"))
+    ctx.env.check()
+    failing.settle()
+
+
+@tck_test("2.13", "required")
+def required_spec213_blackbox_on_subscribe_must_raise_type_error_when_parameters_are_none(
+    ctx: BlackboxContext,
+) -> None:
+    """on_subscribe(None) on a fresh subscriber must raise TypeError (Java's NullPointerException)."""
+    subscriber = ctx.subscriber()
+    ctx.expect_type_error("on_subscribe(None)", subscriber.on_subscribe, None)
+
+
+@tck_test("2.13", "required")
+def required_spec213_blackbox_on_next_must_raise_type_error_when_parameters_are_none(
+    ctx: BlackboxContext,
+) -> None:
+    """on_next(None) on a subscribed subscriber must raise TypeError."""
+    subscriber, _ = ctx.stage()
+    ctx.expect_type_error("on_next(None)", subscriber.on_next, None)
+
+
+@tck_test("2.13", "required")
+def required_spec213_blackbox_on_error_must_raise_type_error_when_parameters_are_none(
+    ctx: BlackboxContext,
+) -> None:
+    """on_error(None) on a subscribed subscriber must raise TypeError."""
+    subscriber, _ = ctx.stage()
+    ctx.expect_type_error("on_error(None)", subscriber.on_error, None)
+
+
+# -- section 3, from the subscriber's side -----------------------------------------------------
+
+
+tck_test.untested(
+    "untested_spec301_blackbox_must_not_be_called_outside_subscriber_context",
+    "3.1",
+    "who holds a subscription when request or cancel is called cannot be seen from outside; "
+    "calls from two threads at once are caught (rule 2.7)",
+)
+tck_test.untested(
+    "untested_spec308_blackbox_request_must_register_given_number_elements_to_be_produced",
+    "3.8",
+    "needs the TCK to ask the subscriber for a given demand; the whitebox verification checks it",
+)
+
+
+@tck_test("3.10", "required")
+def required_spec310_blackbox_must_be_prepared_for_on_next_delivered_synchronously_inside_request(
+    ctx: BlackboxContext,
+) -> None:
+    """Elements delivered inside request(), even inside on_subscribe, must be handled.
+
+    Rule 3.10 lets a publisher call on_next before request() returns; up to 10 elements are
+    delivered that way. If this fails, check that the subscriber stores its subscription
+    (and any state on_next needs) before calling request, and holds no lock that on_next also
+    takes while it calls request.
+    """
+    subscriber, upstream = ctx.stage(count=10, inline=True, end=None, signal_rule="3.10")
+    ctx.trigger(subscriber)
+    upstream.expect_request_call(rule="2.1")
+    upstream.wait_sent(10)
+    upstream.settle()
+    ctx.env.check()
+    upstream.send_complete()
+    upstream.settle()
+
+
+@tck_test("3.11", "required")
+def required_spec311_blackbox_must_be_prepared_for_on_complete_or_on_error_delivered_synchronously_inside_request(
+    ctx: BlackboxContext,
+) -> None:
+    """on_complete, then (on a second subscriber) on_error, delivered inside request(), handled.
+
+    Rule 3.11 lets a publisher terminate before request() returns: one element and
+    on_complete, or on_error at once. If this fails, check the subscriber's handling of an
+    end of stream that arrives while it is still inside its own request call.
+    """
+    for end, count in (("complete", 1), ("error", 0)):
+        subscriber, upstream = ctx.stage(
+            f"inline-{end}", count=count, inline=True, end=end, signal_rule="3.11",
+            error=TckFailure("failure signalled inside request() by the TCK (rule 3.11 test)"),
+        )
+        ctx.trigger(subscriber)
+        upstream.expect_request_call(rule="2.1")
+        upstream.wait_sent(count + 1)
+        ctx.env.check()
+        upstream.settle()
+
+
+tck_test.untested(
+    "untested_spec314_blackbox_cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
+    "3.14",
+    "a permission of publishers; here the TCK plays the publisher",
+)
+tck_test.untested(
+    "untested_spec315_blackbox_cancel_must_not_throw_exception_and_must_signal_on_error",
+    "3.15",
+    "an obligation of the subscription, which the TCK plays here; the publisher verification "
+    "checks it",
+)
+tck_test.untested(
+    "untested_spec316_blackbox_request_must_not_throw_exception_and_must_on_error_the_subscriber",
+    "3.16",
+    "an obligation of the subscription, which the TCK plays here; the publisher verification "
+    "checks it",
+)

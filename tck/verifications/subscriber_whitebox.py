@@ -1,0 +1,617 @@
+"""Whitebox subscriber verification: section 2 with the subscriber's own account of its processing.
+
+The factory ``f(probe)`` builds the subscriber around a ``WhiteboxProbe``: it registers a
+puppet (through which the TCK makes it request or cancel) and reports each signal it has
+*processed*. The TCK drives a ``ManualPublisher`` upstream, and waits for those reports, so an
+asynchronous subscriber is verified on what its worker did, not on its signal methods having
+returned. Everything the blackbox verification flags live (2.3, 2.7, 3.9, 2.13) is flagged here
+too, and each report is matched against the signals really sent (2.11).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..environment import Environment
+from ..errors import NotVerified
+from ..errors import RuleViolation
+from ..errors import SetupError
+from ..manual import ManualPublisher
+from ..manual import ManualSubscription
+from ..subjects import WhiteboxSubject
+from ..trace import short_repr
+from ..whitebox import Puppet
+from ..whitebox import WhiteboxProbe
+from ._base import Registry
+from .subscriber_blackbox import SubscriberContext
+from .subscriber_blackbox import TckFailure
+
+VERIFICATION = "subscriber_whitebox"
+tck_test = Registry(VERIFICATION)
+TESTS = tck_test.tests
+
+
+class WhiteboxStage:
+    """One subscriber under test, its probe and puppet, and the upstream it is subscribed to."""
+
+    def __init__(self, ctx: WhiteboxStages, probe: WhiteboxProbe, subscriber: Any,
+                 upstream: ManualPublisher, puppet: Puppet, sent: list[Any]) -> None:
+        self.ctx = ctx
+        self.probe = probe
+        self.subscriber = subscriber
+        self.upstream = upstream
+        self.puppet = puppet
+        #: Every element the upstream delivered, in order (inline delivery included).
+        self.sent = sent
+
+    @property
+    def subscription(self) -> ManualSubscription:
+        return self.upstream.subscription
+
+    def request(self, n: int) -> None:
+        """Pull the puppet: the subscriber should request ``n`` more, possibly in parts."""
+        self.ctx.env.trace.add("tck", "puppet.request", str(n))
+        self.ctx.call(f"puppet.request({n})", self.puppet.request, n)
+        self.ctx.env.check()
+
+    def cancel(self) -> None:
+        """Pull the puppet: the subscriber should cancel its subscription."""
+        self.ctx.env.trace.add("tck", "puppet.cancel")
+        self.ctx.call("puppet.cancel()", self.puppet.cancel)
+        self.ctx.env.check()
+
+    def expect_demand(self, *, rule: str | None = None) -> int:
+        return self.upstream.expect_demand(
+            rule=rule, what="a request(n) after puppet.request(n)",
+            hint="puppet.request(n) must make the subscriber call request on its subscription",
+        )
+
+    def send_next(self, *, rule: str | None = None) -> Any:
+        element = self.upstream.send_next(rule=rule)
+        self.ctx.env.check()
+        return element
+
+    def send_complete(self, *, rule: str | None = None) -> None:
+        self.upstream.send_complete(rule=rule)
+        self.ctx.env.check()
+
+    def send_error(self, error: BaseException, *, rule: str | None = None) -> None:
+        self.upstream.send_error(error, rule=rule)
+        self.ctx.env.check()
+
+    def expect_upstream_cancel(self, *, rule: str | None = None, needed: bool = True) -> bool:
+        """After puppet.cancel(): the subscription must see cancel().
+
+        A processor is not obliged to cancel its upstream when its only subscriber cancels
+        (the spec only advises it), so there a missing cancel makes a test that needs it not
+        applicable instead of failing it.
+        """
+        if not self.ctx.relays_cancel:
+            if self.upstream.wait_cancel():
+                return True
+            if needed:
+                raise NotVerified("needs the processor to cancel its upstream when its only "
+                                  "subscriber cancels, which it does not do")
+            self.ctx.env.trace.note("the processor did not cancel its upstream (advised, not required)")
+            return False
+        self.upstream.expect_cancel(rule=rule, what="cancel() after puppet.cancel()",
+                                    hint="puppet.cancel() must make the subscriber cancel its subscription")
+        return True
+
+
+class WhiteboxStages(SubscriberContext):
+    """Builds whitebox stages; a processor context reuses it with its own subscriber factory."""
+
+    #: Whether the puppet's cancel must reach the upstream (false for processors, see above).
+    relays_cancel = True
+
+    def whitebox_subscriber(self, probe: WhiteboxProbe) -> Any:
+        raise NotImplementedError
+
+    def stage(self, name: str = "upstream", **options: Any) -> WhiteboxStage:
+        """A fresh subscriber subscribed to a fresh upstream, its puppet registered."""
+        probe = WhiteboxProbe(self.env)
+        subscriber = self.whitebox_subscriber(probe)
+        upstream = self.upstream(name, **options)
+        sent: list[Any] = []
+        upstream.listen(probe.signalled)
+        upstream.listen(lambda signal, value: sent.append(value) if signal == "on_next" else None)
+        self.attach(upstream, subscriber)
+        self.env.check()
+        puppet = probe.expect_puppet()
+        return WhiteboxStage(self, probe, subscriber, upstream, puppet, sent)
+
+
+class WhiteboxContext(WhiteboxStages):
+    """A test body's view of the whitebox subscriber under test."""
+
+    def __init__(self, env: Environment, subject: WhiteboxSubject) -> None:
+        super().__init__(env, subject.element)
+        self.subject = subject
+
+    def whitebox_subscriber(self, probe: WhiteboxProbe) -> Any:
+        self.env.trace.note("factory(probe)")
+        try:
+            value = self.call("factory(probe)", self.subject.factory, probe)
+        except Exception as exc:
+            raise SetupError(f"the whitebox subscriber factory {self.subject.label} raised "
+                             f"{type(exc).__name__}: {short_repr(exc, 200)}") from exc
+        return self.checked_subscriber(value, "factory(probe)")
+
+
+def make_context(env: Environment, subject: WhiteboxSubject) -> WhiteboxContext:
+    return WhiteboxContext(env, subject)
+
+
+def _failure(rule: str) -> TckFailure:
+    return TckFailure(f"failure signalled by the TCK (rule {rule} test)")
+
+
+# -- sanity ------------------------------------------------------------------------------------
+
+
+@tck_test(None, "required")
+def required_sanity_exercise_whitebox_happy_path(ctx: WhiteboxStages) -> None:
+    """Request, receive and process two elements through the puppet and probe, then cancel.
+
+    If this fails, check the test wrapper first: the puppet must make the subscriber request
+    and cancel, and every processed element must be reported with ``with probe.next(x):``.
+    """
+    stage = ctx.stage()
+    stage.request(1)
+    stage.expect_demand()
+    x = stage.send_next()
+    stage.probe.expect_next(x)
+    stage.request(1)
+    stage.expect_demand()
+    y = stage.send_next()
+    stage.probe.expect_next(y)
+    stage.cancel()
+    stage.expect_upstream_cancel(needed=False)
+    stage.upstream.settle()
+
+
+# -- section 2: Subscriber ---------------------------------------------------------------------
+
+
+@tck_test("2.1", "required")
+def required_spec201_must_signal_demand_via_subscription_request(ctx: WhiteboxStages) -> None:
+    """puppet.request(1) must turn into request(n) on the subscription; the element is processed.
+
+    If this fails, check that the subscriber signals demand with request(n) (rule 2.1) and
+    that the puppet's request reaches it.
+    """
+    stage = ctx.stage()
+    stage.request(1)
+    stage.expect_demand(rule="2.1")
+    x = stage.send_next(rule="2.1")
+    stage.probe.expect_next(x, rule="2.1")
+    stage.upstream.settle()
+
+
+tck_test.untested(
+    "untested_spec202_should_asynchronously_dispatch",
+    "2.2",
+    "a recommendation that depends on the subscriber's own judgement of its processing; a signal "
+    "method that blocks its caller is failed in every test by the TCK's watchdog",
+)
+
+
+def _no_calls_inside(ctx: WhiteboxStages, signal: str) -> None:
+    stage = ctx.stage()
+    stage.request(1)
+    stage.expect_demand()
+    x = stage.send_next()
+    stage.probe.expect_next(x)
+    stage.upstream.settle()
+    if signal == "on_complete":
+        stage.send_complete()
+        stage.probe.expect_complete()
+    else:
+        error = _failure("2.3")
+        stage.send_error(error)
+        stage.probe.expect_error(error)
+    stage.upstream.settle()
+
+
+@tck_test("2.3", "required")
+def required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_complete(
+    ctx: WhiteboxStages,
+) -> None:
+    """on_complete must not call request, cancel or subscribe (on the same thread, inside it).
+
+    The TCK marks its own on_complete call per thread, so calls the subscriber makes from
+    other threads meanwhile are not confused with it. If this fails, check that on_complete
+    only records the end of the stream.
+    """
+    _no_calls_inside(ctx, "on_complete")
+
+
+@tck_test("2.3", "required")
+def required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_error(
+    ctx: WhiteboxStages,
+) -> None:
+    """on_error must not call request, cancel or subscribe (on the same thread, inside it)."""
+    _no_calls_inside(ctx, "on_error")
+
+
+def _cancelled_after(ctx: WhiteboxStages, signal: str) -> None:
+    stage = ctx.stage()
+    stage.request(2)
+    stage.expect_demand()
+    x = stage.send_next()
+    stage.probe.expect_next(x)
+    stage.upstream.settle()
+    if signal == "on_complete":
+        stage.send_complete()
+        stage.probe.expect_complete()
+    else:
+        error = _failure("2.4")
+        stage.send_error(error)
+        stage.probe.expect_error(error)
+    stage.upstream.expect_no_request(rule="2.4",
+                                     after=f"after {signal} (the subscription counts as cancelled)")
+
+
+@tck_test("2.4", "required")
+def required_spec204_must_consider_the_subscription_cancelled_after_on_complete(
+    ctx: WhiteboxStages,
+) -> None:
+    """After processing on_complete the subscriber must request nothing more.
+
+    The TCK first lets the subscriber's own requests die down, and never pulls the puppet
+    after the end, so a request that follows is the subscriber's own doing. If this fails,
+    check that nothing (a worker's "request more", a timer) requests once the stream ended.
+    """
+    _cancelled_after(ctx, "on_complete")
+
+
+@tck_test("2.4", "required")
+def required_spec204_must_consider_the_subscription_cancelled_after_on_error(
+    ctx: WhiteboxStages,
+) -> None:
+    """After processing on_error the subscriber must request nothing more."""
+    _cancelled_after(ctx, "on_error")
+
+
+@tck_test("2.5", "required")
+def required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal(
+    ctx: WhiteboxStages,
+) -> None:
+    """A second on_subscribe (from another publisher) must be cancelled; the first keeps working.
+
+    The second subscription must never be requested from; afterwards puppet.request(1) must
+    still reach the first one and the element sent there must be processed. If this fails,
+    check that on_subscribe cancels a new subscription while one is active.
+    """
+    stage = ctx.stage()
+    other = ctx.upstream("second")
+    second = ctx.attach(other, stage.subscriber, must_reject="2.5")
+    ctx.env.check()
+    other.expect_cancel(subscription=second, rule="2.5", what="cancel() of the second subscription")
+    stage.request(1)
+    stage.expect_demand(rule="2.5")
+    x = stage.send_next(rule="2.5")
+    stage.probe.expect_next(x, rule="2.5")
+    if stage.subscription.cancelled:
+        raise RuleViolation("2.5", "the first, active subscription kept",
+                            "the subscriber cancelled it when a second one arrived")
+    stage.upstream.settle()
+
+
+tck_test.untested(
+    "untested_spec206_must_call_subscription_cancel_if_it_is_no_longer_valid",
+    "2.6",
+    "only the subscriber knows whether it still needs its subscription; from outside, a "
+    "forgotten subscription looks like one that is still in use",
+)
+
+
+@tck_test("2.7", "stochastic")
+def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization(
+    ctx: WhiteboxStages,
+) -> None:
+    """puppet.request(32), then 32 elements as fast as demand allows, all processed; no overlap.
+
+    The subscription pauses inside every request/cancel so that a second thread racing in
+    is seen. If this fails, check that request and cancel (the puppet's included) are made
+    from one thread at a time: a serial worker, or a lock around them.
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
+    stage = ctx.stage(yield_s=0.0005)
+    stage.request(32)
+    sent = []
+    for _ in range(32):
+        sent.append(stage.send_next())
+    for element in sent:
+        stage.probe.expect_next(element)
+    stage.upstream.settle()
+
+
+@tck_test("2.8", "required")
+def required_spec208_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel(
+    ctx: WhiteboxStages,
+) -> None:
+    """An element still in flight after cancel() must be taken without error.
+
+    The TCK waits for demand, makes the subscriber cancel, then sends one element within
+    that demand (as rule 3.12 allows), and pulls the puppet twice more. If this fails,
+    check that on_next after cancel() is ignored (or processed), never raises.
+    """
+    stage = ctx.stage()
+    stage.request(1)
+    stage.expect_demand(rule="2.8")
+    stage.cancel()
+    stage.expect_upstream_cancel(rule="2.8")
+    stage.send_next(rule="2.8")
+    stage.request(1)
+    stage.request(1)
+    stage.upstream.settle()
+
+
+def _terminal_prepared(ctx: WhiteboxStages, signal: str, rule: str, preceding_request: bool) -> None:
+    stage = ctx.stage()
+    if preceding_request:
+        stage.request(1)
+        stage.expect_demand(rule=rule)
+    if signal == "on_complete":
+        stage.send_complete(rule=rule)
+        stage.probe.expect_complete(rule=rule)
+    else:
+        error = _failure(rule)
+        stage.send_error(error, rule=rule)
+        stage.probe.expect_error(error, rule=rule)
+    stage.upstream.settle()
+
+
+@tck_test("2.9", "required")
+def required_spec209_must_be_prepared_to_receive_an_on_complete_signal_with_preceding_request_call(
+    ctx: WhiteboxStages,
+) -> None:
+    """on_complete while demand is outstanding must be processed (reported with probe.complete).
+
+    If this fails, check the handling of completion while requested elements are still due.
+    """
+    _terminal_prepared(ctx, "on_complete", "2.9", True)
+
+
+@tck_test("2.9", "required")
+def required_spec209_must_be_prepared_to_receive_an_on_complete_signal_without_preceding_request_call(
+    ctx: WhiteboxStages,
+) -> None:
+    """on_complete before any request must be processed.
+
+    If this fails, check for handling that assumes an element or a request came first.
+    """
+    _terminal_prepared(ctx, "on_complete", "2.9", False)
+
+
+@tck_test("2.10", "required")
+def required_spec210_must_be_prepared_to_receive_an_on_error_signal_with_preceding_request_call(
+    ctx: WhiteboxStages,
+) -> None:
+    """on_error while demand is outstanding must be processed, carrying the error signalled."""
+    _terminal_prepared(ctx, "on_error", "2.10", True)
+
+
+@tck_test("2.10", "required")
+def required_spec210_must_be_prepared_to_receive_an_on_error_signal_without_preceding_request_call(
+    ctx: WhiteboxStages,
+) -> None:
+    """on_error before any request must be processed, carrying the error signalled."""
+    _terminal_prepared(ctx, "on_error", "2.10", False)
+
+
+@tck_test("2.11", "required")
+def required_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events(
+    ctx: WhiteboxStages,
+) -> None:
+    """20 elements sent back to back from two alternating threads, then on_complete: each processed once.
+
+    The processing must see every signal as it was made: no element lost, none seen twice,
+    the completion after being signalled. If this fails, check how signals reach the
+    processing logic: a queue per subscriber is safe, a field that the next signal
+    overwrites is not.
+    """
+    stage = ctx.stage()
+    stage.request(20)
+    sent: list[Any] = []
+    for i in range(20):
+        if i % 2:
+            sent.append(_on_other_thread(ctx, lambda: stage.upstream.send_next(rule="2.11")))
+        else:
+            sent.append(stage.upstream.send_next(rule="2.11"))
+        ctx.env.check()
+    stage.send_complete(rule="2.11")
+    for element in sent:
+        stage.probe.expect_next(element, rule="2.11")
+    stage.probe.expect_complete(rule="2.11")
+    stage.upstream.settle()
+
+
+def _on_other_thread(ctx: WhiteboxStages, fn: Any) -> Any:
+    """Run ``fn`` on a fresh TCK thread and wait for it: signals still serial, threads differ."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="rs-tck:sender", daemon=True)
+    worker.start()
+    worker.join(2 * ctx.settings.timeout + 1.0)
+    if worker.is_alive():
+        raise RuleViolation(None, "a signal to return promptly", "on_next did not return (sender thread)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+@tck_test("2.12", "required")
+def required_spec212_subscribed_twice_must_keep_the_first_subscription_and_cancel_the_second(
+    ctx: WhiteboxStages,
+) -> None:
+    """The same subscriber subscribed to the same publisher again must reject the repeat.
+
+    Rule 2.12 lets a subscriber assume it is subscribed once; when it is not, it must cancel
+    the new subscription, never request on it, and go on with its first one: puppet.request
+    must still reach the first subscription and its element be processed. If this fails,
+    check that on_subscribe does not reset the subscriber (adopting the new subscription).
+    """
+    stage = ctx.stage()
+    second = ctx.attach(stage.upstream, stage.subscriber, must_reject="2.12")
+    ctx.env.check()
+    stage.upstream.expect_cancel(subscription=second, rule="2.12",
+                                 what="cancel() of the second subscription of the same subscriber")
+    stage.request(1)
+    stage.expect_demand(rule="2.12")
+    x = stage.send_next(rule="2.12")
+    stage.probe.expect_next(x, rule="2.12")
+    if stage.subscription.cancelled:
+        raise RuleViolation("2.12", "the first subscription kept",
+                            "the subscriber cancelled it when subscribed a second time")
+    stage.upstream.settle()
+
+
+@tck_test("2.13", "required")
+def required_spec213_signal_methods_must_return_normally(ctx: WhiteboxStages) -> None:
+    """on_subscribe, on_next, on_complete and on_error with valid arguments return normally.
+
+    If this fails, check what the subscriber raises: failures in its processing must be
+    handled inside it (and end with cancel()), never raised to the publisher.
+    """
+    stage = ctx.stage()
+    stage.request(1)
+    stage.expect_demand()
+    x = stage.send_next()
+    stage.probe.expect_next(x)
+    stage.send_complete()
+    stage.probe.expect_complete()
+    failing = ctx.stage("failing")
+    error = _failure("2.13")
+    failing.send_error(error)
+    failing.probe.expect_error(error)
+    failing.upstream.settle()
+
+
+@tck_test("2.13", "required")
+def required_spec213_on_subscribe_must_raise_type_error_when_parameters_are_none(
+    ctx: WhiteboxStages,
+) -> None:
+    """on_subscribe(None) on a fresh subscriber must raise TypeError (Java's NullPointerException)."""
+    subscriber = ctx.whitebox_subscriber(WhiteboxProbe(ctx.env))
+    ctx.expect_type_error("on_subscribe(None)", subscriber.on_subscribe, None)
+
+
+@tck_test("2.13", "required")
+def required_spec213_on_next_must_raise_type_error_when_parameters_are_none(ctx: WhiteboxStages) -> None:
+    """on_next(None) on a subscribed subscriber must raise TypeError."""
+    stage = ctx.stage()
+    ctx.expect_type_error("on_next(None)", stage.subscriber.on_next, None)
+
+
+@tck_test("2.13", "required")
+def required_spec213_on_error_must_raise_type_error_when_parameters_are_none(ctx: WhiteboxStages) -> None:
+    """on_error(None) on a subscribed subscriber must raise TypeError."""
+    stage = ctx.stage()
+    ctx.expect_type_error("on_error(None)", stage.subscriber.on_error, None)
+
+
+# -- section 3, from the subscriber's side -----------------------------------------------------
+
+
+tck_test.untested(
+    "untested_spec301_whitebox_must_not_be_called_outside_subscriber_context",
+    "3.1",
+    "who holds a subscription when request or cancel is called cannot be seen from outside; "
+    "calls from two threads at once are caught (rule 2.7)",
+)
+
+
+@tck_test("3.8", "required")
+def required_spec308_whitebox_request_must_register_given_number_elements_to_be_produced(
+    ctx: WhiteboxStages,
+) -> None:
+    """puppet.request(2) must let two elements through, and then puppet.request(3) three more.
+
+    The subscriber may request in smaller parts (for example one more as each element is
+    processed), as long as the demand it signals adds up to what it was asked for. If this
+    fails, check that requested demand is forwarded in full, not dropped or capped.
+    """
+    stage = ctx.stage()
+    for asked in (2, 3):
+        stage.request(asked)
+        for _ in range(asked):
+            x = stage.send_next(rule="3.8")
+            stage.probe.expect_next(x, rule="3.8")
+    stage.upstream.settle()
+
+
+@tck_test("3.10", "required")
+def required_spec310_whitebox_must_be_prepared_for_on_next_delivered_synchronously_inside_request(
+    ctx: WhiteboxStages,
+) -> None:
+    """Five elements delivered inside request(), even inside on_subscribe, all processed.
+
+    Rule 3.10 lets a publisher call on_next before request() returns. If this fails, check
+    that the subscriber stores its subscription (and any state on_next needs) before calling
+    request, and holds no lock that on_next also takes while it calls request.
+    """
+    stage = ctx.stage(count=5, inline=True, end=None, signal_rule="3.10")
+    if stage.subscription.request_count == 0:
+        stage.request(5)
+    stage.upstream.wait_sent(5)
+    for element in list(stage.sent):
+        stage.probe.expect_next(element, rule="3.10")
+    stage.upstream.settle()
+
+
+@tck_test("3.11", "required")
+def required_spec311_whitebox_must_be_prepared_for_on_complete_or_on_error_delivered_synchronously_inside_request(
+    ctx: WhiteboxStages,
+) -> None:
+    """One element and on_complete, then (on a second subscriber) on_error, inside request().
+
+    Rule 3.11 lets a publisher terminate before request() returns; each must be processed.
+    If this fails, check the handling of an end of stream that arrives while the subscriber
+    is still inside its own request call.
+    """
+    error = _failure("3.11")
+    for end, count in (("complete", 1), ("error", 0)):
+        stage = ctx.stage(f"inline-{end}", count=count, inline=True, end=end, error=error,
+                          signal_rule="3.11")
+        if stage.subscription.request_count == 0:
+            stage.request(1)
+        stage.upstream.wait_sent(count + 1)
+        if count:
+            if not stage.sent:
+                raise RuleViolation("3.11", "the element delivered inside request()", "none was delivered")
+            stage.probe.expect_next(stage.sent[0], rule="3.11")
+        if end == "complete":
+            stage.probe.expect_complete(rule="3.11")
+        else:
+            stage.probe.expect_error(error, rule="3.11")
+        stage.upstream.settle()
+
+
+tck_test.untested(
+    "untested_spec314_whitebox_cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
+    "3.14",
+    "a permission of publishers; here the TCK plays the publisher",
+)
+tck_test.untested(
+    "untested_spec315_whitebox_cancel_must_not_throw_exception_and_must_signal_on_error",
+    "3.15",
+    "an obligation of the subscription, which the TCK plays here; the publisher verification "
+    "checks it",
+)
+tck_test.untested(
+    "untested_spec316_whitebox_request_must_not_throw_exception_and_must_on_error_the_subscriber",
+    "3.16",
+    "an obligation of the subscription, which the TCK plays here; the publisher verification "
+    "checks it",
+)
