@@ -1,23 +1,42 @@
 """Reference implementations that conform to the spec, used to check the TCK itself.
 
 Every verification must pass against these; a failure here means a bug in the TCK, not in
-the subject. They double as worked examples for people writing their own publishers.
+the subject. They double as worked examples for people writing their own publishers,
+subscribers and processors.
 """
 
 from __future__ import annotations
 
+from .processors import IdentityProcessor
+from .processors import identity_processor
 from .publishers import AsyncRangePublisher
 from .publishers import FailedPublisher
 from .publishers import RangePublisher
 from .publishers import async_range_publisher
 from .publishers import failed_publisher
 from .publishers import range_publisher
+from .subscribers import AsyncSubscriber
+from .subscribers import SerialSubscription
+from .subscribers import SyncSubscriber
+from .subscribers import async_subscriber
+from .subscribers import async_whitebox_subscriber
+from .subscribers import sync_subscriber
+from .subscribers import sync_whitebox_subscriber
 
 __all__ = [
     "AsyncRangePublisher",
+    "AsyncSubscriber",
     "FailedPublisher",
+    "IdentityProcessor",
     "RangePublisher",
+    "SerialSubscription",
+    "SyncSubscriber",
     "async_range_publisher",
+    "async_subscriber",
+    "async_whitebox_subscriber",
     "failed_publisher",
+    "identity_processor",
     "range_publisher",
+    "sync_subscriber",
+    "sync_whitebox_subscriber",
 ]
