@@ -24,8 +24,12 @@ from rstck.runner import run_test
 from rstck.settings import KNOBS
 from rstck.settings import Settings
 from rstck.settings import parse_value
+from rstck.subjects import load_processor_subject
 from rstck.subjects import load_publisher_subject
+from rstck.subjects import load_subscriber_subject
+from rstck.subjects import load_whitebox_subject
 from rstck.subjects import smoke_check
+from rstck.subjects import smoke_check_subject
 from rstck.verifications import VERIFICATIONS
 from rstck.verifications._base import TckTest
 
@@ -67,9 +71,52 @@ def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
     return subject
 
 
+SUBSCRIBER_OPTION = "--rs-subscriber"
+WHITEBOX_SUBSCRIBER_OPTION = "--rs-whitebox-subscriber"
+PROCESSOR_OPTION = "--rs-processor"
+
+
+def _add_subject_options(group: pytest.OptionGroup) -> None:
+    group.addoption(
+        SUBSCRIBER_OPTION, dest="rs_subscriber", metavar="MODULE:ATTR",
+        help="Subscriber factory f() -> Subscriber (or a SubscriberSubject) to verify as a blackbox",
+    )
+    group.addoption(
+        WHITEBOX_SUBSCRIBER_OPTION, dest="rs_whitebox_subscriber", metavar="MODULE:ATTR",
+        help="Subscriber factory f(probe) -> Subscriber (or a WhiteboxSubject) reporting to the probe",
+    )
+    group.addoption(
+        PROCESSOR_OPTION, dest="rs_processor", metavar="MODULE:ATTR",
+        help="Identity processor factory f() -> Processor (or a ProcessorSubject) to verify",
+    )
+
+
+def _subject_loader(
+    dest: str, option: str, load: Callable[[str], Any]
+) -> Callable[[pytest.Config, Settings], Any]:
+    """The loader of a subscriber or processor subject: import, then call the factory once."""
+
+    def loader(config: pytest.Config, settings: Settings) -> Any:
+        spec = config.getoption(dest)
+        if not spec:
+            return None
+        subject = load(spec)
+        smoke_check_subject(subject, option, timeout=max(5.0, subject.apply(settings).timeout))
+        return subject
+
+    return loader
+
+
 #: The subject options, in the order their verifications run.
 SUBJECT_OPTIONS: list[SubjectOption] = [
     SubjectOption("publisher", "rs_publisher", _load_publisher),
+    SubjectOption("subscriber_blackbox", "rs_subscriber",
+                  _subject_loader("rs_subscriber", SUBSCRIBER_OPTION, load_subscriber_subject)),
+    SubjectOption("subscriber_whitebox", "rs_whitebox_subscriber",
+                  _subject_loader("rs_whitebox_subscriber", WHITEBOX_SUBSCRIBER_OPTION,
+                                  load_whitebox_subject)),
+    SubjectOption("processor", "rs_processor",
+                  _subject_loader("rs_processor", PROCESSOR_OPTION, load_processor_subject)),
 ]
 
 state_key = pytest.StashKey["RsTckState"]()
@@ -98,6 +145,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         REPORT_JSON_OPTION, dest="rs_report_json", metavar="PATH",
         help="Write the results (schema rs-tck-results/1) to PATH",
     )
+    _add_subject_options(group)
     html_report.add_options(group)
     rs_baseline.add_options(group)
     for knob in KNOBS:
