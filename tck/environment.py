@@ -25,6 +25,9 @@ from .settings import Settings
 from .trace import Trace
 from .trace import short_repr
 
+#: Problems kept per verification; more are counted, not kept.
+MAX_PROBLEMS = 50
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -59,6 +62,7 @@ class Environment:
         self._problems: list[Problem] = []
         self._changed = threading.Condition(self._lock)
         self._progress = 0
+        self.problems_dropped = 0
         self._installed = False
         self._previous_excepthook: Callable[[threading.ExceptHookArgs], Any] | None = None
         self._previous_unraisablehook: Callable[[Any], Any] | None = None
@@ -79,12 +83,20 @@ class Environment:
         if self.closed:
             return
         with self._lock:
-            self._problems.append(Problem(error, threading.current_thread().name, source))
-            self._changed.notify_all()
+            self._keep(Problem(error, threading.current_thread().name, source))
 
     def violation(self, rule: str | None, expected: str, observed: str, *, hint: str = "") -> None:
         self.trace.note(f"violation of rule {rule}: {observed}" if rule else f"problem: {observed}")
         self.flop(RuleViolation(rule, expected, observed, hint=hint))
+
+    def _keep(self, problem: Problem) -> None:
+        # Bounded, like the trace: a subject that fails on every element must not turn the
+        # report into megabytes. The count of the rest is still reported.
+        if len(self._problems) < MAX_PROBLEMS:
+            self._problems.append(problem)
+        else:
+            self.problems_dropped += 1
+        self._changed.notify_all()
 
     @property
     def problems(self) -> list[Problem]:
@@ -134,8 +146,7 @@ class Environment:
             return  # our own flood guard, already reported as the violation it stands for
         name = args.thread.name if args.thread is not None else "?"
         with self._lock:
-            self._problems.append(Problem(args.exc_value, name, "thread"))
-            self._changed.notify_all()
+            self._keep(Problem(args.exc_value, name, "thread"))
         self.trace.note(f"uncaught {short_repr(args.exc_value)} in thread {name}")
 
     def _unraisablehook(self, args: Any) -> None:
@@ -143,8 +154,7 @@ class Environment:
         if exc is None:
             return
         with self._lock:
-            self._problems.append(Problem(exc, threading.current_thread().name, "unraisable"))
-            self._changed.notify_all()
+            self._keep(Problem(exc, threading.current_thread().name, "unraisable"))
 
     def __enter__(self) -> Self:
         self.install()

@@ -41,7 +41,7 @@ class LoopThread:
         error = context.get("exception")
         if not isinstance(error, BaseException):
             error = RuntimeError(str(context.get("message", "error in the event loop")))
-        if isinstance(error, asyncio.CancelledError):
+        if isinstance(error, asyncio.CancelledError) or getattr(error, "rs_tck_internal", False):
             return
         env = self.env
         if env is not None and not env.closed:

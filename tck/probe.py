@@ -74,6 +74,9 @@ class ProbeSubscriber:
         self.cancelled = False
         self.elements: collections.deque[Any] = collections.deque()
         self.concurrent_entries = 0
+        #: Signals that arrived after a terminal signal, and elements after cancel().
+        self.after_terminal = 0
+        self.after_cancel = 0
 
     def __repr__(self) -> str:
         return f"ProbeSubscriber({self.name!r})"
@@ -117,6 +120,10 @@ class ProbeSubscriber:
             self._exit()
 
     def on_next(self, element: Any) -> None:
+        if self.env.closed:
+            # The verification is over (its thread may have been abandoned): stop whoever
+            # still emits, so a runaway publisher does not burn a core for the rest of the run.
+            raise ProbeAbort(f"{self.name}: signal after its verification ended")
         self._enter("on_next")
         depth = getattr(self._local, "depth", 0) + 1
         self._local.depth = depth
@@ -132,8 +139,12 @@ class ProbeSubscriber:
                     problems.append(("1.9", "on_subscribe before any other signal",
                                      f"on_next({short_repr(element)}) before on_subscribe"))
                 if self.terminal is not None:
-                    problems.append(("1.7", f"no signal after {self.terminal}",
-                                     f"on_next({short_repr(element)}) after {self.terminal}"))
+                    self.after_terminal += 1
+                    if self.after_terminal == 1:
+                        problems.append(("1.7", f"no signal after {self.terminal}",
+                                         f"on_next({short_repr(element)}) after {self.terminal}"))
+                if self.cancelled:
+                    self.after_cancel += 1
                 if element is None:
                     problems.append(("2.13", "elements are never None", "on_next(None)"))
                 if before <= 0 and self.subscription is not None:
@@ -150,11 +161,19 @@ class ProbeSubscriber:
                     self.elements.append(element)
                 self.env.trace.add(self.name, "on_next", short_repr(element), before)
                 self._cond.notify_all()
-                excess = self.excess
+                flood = max(self.excess, self.after_terminal)
+                after_cancel = self.after_cancel
             for rule, expected, observed in problems:
                 self.env.violation(rule, expected, observed)
-            if excess > self.storm_limit:
-                raise ProbeAbort(f"{self.name}: {excess} elements beyond demand; stopping the flood")
+            if flood > self.storm_limit:
+                raise ProbeAbort(f"{self.name}: {flood} elements beyond demand or after a terminal signal")
+            if after_cancel > self.storm_limit:
+                if after_cancel == self.storm_limit + 1:
+                    self.env.violation(
+                        "1.8", "signals to stop eventually after cancel()",
+                        f"{after_cancel} elements after cancel() and still flowing",
+                    )
+                raise ProbeAbort(f"{self.name}: {after_cancel} elements after cancel()")
             self._pause()
             if self.on_next_hook is not None:
                 self.on_next_hook(self, element)
@@ -169,6 +188,8 @@ class ProbeSubscriber:
         self._terminate("on_complete", None)
 
     def _terminate(self, signal: str, exc: BaseException | None) -> None:
+        if self.env.closed:
+            raise ProbeAbort(f"{self.name}: signal after its verification ended")
         self._enter(signal)
         try:
             self.env.bump()
@@ -179,7 +200,9 @@ class ProbeSubscriber:
                 if self.subscription is None:
                     problems.append(("1.9", "on_subscribe before any other signal", f"{shown} before on_subscribe"))
                 if self.terminal is not None:
-                    problems.append(("1.7", f"no signal after {self.terminal}", f"{shown} after {self.terminal}"))
+                    self.after_terminal += 1
+                    if self.after_terminal == 1:
+                        problems.append(("1.7", f"no signal after {self.terminal}", f"{shown} after {self.terminal}"))
                 elif signal == "on_error" and exc is None:
                     problems.append(("2.13", "on_error with an exception", "on_error(None)"))
                 if self.terminal is None:
@@ -350,11 +373,22 @@ class ProbeSubscriber:
         self._wait(lambda: self.terminal is not None, timeout)
         return self.terminal
 
-    def expect_quiet(self, *, window: float | None = None, rule: str | None = None, after: str = "") -> None:
-        """Wait a no-signal window: any signal that arrives meanwhile is a violation."""
+    def mark(self) -> int:
+        """The number of signals so far, to pass as ``expect_quiet(since=...)``."""
+        with self._cond:
+            return self.signals
+
+    def expect_quiet(
+        self, *, window: float | None = None, rule: str | None = None, after: str = "", since: int | None = None
+    ) -> None:
+        """Wait a no-signal window: any signal that arrives meanwhile is a violation.
+
+        With ``since`` (from ``mark()``), signals that already arrived after that mark count
+        too: a publisher that answers a call synchronously signals before the wait begins.
+        """
         window = self.env.settings.no_signal_window if window is None else window
         with self._cond:
-            start = self.signals
+            start = self.signals if since is None else since
             self._cond.wait_for(lambda: self.signals != start, window)
             if self.signals == start:
                 return

@@ -63,10 +63,14 @@ def run_test(
             context = make_context(env)
             try:
                 test.func(context)
-            finally:
-                context.finish()
-        except BaseException as exc:  # the subject may raise anything, KeyboardInterrupt included
-            outcome["error"] = exc
+            except BaseException as exc:  # the subject may raise anything, KeyboardInterrupt included
+                outcome["error"] = exc
+            # Always clean up; the body's own finding stays the headline, and whatever the
+            # probes recorded is listed beside it (finish raises only the first of those).
+            context.finish()
+        except BaseException as exc:
+            if outcome["error"] is None:
+                outcome["error"] = exc
         finally:
             done.set()
 
@@ -185,6 +189,8 @@ def _failure_message(
         lines.append(f"  also    : {len(others)} more problem(s) in this verification:")
         for i, problem in enumerate(others, 2):
             lines.append(f"    {i}. " + problem.describe().replace("\n", "\n    "))
+    if env.problems_dropped:
+        lines.append(f"  ... and {env.problems_dropped} more problem(s), not kept")
     if test.rule is None or primary.rule is None or primary.rule.id != test.rule.id:
         lines.append(f"  test    : {test.test_id} ({test.level})")
     lines.append(f"  trace   : {env.trace.total} record(s)")

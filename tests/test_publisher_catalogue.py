@@ -98,36 +98,6 @@ def case(
 f = bp.factory
 FAILED = bp.FailedPublisher
 
-#: TCK defects this catalogue exposes: the reasons of its xfail cases.
-DROPPED = (
-    "the test body's own violation is dropped from the message when a probe also recorded a "
-    "problem: Context.finish() raises the first probe problem from a finally block, replacing "
-    "the body's RuleViolation, and the runner lists only probe problems under 'also'"
-)
-MISSED_SYNC = (
-    "expect_quiet() only counts signals arriving after it starts, and the probe does not flag a "
-    "terminal signal after cancel(), so an on_error delivered synchronously inside cancel() or "
-    "request() (before the quiet window opens) is never seen"
-)
-BLIND_312 = (
-    "required_spec312 cannot fail a publisher whose cancel() is a no-op while it honours "
-    "demand: all 15 requested elements count as 'in flight' (1.8 and 3.6 catch it instead)"
-)
-SYNC_CUMULATIVE = (
-    "the cumulative-demand test never accumulates demand on a synchronous publisher: a "
-    "3-element stream completes inside the first request(2**62-1), so the requests that "
-    "would reach 2**63-1 go to a finished subscription"
-)
-FLOOD_AFTER_CANCEL = (
-    "the probe's flood guard only counts elements beyond demand; after cancel() under an "
-    "unbounded demand it never trips, so a synchronous publisher ignoring cancel keeps the "
-    "test inside request() until the hard test limit, and keeps running after the verdict"
-)
-FLOOD_AFTER_TERMINAL = (
-    "elements after on_complete under an unbounded demand are never counted by the flood "
-    "guard: the test runs to its hard limit and every element records one more 1.7 problem "
-    "(tens of thousands per second, all rendered into the failure message)"
-)
 
 CASES = [
     # -- sanity -----------------------------------------------------------------------------
@@ -165,13 +135,13 @@ CASES = [
          "on_complete() before on_subscribe"),
     # -- 1.6 --------------------------------------------------------------------------------
     case("validates-after-complete", f(bp.ValidatesAfterComplete), "spec106_must_consider_"
-         "subscription_cancelled_after_on_complete", "1.6", first_line=False, defect=DROPPED),
+         "subscription_cancelled_after_on_complete", "1.6", first_line=False),
     case("raises-when-used-after-complete", f(bp.RaisesWhenUsedAfterComplete),
          "spec106_must_consider_subscription_cancelled_after_on_complete", "3.16",
          "the stream has already completed"),
     case("failed-validates-after-error", f(bp.RangeSubscription),
          "spec106_must_consider_subscription_cancelled_after_on_error", "1.6",
-         failed=bp.ValidatesAfterErrorFailedPublisher, first_line=False, defect=DROPPED),
+         failed=bp.ValidatesAfterErrorFailedPublisher, first_line=False),
     case("failed-raises-after-error", f(bp.RangeSubscription),
          "spec106_must_consider_subscription_cancelled_after_on_error", "3.16",
          "the publisher has failed", failed=bp.RaisingAfterErrorFailedPublisher),
@@ -216,7 +186,7 @@ CASES = [
     case("deadlocks-on-reentrant-request", f(bp.DeadlocksOnReentrantRequest), "spec302", "3.2",
          "neither returned nor signalled", within=3.0),
     case("raises-on-reentrant-request", f(bp.RaisesOnReentrantRequest), "spec302", "3.2",
-         "request() called re-entrantly", first_line=False, defect=DROPPED),
+         "request() called re-entrantly", first_line=False),
     case("errors-on-every-request", f(bp.ErrorsOnEveryRequest), "spec302", "3.2", "Boom!"),
     # -- 3.3 --------------------------------------------------------------------------------
     case("recursive", f(bp.Recursive), "spec303", "3.3", "calls deep"),
@@ -227,18 +197,17 @@ CASES = [
          "did not return within", within=3.0),
     # -- 3.6 --------------------------------------------------------------------------------
     case("request-after-cancel-delivers", f(bp.RequestAfterCancelDelivers), "spec306", "3.6",
-         first_line=False, defect=DROPPED),
+         first_line=False),
     case("errors-on-request-after-cancel", f(bp.ErrorsOnRequestAfterCancel), "spec306", "3.6",
-         "request() after cancel()", defect=MISSED_SYNC),
+         "request() after cancel()"),
     case("pooled-errors-on-request-after-cancel", f(bp.PooledErrorsOnRequestAfterCancel),
          "spec306", "3.6", "request() after cancel()"),
     # -- 3.7 --------------------------------------------------------------------------------
-    case("cancel-signals-error", f(bp.CancelSignalsError), "spec307", "3.7", "cancelled",
-         defect=MISSED_SYNC),
+    case("cancel-signals-error", f(bp.CancelSignalsError), "spec307", "3.7", "cancelled"),
     case("pooled-cancel-signals-error", f(bp.PooledCancelSignalsError), "spec307", "3.7",
          "cancelled"),
     case("second-cancel-signals-error", f(bp.SecondCancelSignalsError), "spec307", "3.7",
-         "already cancelled", defect=MISSED_SYNC),
+         "already cancelled"),
     case("pooled-second-cancel-signals-error", f(bp.PooledSecondCancelSignalsError), "spec307",
          "3.7", "already cancelled"),
     # -- 3.8 --------------------------------------------------------------------------------
@@ -250,17 +219,17 @@ CASES = [
     case("wrong-error-type", f(bp.WrongErrorType), "spec309_request_zero", "3.9",
          "observed on_error(RuntimeError"),
     case("raises-from-request", f(bp.RaisesFromRequest), "spec309_request_zero", "3.9",
-         "raised ValueError", first_line=False, defect=DROPPED),
+         "raised ValueError", first_line=False),
     case("checks-only-zero", f(bp.ChecksOnlyZero), "required_spec309_request_negative", "3.9",
          "no terminal signal"),
     case("unexplained-error", f(bp.UnexplainedError), "optional_spec309", "3.9", "bad argument",
          verdict="optional_unsupported"),
     # -- 3.12 -------------------------------------------------------------------------------
-    case("ignores-cancel-312", f(bp.IgnoresCancel), "spec312", "3.12", defect=BLIND_312),
-    case("pooled-ignores-cancel-312", f(bp.PooledIgnoresCancel), "spec312", "3.12",
-         defect=BLIND_312),
+    # A cancel() that is a no-op while demand is honoured passes 3.12 by design: the spec
+    # lets requested elements still arrive after cancel ("eventually"), and under bounded
+    # demand they all may. Under unbounded demand it does not stop: the 1.8 cases catch it.
     case("flushes-on-cancel", f(bp.FlushesOnCancel), "spec312", "3.12",
-         "at most the 15 requested elements", first_line=False, defect=DROPPED),
+         "at most the 15 requested elements", first_line=False),
     # -- 3.13 -------------------------------------------------------------------------------
     case("registry", bp.Registry, "spec313", "3.13", "still referenced"),
     case("idle-timer-leak", f(bp.IdleTimerLeak), "spec313", "3.13", "still referenced"),
@@ -274,15 +243,15 @@ CASES = [
     case("errors-on-overflow", f(bp.ErrorsOnOverflow), "spec317_must_not_signal_on_error", "3.17",
          "OverflowError"),
     case("errors-at-exactly-max", f(bp.ErrorsAtExactlyMax), "spec317_must_support_a_cumulative",
-         "3.17", "OverflowError", defect=SYNC_CUMULATIVE),
+         "3.17", "OverflowError"),
     case("pooled-errors-at-exactly-max", f(bp.PooledErrorsAtExactlyMax),
          "spec317_must_support_a_cumulative", "3.17", "OverflowError"),
     # -- hostile: floods the flood guard does not see ---------------------------------------
     case("ignores-cancel-unbounded", f(bp.IgnoresCancel), "spec317_must_not_signal_on_error",
-         "3.17", within=2.0, test_limit=3.0, defect=FLOOD_AFTER_CANCEL),
-    case("emits-after-complete-unbounded", f(bp.EmitsAfterComplete),
-         "spec317_must_support_a_cumulative", "1.7", within=2.0, test_limit=3.0,
-         first_line=False, defect=FLOOD_AFTER_TERMINAL),
+         "1.8", "elements after cancel() and still flowing", within=2.0, test_limit=3.0),
+    case("floods-after-complete", f(bp.FloodsAfterComplete),
+         "spec317_must_support_a_pending", "1.7", "after on_complete", within=2.0, test_limit=3.0,
+         first_line=False),
 ]
 
 

@@ -508,6 +508,16 @@ class EmitsAfterComplete(RangeSubscription):
             self.subscriber, self.end, self.demand = subscriber, None, 0
 
 
+class FloodsAfterComplete(RangeSubscription):
+    """Rule 1.7, hostile: after ``on_complete`` it keeps emitting forever under the old demand."""
+
+    def deliver_complete(self, subscriber: Subscriber[int]) -> None:
+        subscriber.on_complete()
+        with self.lock:  # endless, and the unbounded demand is kept
+            self.subscriber, self.end = subscriber, None
+        self.request(1)  # wake the drain loop up again
+
+
 # -- 1.8 / 3.12: stop after cancel ------------------------------------------------------------
 
 
