@@ -1,0 +1,238 @@
+"""Deliberately broken identity processors: each one breaks exactly one rule.
+
+Each is the reference ``IdentityProcessor`` with one method changed, so everything else about
+it is known to be right; its docstring names the rule it breaks and how. ``subject(cls)``
+wraps one as a ``ProcessorSubject``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any
+
+from rstck.api import Subscription
+from rstck.reference.processors import IdentityProcessor
+from rstck.reference.processors import _Downstream
+from rstck.reference.subscribers import SerialSubscription
+from rstck.subjects import ProcessorSubject
+
+
+def subject(cls: type[IdentityProcessor], **knobs: Any) -> ProcessorSubject:
+    return ProcessorSubject(lambda: cls(), label=cls.__name__, **knobs)
+
+
+# -- controls that must pass (where they apply) ------------------------------------------------
+
+
+class RecoversCleanly(IdentityProcessor):
+    """Correct for rule 4.2: recovers from an upstream error by completing its subscribers.
+
+    It treats the failed subscription as cancelled (nothing more is called on it). It cannot
+    serve as a failed publisher, so only the 1.4 and 4.2 tests apply to it.
+    """
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("on_error(None)")
+        self._upstream_ended("on_complete", None)
+
+
+class KeepsUpstreamWhenAlone(IdentityProcessor):
+    """Correct: does not cancel upstream when its last subscriber cancels (only advised)."""
+
+    def _left(self, downstream: _Downstream, *, terminated: bool = False) -> None:
+        with self._lock:
+            if downstream in self._downstreams:
+                self._downstreams.remove(downstream)
+
+
+# -- 1.4 and 4.2: errors -----------------------------------------------------------------------
+
+
+class SwallowsErrors(IdentityProcessor):
+    """Rules 4.2 and 1.4: an upstream on_error is dropped: neither propagated nor recovered from."""
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("on_error(None)")
+
+
+class _ErrorWaitsForDemand(_Downstream):
+    def _step(self) -> bool:
+        with self._lock:
+            if self.error is not None and self.demand == 0:
+                return False
+        return super()._step()
+
+
+class ErrorsOnlyWithDemand(IdentityProcessor):
+    """Rule 1.4: on_error reaches only subscribers that have outstanding demand."""
+
+    _downstream_type = _ErrorWaitsForDemand
+
+
+class RecoversButKeepsRequesting(IdentityProcessor):
+    """Rule 4.2: recovers (completes its subscribers) but keeps requesting on the failed upstream."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.raw = subscription
+        super().on_subscribe(subscription)
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("on_error(None)")
+        with self._lock:
+            targets = list(self._downstreams)
+        for downstream in targets:
+            downstream.end("on_complete", None)
+            downstream.drain()
+        threading.Timer(0.01, self.raw.request, (1,)).start()
+
+
+# -- 2.1: demand from long ago -----------------------------------------------------------------
+
+
+class _Forgetful(_Downstream):
+    def request(self, n: int) -> None:
+        super().request(n)
+        forward = getattr(self._processor, "forward", None)
+        if forward is not None and n > 0:
+            forward(min(n, 2))
+
+
+class ForgetsDemand(IdentityProcessor):
+    """Rule 2.1: forwards each request upstream at most 2 at a time, and forgets the rest."""
+
+    _downstream_type = _Forgetful
+
+    def _request_upstream(self) -> None:
+        pass
+
+    def forward(self, n: int) -> None:
+        if self._upstream is not None:
+            self._upstream.request(n)
+
+
+# -- 4.1: identity -----------------------------------------------------------------------------
+
+
+class AltersElements(IdentityProcessor):
+    """Rule 4.1: relays each element wrapped in a tuple, not unchanged."""
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        super().on_next((element,))
+
+
+# -- its subscriber side -----------------------------------------------------------------------
+
+
+class CancelsUpstreamInOnComplete(IdentityProcessor):
+    """Rule 2.3: on upstream on_complete it cancels the upstream subscription, inside the call."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.raw = subscription
+        super().on_subscribe(subscription)
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        self.raw.cancel()
+
+
+class AdoptsSecondUpstream(IdentityProcessor):
+    """Rule 2.5: a second on_subscribe replaces the first upstream instead of being cancelled."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        with self._lock:
+            self._upstream = SerialSubscription(subscription)
+            self._in_flight = 0
+        self._request_upstream()
+
+
+class RequestsUpstreamFromTwoThreads(IdentityProcessor):
+    """Rule 2.7: each upstream request is split in two, made from two threads at the same moment."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.raw = subscription
+        super().on_subscribe(subscription)
+
+    def _request_upstream(self) -> None:
+        with self._lock:
+            live = [d for d in self._downstreams if d.subscriber is not None]
+            if self._ended is not None or not live:
+                return
+            n = max(d.wanted() for d in live) - self._in_flight
+            if n <= 0:
+                return
+            self._in_flight += n
+        barrier = threading.Barrier(2)
+
+        def ask(k: int) -> None:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait(1.0)
+            if k:
+                self.raw.request(k)
+
+        for k in (n // 2, n - n // 2):
+            threading.Thread(target=ask, args=(k,), daemon=True).start()
+
+
+class AcceptsNoneElement(IdentityProcessor):
+    """Rule 2.13: on_next(None) from upstream is dropped instead of refused with TypeError."""
+
+    def on_next(self, element: Any) -> None:
+        if element is not None:
+            super().on_next(element)
+
+
+# -- its publisher side ------------------------------------------------------------------------
+
+
+class _IgnoresDemand(_Downstream):
+    def request(self, n: int) -> None:
+        super().request(n + 1 if n > 0 else n)
+
+
+class EmitsBeyondDemand(IdentityProcessor):
+    """Rule 1.1: counts every request(n) as n+1, so one element too many reaches a subscriber."""
+
+    _downstream_type = _IgnoresDemand
+
+
+class AcceptsNoneSubscriber(IdentityProcessor):
+    """Rule 1.9: subscribe(None) returns normally instead of raising TypeError."""
+
+    def subscribe(self, subscriber: Any) -> None:
+        if subscriber is not None:
+            super().subscribe(subscriber)
+
+
+class _NoValidation(_Downstream):
+    def request(self, n: int) -> None:
+        super().request(max(n, 1))
+
+
+class ForwardsIllegalRequests(IdentityProcessor):
+    """Rule 3.9: request(0) is taken as request(1) instead of answered with on_error."""
+
+    _downstream_type = _NoValidation
+
+
+class _Clingy(_Downstream):
+    def cancel(self) -> None:
+        self._processor.cancelled.append(self.subscriber)  # type: ignore[attr-defined]
+        super().cancel()
+
+
+class KeepsCancelledSubscribers(IdentityProcessor):
+    """Rule 3.13: the processor keeps a list of the subscribers that cancelled."""
+
+    _downstream_type = _Clingy
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled: list[Any] = []

@@ -1,0 +1,486 @@
+"""Deliberately broken subscribers: each one breaks exactly one rule, to prove the TCK notices.
+
+``GoodSubscriber`` is a small *correct* synchronous subscriber (the catalogue's self-test runs
+every subscriber test against it); every broken subscriber changes one method of it, and its
+docstring names the rule it breaks and how. Each takes an optional whitebox probe, so the same
+class serves the blackbox (``blackbox(cls)``) and the whitebox (``whitebox(cls)``) verification.
+
+Hostile ones (the deadlock) only ever block a thread the TCK owns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any
+
+from rstck.api import Subscription
+from rstck.subjects import SubscriberSubject
+from rstck.subjects import WhiteboxSubject
+from rstck.whitebox import WhiteboxProbe
+
+
+class _NoProbe:
+    def register(self, **puppet: Any) -> None:
+        pass
+
+    def next(self, element: Any) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+    def complete(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+    def error(self, exc: BaseException) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+
+class GoodSubscriber:
+    """A correct synchronous subscriber: requests one element at a time, processes it inline.
+
+    Subclasses override one method to break one rule. ``request``/``cancel`` are the only
+    places that call the subscription; the puppet goes through them too.
+    """
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        self.probe: Any = probe if probe is not None else _NoProbe()
+        self.subscription: Subscription | None = None
+        self.done = False
+        self.cancelled = False
+        self.received: list[Any] = []
+
+    # -- the Subscriber interface ---------------------------------------------------------
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is not None or self.done:
+            subscription.cancel()
+            return
+        self.subscription = subscription
+        self.probe.register(request=self.puppet_request, cancel=self.cancel)
+        self.request(1)
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        with self.probe.next(element):
+            self.process(element)
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("on_error(None)")
+        with self.probe.error(exc):
+            self.done = True
+
+    def on_complete(self) -> None:
+        with self.probe.complete():
+            self.done = True
+
+    # -- the subscriber's own logic --------------------------------------------------------
+
+    def process(self, element: Any) -> None:
+        if self.cancelled or self.done:
+            return
+        self.received.append(element)
+        self.request(1)
+
+    def puppet_request(self, n: int) -> None:
+        if not self.done and not self.cancelled:
+            self.request(n)
+
+    def request(self, n: int) -> None:
+        assert self.subscription is not None
+        self.subscription.request(n)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.subscription is not None:
+            self.subscription.cancel()
+
+
+def blackbox(cls: type[GoodSubscriber]) -> SubscriberSubject:
+    return SubscriberSubject(lambda: cls(), label=cls.__name__)
+
+
+def whitebox(cls: type[GoodSubscriber]) -> WhiteboxSubject:
+    return WhiteboxSubject(lambda probe: cls(probe), label=cls.__name__)
+
+
+# -- controls that must pass --------------------------------------------------------------------
+
+
+class CancelsFromAnotherThreadAfterEnd(GoodSubscriber):
+    """Correct: on_complete/on_error hand a (redundant) cancel to another thread.
+
+    The TCK's 2.3 check is per thread, so a call from another thread that happens to overlap
+    on_complete is not mistaken for one made inside it, and a cancel after the end is harmless.
+    Its calls on the subscription are made under one re-entrant lock (rule 2.7): the cancel
+    waits while an on_complete delivered inside request() is still in that request.
+    """
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.lock = threading.RLock()
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            super().request(n)
+
+    def cancel(self) -> None:
+        with self.lock:
+            super().cancel()
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        threading.Thread(target=self.cancel).start()
+
+    def on_error(self, exc: BaseException) -> None:
+        super().on_error(exc)
+        threading.Thread(target=self.cancel).start()
+
+
+class RequestsInParts(GoodSubscriber):
+    """Correct: asked for n, it requests one at a time as elements arrive (JVM #462)."""
+
+    def puppet_request(self, n: int) -> None:
+        if not self.done and not self.cancelled:
+            self.owed = getattr(self, "owed", 0) + n - 1
+            self.request(1)
+
+    def process(self, element: Any) -> None:
+        if self.cancelled or self.done:
+            return
+        self.received.append(element)
+        owed = getattr(self, "owed", 0)
+        if owed:
+            self.owed = owed - 1
+        self.request(1)
+
+
+# -- 2.1 ---------------------------------------------------------------------------------------
+
+
+class NeverRequests(GoodSubscriber):
+    """Rule 2.1: never signals demand, neither on its own nor when the puppet asks."""
+
+    def request(self, n: int) -> None:
+        pass
+
+
+# -- 2.3 ---------------------------------------------------------------------------------------
+
+
+class RequestsInOnComplete(GoodSubscriber):
+    """Rule 2.3: on_complete calls request(1) on the subscription."""
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        assert self.subscription is not None
+        self.subscription.request(1)
+
+
+class CancelsInOnComplete(GoodSubscriber):
+    """Rule 2.3: on_complete calls cancel() on the subscription."""
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        assert self.subscription is not None
+        self.subscription.cancel()
+
+
+class RequestsInOnError(GoodSubscriber):
+    """Rule 2.3: on_error calls request(1) on the subscription."""
+
+    def on_error(self, exc: BaseException) -> None:
+        super().on_error(exc)
+        assert self.subscription is not None
+        self.subscription.request(1)
+
+
+class CancelsInOnError(GoodSubscriber):
+    """Rule 2.3: on_error calls cancel() on the subscription."""
+
+    def on_error(self, exc: BaseException) -> None:
+        super().on_error(exc)
+        assert self.subscription is not None
+        self.subscription.cancel()
+
+
+# -- 2.4 ---------------------------------------------------------------------------------------
+
+
+class RequestsAfterComplete(GoodSubscriber):
+    """Rule 2.4: after on_complete it asks for more, shortly after, from a timer thread."""
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        assert self.subscription is not None
+        threading.Timer(0.01, self.subscription.request, (1,)).start()
+
+
+class RetriesAfterError(GoodSubscriber):
+    """Rule 2.4: after on_error it "retries" by requesting again, from a timer thread."""
+
+    def on_error(self, exc: BaseException) -> None:
+        super().on_error(exc)
+        assert self.subscription is not None
+        threading.Timer(0.01, self.subscription.request, (1,)).start()
+
+
+# -- 2.5 and 2.12 ------------------------------------------------------------------------------
+
+
+class AcceptsSecondSubscription(GoodSubscriber):
+    """Rule 2.5: a second on_subscribe is adopted and requested from, never cancelled."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is None:
+            self.subscription = subscription
+            self.probe.register(request=self.puppet_request, cancel=self.cancel)
+        subscription.request(1)
+
+
+class ResetsOnResubscribe(GoodSubscriber):
+    """Rule 2.12: subscribed again, it starts over: cancels its first subscription, adopts the new."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is not None:
+            self.subscription.cancel()
+        first = self.subscription is None
+        self.subscription = subscription
+        self.received = []
+        if first:
+            self.probe.register(request=self.puppet_request, cancel=self.cancel)
+        self.request(1)
+
+
+# -- 2.7 ---------------------------------------------------------------------------------------
+
+
+class ConcurrentRequests(GoodSubscriber):
+    """Rule 2.7: each element makes two threads request(1) at the same moment, unsynchronised."""
+
+    def process(self, element: Any) -> None:
+        if self.cancelled or self.done:
+            return
+        self.received.append(element)
+        barrier = threading.Barrier(2)
+
+        def ask() -> None:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait(1.0)
+            self.request(1)
+
+        for _ in range(2):
+            threading.Thread(target=ask, daemon=True).start()
+
+
+# -- 2.8 ---------------------------------------------------------------------------------------
+
+
+class RaisesAfterCancel(GoodSubscriber):
+    """Rule 2.8: an element arriving after it cancelled makes on_next raise."""
+
+    def process(self, element: Any) -> None:
+        if self.cancelled:
+            raise RuntimeError("But I thought it's cancelled!")
+        super().process(element)
+
+
+# -- 2.9 and 2.10 ------------------------------------------------------------------------------
+
+
+class FailsOnEmptyComplete(GoodSubscriber):
+    """Rule 2.9: on_complete assumes an element came first and raises when none did."""
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        if not self.received:
+            raise LookupError("completed before any element: nothing to summarise")
+
+
+class FailsOnEarlyError(GoodSubscriber):
+    """Rule 2.10: on_error assumes an element came first and raises when none did."""
+
+    def on_error(self, exc: BaseException) -> None:
+        super().on_error(exc)
+        if not self.received:
+            raise LookupError("failed before any element: nothing to roll back")
+
+
+class ReportsAnotherError(GoodSubscriber):
+    """Rule 2.10 (whitebox): processes on_error with an error of its own, the original lost."""
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("on_error(None)")
+        with self.probe.error(RuntimeError("stream failed")):
+            self.done = True
+
+
+# -- 2.11 --------------------------------------------------------------------------------------
+
+
+class LosesElements(GoodSubscriber):
+    """Rule 2.11: hands each element to its worker through one shared field.
+
+    A burst of signals overwrites the field before the worker reads it, so the processing
+    loses elements and sees others twice: the signal did not reach its processing intact.
+    """
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.slot: Any = None
+        self.ready = threading.Event()
+        threading.Thread(target=self.work, daemon=True).start()
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        self.slot = element
+        self.ready.set()
+
+    def work(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if not self.ready.wait(0.5):
+                continue
+            self.ready.clear()
+            element = self.slot
+            time.sleep(0.002)
+            with self.probe.next(element):
+                self.received.append(element)
+
+
+# -- 2.13 --------------------------------------------------------------------------------------
+
+
+class RaisesFromOnNext(GoodSubscriber):
+    """Rule 2.13: processing failures are raised from on_next instead of cancelling."""
+
+    def process(self, element: Any) -> None:
+        super().process(element)
+        raise ValueError(f"cannot handle {element!r}")
+
+
+class AcceptsNoneSubscription(GoodSubscriber):
+    """Rule 2.13: on_subscribe(None) returns normally instead of raising TypeError."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is not None:
+            super().on_subscribe(subscription)
+
+
+class AcceptsNoneElement(GoodSubscriber):
+    """Rule 2.13: on_next(None) returns normally instead of raising TypeError."""
+
+    def on_next(self, element: Any) -> None:
+        if element is not None:
+            super().on_next(element)
+
+
+class AcceptsNoneError(GoodSubscriber):
+    """Rule 2.13: on_error(None) is taken as an end of stream instead of raising TypeError."""
+
+    def on_error(self, exc: BaseException) -> None:
+        self.done = True
+
+
+# -- 3.8 ---------------------------------------------------------------------------------------
+
+
+class RequestsOneWhateverAsked(GoodSubscriber):
+    """Rule 3.8 (whitebox): asked for n, it requests 1, and never the rest."""
+
+    def puppet_request(self, n: int) -> None:
+        super().puppet_request(1)
+
+    def process(self, element: Any) -> None:
+        if not (self.cancelled or self.done):
+            self.received.append(element)
+
+
+# -- 3.10 and 3.11 -----------------------------------------------------------------------------
+
+
+class RequestsBeforeStoring(GoodSubscriber):
+    """Rule 3.10: on_subscribe requests before storing the subscription.
+
+    An element delivered inside that request finds no subscription to request the next one.
+    """
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        subscription.request(1)
+        self.subscription = subscription
+        self.probe.register(request=self.puppet_request, cancel=self.cancel)
+
+
+class DeadlocksOnInlineNext(GoodSubscriber):
+    """Rule 3.10, hostile: holds its lock while calling request; on_next takes the same lock.
+
+    An element delivered inside request() deadlocks the calling (TCK) thread.
+    """
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.lock = threading.Lock()
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            super().request(n)
+
+    def on_next(self, element: Any) -> None:
+        with self.lock:
+            pass
+        super().on_next(element)
+
+
+class FailsOnInlineEnd(GoodSubscriber):
+    """Rule 3.11: an end of stream arriving while it is inside its own request() raises."""
+
+    depth = 0
+
+    def request(self, n: int) -> None:
+        self.depth += 1
+        try:
+            super().request(n)
+        finally:
+            self.depth -= 1
+
+    def on_complete(self) -> None:
+        if self.depth:
+            raise RuntimeError("on_complete while still requesting")
+        super().on_complete()
+
+    def on_error(self, exc: BaseException) -> None:
+        if self.depth:
+            raise RuntimeError("on_error while still requesting")
+        super().on_error(exc)
+
+
+# -- whitebox wrappers -------------------------------------------------------------------------
+
+
+class NeverRegisters(GoodSubscriber):
+    """Whitebox sanity: the test wrapper forgets to hand the probe its puppet."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.probe = _NoProbe()
+        super().on_subscribe(subscription)
+
+
+class ReportsWithoutWith(GoodSubscriber):
+    """Whitebox sanity: reports with ``probe.next(x)`` as a plain call, which reports nothing."""
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        self.probe.next(element)
+        self.process(element)

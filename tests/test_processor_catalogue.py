@@ -1,0 +1,236 @@
+"""The processor verification catches every broken processor, and passes the reference one.
+
+Each broken processor of ``tests/broken/processors.py`` is run through the one TCK test of its
+rule: the verdict must be "failed" and the failure must open by citing that rule. The reference
+identity processor must pass every test, repeatedly; its own behaviour is tested at the end.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import pytest
+from rstck.reference import IdentityProcessor
+from rstck.reference import identity_processor
+from rstck.reference.processors import ProcessorShutDown
+from rstck.results import TestResult
+from rstck.runner import run_test
+from rstck.settings import Settings
+from rstck.subjects import ProcessorSubject
+from rstck.verifications import VERIFICATIONS
+from rstck.verifications import processor
+from rstck.verifications import publisher
+from rstck.verifications import subscriber_whitebox
+
+from tests.broken import processors as broken
+
+FAST = Settings(timeout=0.3, no_signal_window=0.05, gc_window=0.5, test_limit=15.0,
+                stochastic_iterations=10)
+PROCESSOR = processor.VERIFICATION
+OWN = {
+    "1.4": "required_spec104_must_call_on_error_on_all_its_subscribers_if_it_encounters_a_non_recoverable_error",
+    "2.1": "required_spec201_processor_must_request_from_upstream_for_elements_that_have_been_requested_long_ago",
+    "4.1": "required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_relaying_a_stream",
+    "4.2": "required_spec402_must_immediately_pass_on_on_error_events_received_from_its_upstream_or_recover",
+}
+
+
+def run_one(name: str, subject: ProcessorSubject, settings: Settings = FAST) -> TestResult:
+    v = VERIFICATIONS[PROCESSOR]
+    (test,) = [t for t in v.tests if t.name == name]
+    return run_test(test, lambda env: v.make_context(env, subject), subject.apply(settings),
+                    subject_label=subject.label)
+
+
+def case(cls: type[IdentityProcessor], rule: str, name: str, **knobs: Any) -> Any:
+    return pytest.param(name, broken.subject(cls, **knobs), rule, id=f"{cls.__name__}-{rule}")
+
+
+BROKEN = [
+    case(broken.SwallowsErrors, "4.2", OWN["4.2"]),
+    case(broken.SwallowsErrors, "1.4", OWN["1.4"]),
+    case(broken.ErrorsOnlyWithDemand, "1.4", OWN["1.4"]),
+    case(broken.ErrorsOnlyWithDemand, "1.4", OWN["1.4"], coordinated_emission=True),
+    case(broken.RecoversButKeepsRequesting, "4.2", OWN["4.2"]),
+    case(broken.ForgetsDemand, "2.1", OWN["2.1"]),
+    case(broken.AltersElements, "4.1", OWN["4.1"]),
+    case(broken.CancelsUpstreamInOnComplete, "2.3",
+         "required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_complete"),
+    case(broken.AdoptsSecondUpstream, "2.5",
+         "required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal"),
+    case(broken.RequestsUpstreamFromTwoThreads, "2.7",
+         "stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization"),
+    case(broken.AcceptsNoneElement, "2.13", "required_spec213_on_next_must_raise_type_error_when_parameters_are_none"),
+    case(broken.EmitsBeyondDemand, "1.1", "required_spec101_request_must_result_in_the_correct_number_of_elements"),
+    case(broken.AcceptsNoneSubscriber, "1.9", "required_spec109_subscribe_none_must_raise_type_error"),
+    case(broken.ForwardsIllegalRequests, "3.9", "required_spec309_request_zero_must_signal_value_error"),
+    case(broken.KeepsCancelledSubscribers, "3.13",
+         "required_spec313_cancel_must_make_the_publisher_eventually_drop_all_references_to_the_subscriber"),
+]
+
+
+@pytest.mark.parametrize(("test_name", "subject", "rule"), BROKEN)
+def test_broken_processor_fails_the_test_of_its_rule(test_name: str, subject: ProcessorSubject, rule: str) -> None:
+    result = run_one(test_name, subject)
+    assert result.verdict == "failed", result.message
+    assert result.message.splitlines()[0].startswith(f"[rule {rule}]"), result.message
+    assert subject.label in result.message
+
+
+def test_every_rule_of_the_processors_own_tests_has_a_broken_processor() -> None:
+    caught = {(p.values[0], p.values[2]) for p in BROKEN}
+    assert {(name, rule) for rule, name in OWN.items()} <= caught
+
+
+@pytest.mark.parametrize("name", [OWN["1.4"], OWN["4.2"]])
+def test_a_processor_that_recovers_cleanly_passes_the_error_tests(name: str) -> None:
+    result = run_one(name, broken.subject(broken.RecoversCleanly))
+    assert result.verdict == "passed", result.message
+
+
+def test_not_cancelling_upstream_makes_tests_that_need_it_not_applicable() -> None:
+    subject = broken.subject(broken.KeepsUpstreamWhenAlone)
+    needs = "required_spec208_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel"
+    assert run_one(needs, subject).verdict == "not_applicable"
+    assert run_one("required_sanity_exercise_whitebox_happy_path", subject).verdict == "passed"
+
+
+def test_the_processor_registry_is_every_publisher_and_whitebox_test_plus_its_own() -> None:
+    names = [t.name for t in processor.TESTS]
+    inherited = [t.name for t in (*publisher.TESTS, *subscriber_whitebox.TESTS)]
+    assert names[: len(inherited)] == inherited
+    assert sorted(names[len(inherited):]) == sorted(OWN.values())
+    assert all(t.verification == PROCESSOR for t in processor.TESTS)
+    # JVM 1.0.4: 68 = 38 publisher + 27 whitebox + 3 of its own.
+    assert len(names) == len(publisher.TESTS) + len(subscriber_whitebox.TESTS) + 4
+
+
+def test_a_single_subscriber_processor_skips_the_multi_subscriber_tests() -> None:
+    subject = ProcessorSubject(identity_processor, max_subscribers=1, label="unicast")
+    for name in (OWN["1.4"], OWN["2.1"]):
+        result = run_one(name, subject)
+        assert result.verdict == "not_applicable"
+        assert "2 concurrent subscribers" in result.message
+
+
+@pytest.mark.parametrize("coordinated", [False, True])
+@pytest.mark.parametrize("attempt", range(3))
+def test_the_reference_processor_passes_every_test(coordinated: bool, attempt: int) -> None:
+    subject = ProcessorSubject(identity_processor, coordinated_emission=coordinated, label="reference")
+    failures = []
+    for test in processor.TESTS:
+        if coordinated and test.rule_id not in ("1.4", "2.1"):
+            continue  # the knob only changes those two
+        result = run_one(test.name, subject)
+        if result.verdict not in ("passed", "untested"):
+            failures.append(f"{test.name}: {result.verdict}\n{result.message}")
+    assert not failures, "\n\n".join(failures)
+
+
+# -- the reference processor's own behaviour ---------------------------------------------------
+
+
+class Sink:
+    def __init__(self, demand: int = 0) -> None:
+        self.signals: list[Any] = []
+        self.demand = demand
+        self.subscription: Any = None
+
+    def on_subscribe(self, subscription: Any) -> None:
+        self.subscription = subscription
+        if self.demand:
+            subscription.request(self.demand)
+
+    def on_next(self, element: Any) -> None:
+        self.signals.append(element)
+
+    def on_error(self, exc: BaseException) -> None:
+        self.signals.append(("error", exc))
+
+    def on_complete(self) -> None:
+        self.signals.append("complete")
+
+
+class Upstream:
+    def __init__(self) -> None:
+        self.requested = 0
+        self.cancelled = False
+
+    def request(self, n: int) -> None:
+        self.requested += n
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def test_reference_processor_bounds_what_it_requests_by_its_slowest_subscriber() -> None:
+    p = IdentityProcessor(buffer_size=4)
+    fast, slow = Sink(demand=100), Sink()
+    p.subscribe(fast)
+    p.subscribe(slow)
+    upstream = Upstream()
+    p.on_subscribe(upstream)
+    assert upstream.requested == 4
+    for i in range(4):
+        p.on_next(i)
+    assert fast.signals == [0, 1, 2, 3]
+    assert upstream.requested == 4  # the slow one's queue is full
+    slow.subscription.request(2)
+    assert slow.signals == [0, 1]
+    assert upstream.requested == 6
+
+
+def test_reference_processor_errors_jump_the_queue_and_completion_waits_for_it() -> None:
+    p = IdentityProcessor()
+    waiting, idle = Sink(), Sink()
+    p.subscribe(waiting)
+    p.on_subscribe(Upstream())
+    p.on_next("x")
+    p.subscribe(idle)
+    p.on_complete()
+    assert waiting.signals == []
+    assert idle.signals == ["complete"]
+    waiting.subscription.request(1)
+    assert waiting.signals == ["x", "complete"]
+    failing, late = IdentityProcessor(), Sink()
+    failing.subscribe(first := Sink())
+    failing.on_subscribe(Upstream())
+    failing.on_next("y")
+    error = RuntimeError("boom")
+    failing.on_error(error)
+    failing.subscribe(late)
+    assert first.signals == [("error", error)]
+    assert late.signals == [("error", error)]
+
+
+def test_reference_processor_shuts_down_when_its_last_subscriber_cancels() -> None:
+    p = IdentityProcessor()
+    only = Sink(demand=1)
+    p.subscribe(only)
+    upstream = Upstream()
+    p.on_subscribe(upstream)
+    ref = weakref.ref(only)
+    only.subscription.cancel()
+    del only
+    gc.collect()
+    assert ref() is None
+    assert upstream.cancelled
+    late = Sink()
+    p.subscribe(late)
+    assert isinstance(late.signals[0][1], ProcessorShutDown)
+    second = Upstream()
+    p.on_subscribe(second)
+    assert second.cancelled
+
+
+def test_reference_processor_refuses_none_and_illegal_requests() -> None:
+    p = IdentityProcessor()
+    for method in (p.subscribe, p.on_subscribe, p.on_next, p.on_error):
+        with pytest.raises(TypeError):
+            method(None)
+    sink = Sink()
+    p.subscribe(sink)
+    sink.subscription.request(0)
+    assert isinstance(sink.signals[0][1], ValueError)

@@ -1,0 +1,374 @@
+"""The subscriber verifications catch every broken subscriber, and pass the correct ones.
+
+Each broken subscriber of ``tests/broken/subscribers.py`` is run through the one TCK test of
+its rule (blackbox, whitebox or both): the verdict must be "failed" and the failure must open
+by citing that rule. The reference subscribers and the catalogue's correct base must pass every
+test, repeatedly. The reference subscribers' own behaviour is tested at the end.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from rstck.environment import Environment
+from rstck.manual import ManualPublisher
+from rstck.reference import AsyncSubscriber
+from rstck.reference import SerialSubscription
+from rstck.reference import SyncSubscriber
+from rstck.reference import async_subscriber
+from rstck.reference import async_whitebox_subscriber
+from rstck.reference import sync_subscriber
+from rstck.reference import sync_whitebox_subscriber
+from rstck.results import TestResult
+from rstck.runner import run_test
+from rstck.settings import Settings
+from rstck.subjects import SubscriberSubject
+from rstck.subjects import WhiteboxSubject
+from rstck.verifications import VERIFICATIONS
+from rstck.verifications import subscriber_blackbox
+from rstck.verifications import subscriber_whitebox
+from rstck.whitebox import WhiteboxProbe
+
+from tests.broken import subscribers as broken
+
+FAST = Settings(timeout=0.3, no_signal_window=0.05, gc_window=0.5, test_limit=10.0,
+                stochastic_iterations=10)
+
+BB = subscriber_blackbox.VERIFICATION
+WB = subscriber_whitebox.VERIFICATION
+
+
+def run_one(verification: str, name: str, subject: Any, settings: Settings = FAST) -> TestResult:
+    """Run one TCK test, by name, against ``subject``, the way the engine does."""
+    v = VERIFICATIONS[verification]
+    (test,) = [t for t in v.tests if t.name == name]
+    return run_test(test, lambda env: v.make_context(env, subject), subject.apply(settings),
+                    subject_label=subject.label)
+
+
+def named(verification: str, rule: str, contains: str = "") -> str:
+    """The one test of ``verification`` for ``rule`` whose name contains ``contains``."""
+    found = [t.name for t in VERIFICATIONS[verification].tests
+             if t.rule_id == rule and t.level != "untested" and contains in t.name]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def both(cls: type[broken.GoodSubscriber], rule: str, contains: str = "") -> list[Any]:
+    return [
+        pytest.param(BB, named(BB, rule, contains), broken.blackbox(cls), rule,
+                     id=f"blackbox-{cls.__name__}-{rule}"),
+        pytest.param(WB, named(WB, rule, contains), broken.whitebox(cls), rule,
+                     id=f"whitebox-{cls.__name__}-{rule}"),
+    ]
+
+
+def white(cls: type[broken.GoodSubscriber], rule: str, contains: str = "") -> list[Any]:
+    return [pytest.param(WB, named(WB, rule, contains), broken.whitebox(cls), rule,
+                         id=f"whitebox-{cls.__name__}-{rule}")]
+
+
+BROKEN = [
+    *both(broken.NeverRequests, "2.1"),
+    *both(broken.RequestsInOnComplete, "2.3", "on_complete"),
+    *both(broken.CancelsInOnComplete, "2.3", "on_complete"),
+    *both(broken.RequestsInOnError, "2.3", "on_error"),
+    *both(broken.CancelsInOnError, "2.3", "on_error"),
+    *both(broken.RequestsAfterComplete, "2.4", "on_complete"),
+    *both(broken.RetriesAfterError, "2.4", "on_error"),
+    *both(broken.AcceptsSecondSubscription, "2.5"),
+    *both(broken.ConcurrentRequests, "2.7"),
+    *white(broken.RaisesAfterCancel, "2.8"),
+    *both(broken.FailsOnEmptyComplete, "2.9", "with_preceding"),
+    *both(broken.FailsOnEmptyComplete, "2.9", "without_preceding"),
+    *both(broken.FailsOnEarlyError, "2.10", "with_preceding"),
+    *both(broken.FailsOnEarlyError, "2.10", "without_preceding"),
+    *white(broken.ReportsAnotherError, "2.10", "without_preceding"),
+    *white(broken.LosesElements, "2.11"),
+    *both(broken.ResetsOnResubscribe, "2.12"),
+    *both(broken.RaisesFromOnNext, "2.13", "return_normally"),
+    *both(broken.AcceptsNoneSubscription, "2.13", "on_subscribe"),
+    *both(broken.AcceptsNoneElement, "2.13", "on_next"),
+    *both(broken.AcceptsNoneError, "2.13", "on_error"),
+    *white(broken.RequestsOneWhateverAsked, "3.8"),
+    *both(broken.RequestsBeforeStoring, "3.10"),
+    *white(broken.DeadlocksOnInlineNext, "3.10"),
+    *both(broken.FailsOnInlineEnd, "3.11"),
+]
+
+
+@pytest.mark.parametrize(("verification", "test_name", "subject", "rule"), BROKEN)
+def test_broken_subscriber_fails_the_test_of_its_rule(
+    verification: str, test_name: str, subject: Any, rule: str
+) -> None:
+    result = run_one(verification, test_name, subject)
+    assert result.verdict == "failed", result.message
+    headline = result.message.splitlines()[0]
+    assert headline.startswith(f"[rule {rule}]"), result.message
+    assert subject.label in result.message
+
+
+@pytest.mark.parametrize(
+    ("cls", "fragment"),
+    [(broken.NeverRegisters, "probe.register"), (broken.ReportsWithoutWith, "with probe.next")],
+)
+def test_a_broken_whitebox_wrapper_is_named_as_such(cls: type[broken.GoodSubscriber], fragment: str) -> None:
+    result = run_one(WB, "required_sanity_exercise_whitebox_happy_path", broken.whitebox(cls))
+    assert result.verdict == "failed"
+    assert fragment in result.message
+
+
+def test_every_verified_subscriber_rule_has_a_broken_subscriber() -> None:
+    for verification in (BB, WB):
+        verified = {t.rule_id for t in VERIFICATIONS[verification].tests
+                    if t.level != "untested" and t.rule_id is not None}
+        caught = {p.values[3] for p in BROKEN if p.values[0] == verification}
+        assert verified <= caught, f"{verification}: no broken subscriber for {verified - caught}"
+
+
+# -- subscribers that must pass ----------------------------------------------------------------
+
+CORRECT = [
+    pytest.param(BB, SubscriberSubject(sync_subscriber, label="sync"), id="blackbox-sync"),
+    pytest.param(BB, SubscriberSubject(async_subscriber, label="async"), id="blackbox-async"),
+    pytest.param(BB, broken.blackbox(broken.GoodSubscriber), id="blackbox-good"),
+    pytest.param(BB, broken.blackbox(broken.CancelsFromAnotherThreadAfterEnd), id="blackbox-cancel-thread"),
+    pytest.param(WB, WhiteboxSubject(sync_whitebox_subscriber, label="sync"), id="whitebox-sync"),
+    pytest.param(WB, WhiteboxSubject(async_whitebox_subscriber, label="async"), id="whitebox-async"),
+    pytest.param(WB, broken.whitebox(broken.GoodSubscriber), id="whitebox-good"),
+    pytest.param(WB, broken.whitebox(broken.CancelsFromAnotherThreadAfterEnd), id="whitebox-cancel-thread"),
+    pytest.param(WB, broken.whitebox(broken.RequestsInParts), id="whitebox-in-parts"),
+]
+
+
+@pytest.mark.parametrize(("verification", "subject"), CORRECT)
+@pytest.mark.parametrize("attempt", range(3))
+def test_correct_subscribers_pass_every_test(verification: str, subject: Any, attempt: int) -> None:
+    failures = []
+    for test in VERIFICATIONS[verification].tests:
+        result = run_one(verification, test.name, subject)
+        if result.outcome not in ("passed", "skipped") or result.verdict not in ("passed", "untested"):
+            failures.append(f"{test.name}: {result.verdict}\n{result.message}")
+    assert not failures, "\n\n".join(failures)
+
+
+def test_the_counts_next_to_the_jvm_tck() -> None:
+    # JVM 1.0.4: blackbox 26, whitebox 27; here rule 2.4 gets two tests in each.
+    assert len(subscriber_blackbox.TESTS) == 27
+    assert len(subscriber_whitebox.TESTS) == 28
+
+
+# -- the TCK's own upstream --------------------------------------------------------------------
+
+
+@pytest.fixture
+def env() -> Any:
+    with Environment(FAST) as environment:
+        yield environment
+
+
+def flagged(env: Environment) -> list[str | None]:
+    return [getattr(getattr(p.error, "rule", None), "id", None) for p in env.problems]
+
+
+def test_manual_publisher_never_sends_beyond_demand(env: Environment) -> None:
+    upstream = ManualPublisher(env)
+    subscriber = broken.GoodSubscriber()
+    upstream.subscribe(subscriber)
+    assert upstream.subscription.demand == 1
+    assert upstream.send_next() == 0
+    assert upstream.send_next() == 1  # GoodSubscriber asks for the next one in on_next
+    subscriber.request = lambda n: None  # type: ignore[method-assign]
+    upstream.send_next()
+    with pytest.raises(AssertionError, match=r"a request\(n\) for element 4"):
+        upstream.send_next(timeout=0.05)
+    assert flagged(env) == []
+
+
+def test_calls_from_inside_the_tcks_terminal_signals_are_flagged_per_thread(env: Environment) -> None:
+    upstream = ManualPublisher(env)
+    subscriber = broken.CancelsInOnComplete()
+    upstream.subscribe(subscriber)
+    upstream.send_complete()
+    assert flagged(env) == ["2.3"]
+    other = ManualPublisher(env, "other")
+    late = broken.CancelsFromAnotherThreadAfterEnd()
+    other.subscribe(late)
+    other.send_complete()
+    other.settle()
+    assert flagged(env) == ["2.3"]
+
+
+def test_overlapping_calls_and_illegal_requests_are_flagged(env: Environment) -> None:
+    upstream = ManualPublisher(env, yield_s=0.01)
+    subscriber = broken.GoodSubscriber()
+    upstream.subscribe(subscriber)
+    subscription = upstream.subscription
+    threads = [threading.Thread(target=subscription.request, args=(1,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    subscription.request(0)
+    assert flagged(env) == ["2.7", "3.9"]
+
+
+def test_a_subscriber_raising_from_a_signal_is_flagged_with_the_rule_asked_for(env: Environment) -> None:
+    upstream = ManualPublisher(env)
+    upstream.subscribe(broken.FailsOnEmptyComplete())
+    assert upstream.send_complete(rule="2.9") is False
+    assert flagged(env) == ["2.9"]
+
+
+def test_whitebox_reports_are_matched_against_the_signals_sent(env: Environment) -> None:
+    probe = WhiteboxProbe(env)
+    probe.signalled("on_next", "a")
+    with probe.next("a"):
+        pass
+    with probe.next("a"):  # a second time
+        pass
+    with probe.complete():  # never signalled
+        pass
+    assert flagged(env) == ["2.11", "2.11"]
+    probe.expect_next("a")
+
+
+def test_whitebox_report_that_raises_does_not_count(env: Environment) -> None:
+    probe = WhiteboxProbe(env)
+    probe.signalled("on_next", 1)
+    with pytest.raises(ZeroDivisionError), probe.next(1):
+        _ = 1 / 0
+    with pytest.raises(AssertionError, match="processing of on_next"):
+        probe.expect_next(1, timeout=0.01)
+
+
+def test_whitebox_register_refuses_what_is_not_a_puppet(env: Environment) -> None:
+    probe = WhiteboxProbe(env)
+    with pytest.raises(TypeError, match="request"):
+        probe.register(request=None, cancel=lambda: None)
+    calls: list[Any] = []
+    probe.register(request=calls.append, cancel=lambda: calls.append("cancel"))
+    probe.register(request=lambda n: None, cancel=lambda: None)  # ignored: only the first counts
+    puppet = probe.expect_puppet()
+    puppet.request(3)
+    puppet.cancel()
+    assert calls == [3, "cancel"]
+    assert probe.registrations == 2
+
+
+# -- the reference subscribers' own behaviour --------------------------------------------------
+
+
+class Recorder:
+    """A subscription that records calls, optionally delivering inside request."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+        self.on_request: Any = None
+
+    def request(self, n: int) -> None:
+        self.calls.append(n)
+        if self.on_request is not None:
+            self.on_request(n)
+
+    def cancel(self) -> None:
+        self.calls.append("cancel")
+
+
+def test_sync_subscriber_requests_in_batches_and_stops_at_the_end() -> None:
+    seen: list[int] = []
+    subscriber = SyncSubscriber(seen.append, batch=4)
+    subscription = Recorder()
+    subscriber.on_subscribe(subscription)
+    for i in range(3):
+        subscriber.on_next(i)
+    subscriber.on_complete()
+    subscriber.on_next(99)  # after the end: ignored
+    assert seen == [0, 1, 2]
+    assert subscription.calls == [4, 2]  # refilled once half the batch had arrived
+    assert subscriber.completed
+
+
+def test_sync_subscriber_takes_elements_delivered_inside_request() -> None:
+    subscriber = SyncSubscriber(batch=2)
+    subscription = Recorder()
+
+    def deliver(n: int) -> None:
+        for _ in range(n):
+            if subscriber.received < 5:
+                subscriber.on_next(subscriber.received)
+
+    subscription.on_request = deliver
+    subscriber.on_subscribe(subscription)
+    assert subscriber.received == 5
+    assert subscription.calls[0] == 2
+
+
+def test_sync_subscriber_cancels_when_processing_fails_and_a_second_subscription() -> None:
+    def boom(element: Any) -> None:
+        raise ValueError(element)
+
+    subscriber = SyncSubscriber(boom)
+    first, second = Recorder(), Recorder()
+    subscriber.on_subscribe(first)
+    subscriber.on_subscribe(second)
+    assert second.calls == ["cancel"]
+    subscriber.on_next(1)  # must not raise
+    assert first.calls[-1] == "cancel"
+    for method in (subscriber.on_subscribe, subscriber.on_next, subscriber.on_error):
+        with pytest.raises(TypeError):
+            method(None)
+
+
+def test_async_subscriber_processes_in_order_on_its_worker() -> None:
+    seen: list[Any] = []
+    names: set[str] = set()
+    done = threading.Event()
+
+    def handle(element: Any) -> None:
+        seen.append(element)
+        names.add(threading.current_thread().name)
+
+    subscriber = AsyncSubscriber(handle, batch=8)
+    subscription = Recorder()
+    subscriber.on_subscribe(subscription)
+    for i in range(20):
+        subscriber.on_next(i)
+    subscriber.on_complete()
+    for _ in range(100):
+        if subscriber.completed:
+            done.set()
+            break
+        threading.Event().wait(0.01)
+    assert done.is_set()
+    assert seen == list(range(20))
+    assert threading.current_thread().name not in names
+    assert all(isinstance(c, int) for c in subscription.calls)
+
+
+def test_serial_subscription_never_overlaps_and_stops_after_close() -> None:
+    inside = threading.Lock()
+    overlaps: list[int] = []
+
+    class Slow:
+        def request(self, n: int) -> None:
+            if not inside.acquire(blocking=False):
+                overlaps.append(n)
+                return
+            threading.Event().wait(0.001)
+            inside.release()
+
+        def cancel(self) -> None:
+            pass
+
+    serial = SerialSubscription(Slow())
+    threads = [threading.Thread(target=lambda: [serial.request(1) for _ in range(20)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == []
+    serial.close()
+    assert not serial.active
