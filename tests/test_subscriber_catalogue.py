@@ -8,7 +8,9 @@ test, repeatedly. The reference subscribers' own behaviour is tested at the end.
 
 from __future__ import annotations
 
+import re
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -372,3 +374,26 @@ def test_serial_subscription_never_overlaps_and_stops_after_close() -> None:
     assert overlaps == []
     serial.close()
     assert not serial.active
+
+
+# -- the documented example --------------------------------------------------------------------
+
+
+def test_the_example_in_the_whitebox_docs_passes_both_verifications(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "whitebox.md").read_text()
+    for block in re.findall(r"```python\n(# (\w+)\.py\n.*?)```", text, flags=re.DOTALL):
+        (tmp_path / f"{block[1]}.py").write_text(block[0])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import orders  # type: ignore[import-not-found]
+    import whitebox_orders  # type: ignore[import-not-found]
+
+    monkeypatch.setattr(orders, "print", lambda *args: None, raising=False)
+    for verification, subject in (
+        (BB, SubscriberSubject(orders.order_sink, label="orders:order_sink")),
+        (WB, WhiteboxSubject(whitebox_orders.whitebox_order_sink, label="whitebox_orders")),
+    ):
+        for test in VERIFICATIONS[verification].tests:
+            result = run_one(verification, test.name, subject)
+            assert result.verdict in ("passed", "untested"), result.message
