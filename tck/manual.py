@@ -362,10 +362,14 @@ class ManualPublisher:
                                 f"{what or f'requests adding up to {total}'} within {_ms(timeout)}",
                                 seen)
 
-    def expect_request_call(self, *, subscription: ManualSubscription | None = None,
+    def expect_request(self, *, subscription: ManualSubscription | None = None,
                             timeout: float | None = None, rule: str | None = None,
                             what: str = "") -> None:
-        """Wait for at least one request() call (inline delivery uses demand up at once)."""
+        """Wait until the subscriber has called request() at least once.
+
+        Unlike ``expect_demand`` it also sees a request whose demand inline delivery used up
+        before it returned.
+        """
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
         with self._cond:

@@ -466,7 +466,7 @@ def required_spec310_blackbox_must_be_prepared_for_on_next_delivered_synchronous
     """
     subscriber, upstream = ctx.stage(count=10, inline=True, end=None, signal_rule="3.10")
     ctx.trigger(subscriber)
-    upstream.expect_request_call(rule="2.1")
+    upstream.expect_request(rule="2.1")
     upstream.wait_sent(10)
     upstream.settle()
     ctx.env.check()
@@ -490,7 +490,7 @@ def required_spec311_blackbox_must_be_prepared_for_on_complete_or_on_error_deliv
             error=TckFailure("failure signalled inside request() by the TCK (rule 3.11 test)"),
         )
         ctx.trigger(subscriber)
-        upstream.expect_request_call(rule="2.1")
+        upstream.expect_request(rule="2.1")
         upstream.wait_sent(count + 1)
         ctx.env.check()
         upstream.settle()
