@@ -67,7 +67,8 @@ def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
         return None
     subject = load_publisher_subject(spec, failed_spec)
     applied = subject.apply(settings)
-    smoke_check(subject, timeout=max(5.0, applied.timeout), elements=min(1, applied.max_elements))
+    smoke_check(subject, timeout=max(5.0, applied.timeout), elements=min(1, applied.max_elements),
+                loop=applied.loop)
     return subject
 
 
@@ -153,7 +154,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(knob.option, dest=knob.ini, action="store_true", default=None,
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         else:
-            group.addoption(knob.option, dest=knob.ini, metavar="MS" if knob.kind == "ms" else "N",
+            group.addoption(knob.option, dest=knob.ini, metavar={"ms": "MS", "choice": "|".join(knob.choices)}.get(knob.kind, "N"),
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         parser.addini(knob.ini, knob.help, default=None)
 

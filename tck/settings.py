@@ -56,6 +56,7 @@ KNOBS: tuple[Knob, ...] = (
 KNOBS_BY_NAME = {k.name: k for k in KNOBS}
 CAPABILITY_KNOBS = (
     "max_elements", "recursion_depth", "max_subscribers", "skip_stochastic", "coordinated_emission",
+    "loop",
 )
 
 

@@ -42,6 +42,8 @@ class PublisherSubject:
     recursion_depth: int | None = None
     max_subscribers: int | None = None
     skip_stochastic: bool | None = None
+    #: "asyncio" for a publisher that must be called on an event loop (see ``--rs-loop``).
+    loop: str | None = None
     label: str = ""
 
     def __post_init__(self) -> None:
@@ -55,6 +57,8 @@ class PublisherSubject:
             for f in fields(self)
             if f.name in CAPABILITY_KNOBS and getattr(self, f.name) is not None
         }
+        if inspect.iscoroutinefunction(self.factory):
+            declared["loop"] = "asyncio"  # an async def factory can only be run on a loop
         changes = {k: v for k, v in declared.items() if k not in settings.explicit}
         return settings.replace(**changes) if changes else settings
 
@@ -122,8 +126,20 @@ def load_publisher_subject(spec: str, failed_spec: str | None = None) -> Publish
     return subject
 
 
-def smoke_check(subject: PublisherSubject, *, timeout: float, elements: int = 1) -> None:
+def smoke_check(
+    subject: PublisherSubject, *, timeout: float, elements: int = 1, loop: str = "thread"
+) -> None:
     """Call the factories once, on a TCK thread, so bad input stops the run before it starts."""
+    if loop == "asyncio":
+        from .loop import LoopThread
+
+        on_loop = LoopThread("rs-tck-smoke-check-loop")
+        plain, plain_failed = subject.factory, subject.failed_factory
+        subject = PublisherSubject(
+            lambda n: on_loop.call(plain, n),
+            (lambda: on_loop.call(plain_failed)) if plain_failed is not None else None,
+            label=subject.label,
+        )
     checks: list[tuple[str, Callable[[], Any]]] = [
         (f"--rs-publisher={subject.label}: calling it with n={elements}", lambda: subject.factory(elements))
     ]
@@ -146,12 +162,15 @@ def smoke_check(subject: PublisherSubject, *, timeout: float, elements: int = 1)
             raise SetupError(f"{label} did not return within {timeout * 1000:.0f} ms")
         if "error" in box:
             error = box["error"]
-            raise SetupError(f"{label} raised {type(error).__name__}: {error}")
+            hint = ""
+            if loop != "asyncio" and "event loop" in str(error):
+                hint = " (a subject that must be called on an event loop needs --rs-loop=asyncio)"
+            raise SetupError(f"{label} raised {type(error).__name__}: {error}{hint}")
         value = box["value"]
         if inspect.isawaitable(value):
             if inspect.iscoroutine(value):
                 value.close()
-            raise SetupError(f"{label} returned an awaitable; the factory must return a Publisher (async def factories are not supported)")
+            raise SetupError(f"{label} returned an awaitable; run with --rs-loop=asyncio to await it")
         if not callable(getattr(value, "subscribe", None)):
             raise SetupError(
                 f"{label} returned {type(value).__name__} {short_repr(value)}, which is not a "

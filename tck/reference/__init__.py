@@ -7,6 +7,9 @@ subscribers and processors.
 
 from __future__ import annotations
 
+from .asyncio_publishers import LoopRangePublisher
+from .asyncio_publishers import asyncio_range_publisher
+from .asyncio_publishers import loop_range_publisher
 from .processors import IdentityProcessor
 from .processors import identity_processor
 from .publishers import AsyncRangePublisher
@@ -28,14 +31,17 @@ __all__ = [
     "AsyncSubscriber",
     "FailedPublisher",
     "IdentityProcessor",
+    "LoopRangePublisher",
     "RangePublisher",
     "SerialSubscription",
     "SyncSubscriber",
     "async_range_publisher",
     "async_subscriber",
     "async_whitebox_subscriber",
+    "asyncio_range_publisher",
     "failed_publisher",
     "identity_processor",
+    "loop_range_publisher",
     "range_publisher",
     "sync_subscriber",
     "sync_whitebox_subscriber",
