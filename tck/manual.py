@@ -471,24 +471,34 @@ class ManualPublisher:
             self._cond.notify_all()
         for listener in self._listeners:
             listener(signal, error)
-        stack = _terminal_calls()
-        stack.append((sub, signal))
-        try:
-            if signal == "on_complete":
-                return self._signal(sub, signal, "", demand, sub.subscriber.on_complete, rule=rule)
-            return self._signal(sub, signal, short_repr(error), demand, sub.subscriber.on_error,
-                                error, rule=rule)
-        finally:
-            stack.pop()
+        if signal == "on_complete":
+            return self._signal(sub, signal, "", demand, sub.subscriber.on_complete, rule=rule,
+                                terminal=True)
+        return self._signal(sub, signal, short_repr(error), demand, sub.subscriber.on_error,
+                            error, rule=rule, terminal=True)
 
     def _signal(self, sub: ManualSubscription, signal: str, detail: str, demand: int,
-                fn: Callable[..., Any], *args: Any, rule: str | None = None) -> bool:
+                fn: Callable[..., Any], *args: Any, rule: str | None = None,
+                terminal: bool = False) -> bool:
         """Deliver one signal; a subscriber that raises breaks 2.13 (or ``rule``)."""
         self.env.trace.add(sub.name, signal, detail, demand)
         self.env.bump()
-        try:
-            with self.env.calling(f"{signal}({detail})"):
+
+        def deliver() -> None:
+            if not terminal:
                 fn(*args)
+                return
+            # Rule 2.3's flag is set on the thread that runs the subscriber's code (an event
+            # loop's, under --rs-loop=asyncio), where its calls on the subscription happen.
+            stack = _terminal_calls()
+            stack.append((sub, signal))
+            try:
+                fn(*args)
+            finally:
+                stack.pop()
+
+        try:
+            self.env.invoke(f"{signal}({detail})", deliver)
         except Exception as exc:
             with self._cond:
                 sub.broken = True
