@@ -24,10 +24,11 @@ from rstck.catalogue import coverage
 from rstck.results import SCHEMA
 from rstck.results import VERIFICATIONS
 from rstck.results import TestResult
-from rstck.results import document
 from rstck.rules import RULES
 from rstck.rules import SPEC_URL
 from rstck.rules import Rule
+
+from .hooks import hookimpl
 
 if TYPE_CHECKING:
     import pytest
@@ -714,18 +715,15 @@ def add_options(group: pytest.OptionGroup) -> None:
                     help="Write a self-contained HTML report (conformance table, failures, signal traces) to PATH")
 
 
-class HtmlReportPlugin:
-    """Writes the HTML report at the end of the session from the results the state collected."""
+class HtmlReportWriter:
+    """``--rs-report-html``: renders the results document when the run ends (an ``rstck`` hook)."""
 
-    def __init__(self, state: RsTckState, path: Path) -> None:
-        self.state = state
+    def __init__(self, path: Path) -> None:
         self.path = path
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if hasattr(session.config, "workerinput"):
-            return
-        state = self.state
-        write(self.path, document(state.results, subjects=state.labels(), settings=state.settings.to_json()))
+    @hookimpl
+    def rstck_run_finished(self, document: dict[str, Any]) -> None:
+        write(self.path, document)
 
 
 def configure(config: pytest.Config, state: RsTckState) -> None:
@@ -739,4 +737,4 @@ def configure(config: pytest.Config, state: RsTckState) -> None:
     problem = check_writable(REPORT_HTML_OPTION, path)
     if problem:
         raise pytest.UsageError(problem)
-    config.pluginmanager.register(HtmlReportPlugin(state, path), "rs-tck-html-report")
+    state.hooks.register(HtmlReportWriter(path), "rs-tck-html-report")

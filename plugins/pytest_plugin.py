@@ -7,13 +7,13 @@ logic lives in the core, which never imports pytest.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 from rstck.engine import select
 from rstck.errors import SetupError
@@ -36,12 +36,16 @@ from rstck.verifications._base import TckTest
 from . import baseline as rs_baseline
 from . import html_report
 from . import terminal
+from .hooks import JsonReportWriter
+from .hooks import defines_hooks
+from .hooks import make_manager
 
 PUBLISHER_OPTION = "--rs-publisher"
 FAILED_PUBLISHER_OPTION = "--rs-failed-publisher"
 RULES_OPTION = "--rs-rules"
 SKIP_RULES_OPTION = "--rs-skip-rules"
 REPORT_JSON_OPTION = "--rs-report-json"
+ADAPTER_OPTION = "--rs-adapter"
 
 #: Extra seconds pytest-timeout allows beyond the TCK's own limit: it is only the backstop.
 BACKSTOP_MARGIN_S = 30.0
@@ -65,7 +69,7 @@ def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
         raise SetupError(f"{FAILED_PUBLISHER_OPTION} needs {PUBLISHER_OPTION} as well")
     if not spec:
         return None
-    subject = load_publisher_subject(spec, failed_spec)
+    subject = load_publisher_subject(spec, failed_spec, resolve=config.stash[resolver_key])
     applied = subject.apply(settings)
     smoke_check(subject, timeout=max(5.0, applied.timeout), elements=min(1, applied.max_elements),
                 loop=applied.loop)
@@ -93,7 +97,7 @@ def _add_subject_options(group: pytest.OptionGroup) -> None:
 
 
 def _subject_loader(
-    dest: str, option: str, load: Callable[[str], Any]
+    dest: str, option: str, load: Callable[..., Any]
 ) -> Callable[[pytest.Config, Settings], Any]:
     """The loader of a subscriber or processor subject: import, then call the factory once."""
 
@@ -101,7 +105,7 @@ def _subject_loader(
         spec = config.getoption(dest)
         if not spec:
             return None
-        subject = load(spec)
+        subject = load(spec, resolve=config.stash[resolver_key])
         smoke_check_subject(subject, option, timeout=max(5.0, subject.apply(settings).timeout))
         return subject
 
@@ -121,6 +125,9 @@ SUBJECT_OPTIONS: list[SubjectOption] = [
 ]
 
 state_key = pytest.StashKey["RsTckState"]()
+resolver_key = pytest.StashKey[Callable[[str, str], Any]]()
+#: conftest modules defining rstck_* hooks, by the pytest plugin manager they were seen in.
+_pending_conftests: dict[int, list[object]] = {}
 result_key = pytest.StashKey[TestResult]()
 
 
@@ -146,6 +153,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         REPORT_JSON_OPTION, dest="rs_report_json", metavar="PATH",
         help="Write the results (schema rs-tck-results/1) to PATH",
     )
+    group.addoption(
+        ADAPTER_OPTION, dest="rs_adapter", metavar="NAME",
+        help="Adapt subjects of a foreign API to the binding: camelcase, rsocket, or a plugin's "
+        "(env RS_TCK_ADAPTER, ini rs_adapter)",
+    )
+    parser.addini("rs_adapter", "Adapter applied to every subject (see --rs-adapter)", default=None)
     _add_subject_options(group)
     html_report.add_options(group)
     rs_baseline.add_options(group)
@@ -166,7 +179,8 @@ class RsTckState:
     """
 
     def __init__(self, subjects: dict[str, Any], settings: Settings, rules: list[str],
-                 skip_rules: list[str], report_json: Path | None) -> None:
+                 skip_rules: list[str], report_json: Path | None, hooks: pluggy.PluginManager) -> None:
+        self.hooks = hooks
         self.subjects = subjects
         self.settings = settings
         self.rules = rules
@@ -195,15 +209,15 @@ class RsTckState:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "rs_tck_result", None)
         if data is not None:
-            self.results.append(TestResult.from_json(data))
+            result = TestResult.from_json(data)
+            self.results.append(result)
+            self.hooks.hook.rstck_result(result=result)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.report_json is None or hasattr(session.config, "workerinput"):
+        if hasattr(session.config, "workerinput") or not self.active:
             return
         data = document(self.results, subjects=self.labels(), settings=self.settings.to_json())
-        tmp = self.report_json.with_name(self.report_json.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(self.report_json)
+        self.hooks.hook.rstck_run_finished(document=data)
 
 
 def resolve_settings(config: pytest.Config) -> Settings:
@@ -253,6 +267,10 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = resolve_settings(config)
     rules = _rule_list(config, "rs_rules", RULES_OPTION)
     skip_rules = _rule_list(config, "rs_skip_rules", SKIP_RULES_OPTION)
+    hooks = make_manager()
+    for module in _pending_conftests.pop(id(config.pluginmanager), []):
+        hooks.register(module)
+    config.stash[resolver_key] = _resolver(config, hooks)
     subjects: dict[str, Any] = {}
     for option in SUBJECT_OPTIONS:
         try:
@@ -265,11 +283,52 @@ def pytest_configure(config: pytest.Config) -> None:
     report_path = Path(report_json) if report_json else None
     if report_path is not None:
         _check_writable(report_path)
-    state = RsTckState(subjects, settings, rules, skip_rules, report_path)
+        hooks.register(JsonReportWriter(report_path), "rs-tck-json-report")
+    state = RsTckState(subjects, settings, rules, skip_rules, report_path, hooks)
     config.stash[state_key] = state
     config.pluginmanager.register(state, "rs-tck-state")
     for reporting in (html_report, rs_baseline, terminal):
         reporting.configure(config, state)
+
+
+def _resolver(config: pytest.Config, hooks: pluggy.PluginManager) -> Callable[[str, str], Any]:
+    """Subject lookup through the ``rstck`` hooks, then the chosen adapter, if any."""
+    adapter = (
+        config.getoption("rs_adapter") or os.environ.get("RS_TCK_ADAPTER") or config.getini("rs_adapter")
+    )
+
+    def resolve(spec: str, role: str) -> Any:
+        option = f"--rs-{role.replace('_', '-')}"
+        obj = hooks.hook.rstck_resolve_subject(spec=spec, role=role)
+        if obj is None:
+            raise SetupError(f"{option}={spec}: no plugin could resolve it")
+        if not adapter:
+            return obj
+        adapted = hooks.hook.rstck_adapt_subject(subject=obj, role=role, adapter=adapter)
+        if adapted is None:
+            names = sorted({n for names in hooks.hook.rstck_adapter_names() for n in names})
+            raise SetupError(
+                f"{ADAPTER_OPTION}={adapter}: no adapter of that name handles a {role}; "
+                f"available: {', '.join(names) or 'none'}"
+            )
+        return adapted
+
+    return resolve
+
+
+def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
+    """Remember conftest modules that implement ``rstck_*`` hooks, for our own manager."""
+    if getattr(plugin, "__file__", "").endswith("conftest.py") and defines_hooks(plugin):
+        state = _state_of(manager)
+        if state is not None:
+            state.hooks.register(plugin)
+        else:
+            _pending_conftests.setdefault(id(manager), []).append(plugin)
+
+
+def _state_of(manager: pytest.PytestPluginManager) -> RsTckState | None:
+    state = manager.get_plugin("rs-tck-state")
+    return state if isinstance(state, RsTckState) else None
 
 
 def _check_writable(path: Path) -> None:
@@ -363,6 +422,7 @@ def _make_items(session: pytest.Session) -> list[pytest.Item]:
     items: list[pytest.Item] = []
     for name in state.subjects:
         tests = select(VERIFICATIONS[name].tests, rules=state.rules, skip_rules=state.skip_rules)
+        state.hooks.hook.rstck_modify_tests(verification=name, tests=tests, settings=state.settings_for(name))
         collector = RsTckCollector.from_parent(session, name=name, nodeid=name, tests=tests)
         collected = collector.collect()
         session.config.hook.pytest_collectreport(

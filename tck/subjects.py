@@ -102,9 +102,20 @@ def _import(name: str) -> Any:
         return importlib.import_module(name)
 
 
-def load_publisher_subject(spec: str, failed_spec: str | None = None) -> PublisherSubject:
+#: ``resolve(spec, role)``: the object a subject option names (roles: publisher,
+#: failed_publisher, subscriber, whitebox_subscriber, processor). Plugins may supply their own.
+Resolver = Callable[[str, str], Any]
+
+
+def default_resolve(spec: str, role: str) -> Any:
+    return load_object(spec, what=f"--rs-{role.replace('_', '-')}")
+
+
+def load_publisher_subject(
+    spec: str, failed_spec: str | None = None, *, resolve: Resolver = default_resolve
+) -> PublisherSubject:
     """The subject named by ``--rs-publisher`` (and ``--rs-failed-publisher``), checked."""
-    obj = load_object(spec, what="--rs-publisher")
+    obj = resolve(spec, "publisher")
     if isinstance(obj, PublisherSubject):
         subject = PublisherSubject(**{f.name: getattr(obj, f.name) for f in fields(obj)})
         subject.label = spec if subject.label == getattr(obj.factory, "__qualname__", None) else subject.label
@@ -116,7 +127,7 @@ def load_publisher_subject(spec: str, failed_spec: str | None = None) -> Publish
             "factory f(n) -> Publisher or a PublisherSubject"
         )
     if failed_spec:
-        failed = load_object(failed_spec, what="--rs-failed-publisher")
+        failed = resolve(failed_spec, "failed_publisher")
         if not callable(failed):
             raise SetupError(
                 f"--rs-failed-publisher={failed_spec}: {type(failed).__name__} object is not "
@@ -262,8 +273,10 @@ class ProcessorSubject:
         return settings.replace(**changes) if changes else settings
 
 
-def _load_factory_subject(spec: str, option: str, cls: type[Any], expects: str) -> Any:
-    obj = load_object(spec, what=option)
+def _load_factory_subject(
+    spec: str, option: str, cls: type[Any], expects: str, resolve: Resolver = default_resolve
+) -> Any:
+    obj = resolve(spec, option.removeprefix("--rs-").replace("-", "_"))
     if isinstance(obj, cls):
         subject = replace(obj)
         if subject.label == getattr(obj.factory, "__qualname__", None):
@@ -274,25 +287,27 @@ def _load_factory_subject(spec: str, option: str, cls: type[Any], expects: str) 
     raise SetupError(f"{option}={spec}: {type(obj).__name__} object is not callable; expected {expects}")
 
 
-def load_subscriber_subject(spec: str) -> SubscriberSubject:
+def load_subscriber_subject(spec: str, *, resolve: Resolver = default_resolve) -> SubscriberSubject:
     """The subject named by ``--rs-subscriber``."""
     return cast(SubscriberSubject, _load_factory_subject(
-        spec, "--rs-subscriber", SubscriberSubject, "a factory f() -> Subscriber or a SubscriberSubject"
+        spec, "--rs-subscriber", SubscriberSubject, "a factory f() -> Subscriber or a SubscriberSubject",
+        resolve,
     ))
 
 
-def load_whitebox_subject(spec: str) -> WhiteboxSubject:
+def load_whitebox_subject(spec: str, *, resolve: Resolver = default_resolve) -> WhiteboxSubject:
     """The subject named by ``--rs-whitebox-subscriber``."""
     return cast(WhiteboxSubject, _load_factory_subject(
         spec, "--rs-whitebox-subscriber", WhiteboxSubject,
-        "a factory f(probe) -> Subscriber or a WhiteboxSubject",
+        "a factory f(probe) -> Subscriber or a WhiteboxSubject", resolve,
     ))
 
 
-def load_processor_subject(spec: str) -> ProcessorSubject:
+def load_processor_subject(spec: str, *, resolve: Resolver = default_resolve) -> ProcessorSubject:
     """The subject named by ``--rs-processor``."""
     return cast(ProcessorSubject, _load_factory_subject(
-        spec, "--rs-processor", ProcessorSubject, "a factory f() -> Processor or a ProcessorSubject"
+        spec, "--rs-processor", ProcessorSubject, "a factory f() -> Processor or a ProcessorSubject",
+        resolve,
     ))
 
 

@@ -62,3 +62,16 @@ def test_verifications_doc_is_current() -> None:
 def test_command_line(command: str) -> None:
     out = subprocess.run([sys.executable, "-m", "rstck", command], capture_output=True, text=True, check=True).stdout
     assert "3.9" in out
+
+
+def test_every_package_directory_is_packaged() -> None:
+    import tomllib
+
+    packages = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    names = {"tck": "rstck", "plugins": "rstck_plugins"}
+    found = {
+        ".".join([names[init.relative_to(ROOT).parts[0]], *init.relative_to(ROOT).parts[1:-1]])
+        for top in names
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert found == packages, "pyproject.toml [tool.setuptools] packages must list every package"

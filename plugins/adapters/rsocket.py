@@ -1,0 +1,91 @@
+"""``--rs-adapter=rsocket``: rsocket-py's local streams and subscribers.
+
+rsocket-py folds completion into ``on_next(value, is_complete)``; the binding has separate
+``on_next`` and ``on_complete``. Its streams also only work on their asyncio loop, so this
+adapter asks for ``--rs-loop=asyncio`` (an explicit ``--rs-loop`` still wins).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..hooks import hookimpl
+from . import adapt_publisher_subject
+from . import wrap_factory
+
+NAME = "rsocket"
+
+
+class RSocketPublisher:
+    """An rsocket-py publisher seen through the binding."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def subscribe(self, subscriber: Any) -> None:
+        self._inner.subscribe(None if subscriber is None else RSocketView(subscriber))
+
+    def __repr__(self) -> str:
+        return f"rsocket({type(self._inner).__name__})"
+
+
+class RSocketView:
+    """One of our subscribers, in rsocket-py's shape: ``on_next(value, is_complete)``."""
+
+    def __init__(self, subscriber: Any) -> None:
+        self._subscriber = subscriber
+
+    def on_subscribe(self, subscription: Any) -> None:
+        self._subscriber.on_subscribe(subscription)
+
+    def on_next(self, value: Any, is_complete: bool = False) -> None:
+        self._subscriber.on_next(value)
+        if is_complete:
+            self._subscriber.on_complete()
+
+    def on_error(self, exception: BaseException) -> None:
+        self._subscriber.on_error(exception)
+
+    def on_complete(self) -> None:
+        self._subscriber.on_complete()
+
+    def __repr__(self) -> str:
+        return f"rsocket-view({self._subscriber!r})"
+
+
+class RSocketSubscriber:
+    """An rsocket-py subscriber seen through the binding: every element is "not the last"."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def on_subscribe(self, subscription: Any) -> None:
+        self._inner.on_subscribe(subscription)
+
+    def on_next(self, element: Any) -> None:
+        self._inner.on_next(element, False)
+
+    def on_error(self, exc: BaseException) -> None:
+        self._inner.on_error(exc)
+
+    def on_complete(self) -> None:
+        self._inner.on_complete()
+
+    def __repr__(self) -> str:
+        return f"rsocket({type(self._inner).__name__})"
+
+
+@hookimpl
+def rstck_adapter_names() -> list[str]:
+    return [NAME]
+
+
+@hookimpl
+def rstck_adapt_subject(subject: Any, role: str, adapter: str) -> Any:
+    if adapter != NAME:
+        return None
+    if role == "publisher":
+        return adapt_publisher_subject(subject, RSocketPublisher, loop="asyncio")
+    if role == "failed_publisher":
+        return wrap_factory(subject, RSocketPublisher)
+    return wrap_factory(subject, RSocketSubscriber)

@@ -1,0 +1,79 @@
+"""The ``rstck`` hook namespace: how other packages extend the TCK.
+
+Implement these in a module and expose it through the ``rstck`` entry-point group of your
+distribution::
+
+    [project.entry-points.rstck]
+    myadapter = "mypackage.rstck_hooks"
+
+or define them in a ``conftest.py`` of the project under test. Mark implementations with
+``rstck_plugins.hookimpl``. Always accept the arguments by name; you may omit the ones you
+do not need.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("rstck")
+
+
+@hookspec(firstresult=True)
+def rstck_resolve_subject(spec: str, role: str) -> Any:
+    """Turn the text of a subject option into the object it names.
+
+    :param spec: the option's value, e.g. ``"mylib.streams:range_publisher"``.
+    :param role: ``"publisher"``, ``"failed_publisher"``, ``"subscriber"``,
+        ``"whitebox_subscriber"`` or ``"processor"``.
+
+    Return the object (usually a factory), or ``None`` to let the next implementation try.
+    The built-in implementation, tried last, imports ``module:attribute``. Raise
+    ``rstck.SetupError`` with a message for the user when ``spec`` is yours but wrong.
+
+    Stops at the first non-None result.
+    """
+
+
+@hookspec(firstresult=True)
+def rstck_adapt_subject(subject: Any, role: str, adapter: str) -> Any:
+    """Wrap a subject of a foreign API so it speaks the binding (``on_next``, ``request``...).
+
+    :param subject: what ``rstck_resolve_subject`` returned: for a publisher, the factory.
+    :param role: as for ``rstck_resolve_subject``.
+    :param adapter: the name the user chose with ``--rs-adapter``.
+
+    Return the adapted subject if ``adapter`` names yours, else ``None``. An adapter converts
+    calls and signals one to one; it must never repair a behaviour, or the verdicts would be
+    about the adapter instead of the subject.
+
+    Stops at the first non-None result.
+    """
+
+
+@hookspec
+def rstck_adapter_names() -> list[str]:
+    """The adapter names this plugin handles, listed when the user picks an unknown one."""
+    return []
+
+
+@hookspec
+def rstck_modify_tests(verification: str, tests: list[Any], settings: Any) -> None:
+    """Add or veto verifications before they are collected.
+
+    :param verification: ``"publisher"``, ``"subscriber_blackbox"``, ...
+    :param tests: the ``TckTest`` objects that will run, in order; remove one to veto it,
+        append your own ``TckTest`` to add a check.
+    :param settings: the run's ``rstck.Settings``.
+    """
+
+
+@hookspec
+def rstck_result(result: Any) -> None:
+    """Receive each verification's ``rstck.TestResult`` as soon as it is known (reporters)."""
+
+
+@hookspec
+def rstck_run_finished(document: dict[str, Any]) -> None:
+    """Receive the whole results document (schema ``rs-tck-results/1``) at the end of a run."""

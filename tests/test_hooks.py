@@ -1,0 +1,102 @@
+"""The ``rstck`` hook namespace: conftest and entry-point plugins, and the first-party adapters."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+CAMEL = '''
+from rstck.reference import range_publisher, sync_subscriber
+
+class CamelRange:
+    """A conforming publisher written with Java's method names for its subscriber."""
+    def __init__(self, n):
+        self._inner = range_publisher(n)
+    def subscribe(self, subscriber):
+        if subscriber is None:
+            raise TypeError("subscriber is None")
+        class Snake:
+            def on_subscribe(self, s): subscriber.onSubscribe(s)
+            def on_next(self, e): subscriber.onNext(e)
+            def on_error(self, e): subscriber.onError(e)
+            def on_complete(self): subscriber.onComplete()
+        self._inner.subscribe(Snake())
+
+def camel_range(n):
+    return CamelRange(n)
+
+class CamelSubscriber:
+    def __init__(self):
+        self._inner = sync_subscriber()
+    def onSubscribe(self, s): self._inner.on_subscribe(s)
+    def onNext(self, e): self._inner.on_next(e)
+    def onError(self, e): self._inner.on_error(e)
+    def onComplete(self): self._inner.on_complete()
+
+def camel_subscriber():
+    return CamelSubscriber()
+'''
+
+
+def test_conftest_hooks_veto_report_and_finish(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('''
+        import json
+        SEEN = []
+
+        def rstck_modify_tests(verification, tests, settings):
+            tests[:] = [t for t in tests if t.rule_id != "1.3"]
+
+        def rstck_result(result):
+            SEEN.append((result.rule, result.outcome))
+
+        def rstck_run_finished(document):
+            with open("finished.json", "w") as out:
+                json.dump({"seen": SEEN, "total": document["summary"]["total"]}, out)
+    ''')
+    result = pytester.runpytest("--rs-publisher=rstck.reference:range_publisher", "--rs-rules=1.3,3.9")
+    result.assert_outcomes(passed=3)
+    finished = json.loads((pytester.path / "finished.json").read_text())
+    assert finished["total"] == 3
+    assert sorted(map(tuple, finished["seen"])) == [("3.9", "passed")] * 3
+
+
+def test_entry_point_plugin_resolves_its_own_specs(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(myext=textwrap.dedent('''
+        from rstck_plugins import hookimpl
+
+        @hookimpl
+        def rstck_resolve_subject(spec, role):
+            if spec.startswith("ref:") and role == "publisher":
+                import rstck.reference
+                return getattr(rstck.reference, spec[4:])
+            return None
+    '''))
+    dist = pytester.path / "myext-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myext\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[rstck]\nmyext = myext\n")
+    pytester.syspathinsert()
+    result = pytester.runpytest("--rs-publisher=ref:async_range_publisher", "--rs-rules=3.9")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["rs-tck: publisher ref:async_range_publisher*"])
+
+
+def test_camelcase_adapter_for_publishers_and_subscribers(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(camel=CAMEL)
+    pytester.syspathinsert()
+    result = pytester.runpytest(
+        "--rs-publisher=camel:camel_range", "--rs-subscriber=camel:camel_subscriber", "--rs-adapter=camelcase"
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0, result.stdout.str()[-3000:]
+    assert outcomes["passed"] >= 50
+
+
+def test_unknown_adapter_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--rs-publisher=rstck.reference:range_publisher", "--rs-adapter=kotlin")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--rs-adapter=kotlin: no adapter of that name handles a publisher; available: camelcase, rsocket" in (
+        result.stderr.str()
+    )
