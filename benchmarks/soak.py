@@ -1,7 +1,7 @@
 """Soak the TCK against its reference implementations: any failure is a TCK flake to fix.
 
-Runs every verification of each reference subject ``--runs`` times in a row through the engine
-(no pytest), optionally while ``--load`` busy processes keep the cores occupied, and prints
+Runs every verification of each reference subject (publishers, blackbox and whitebox
+subscribers, the identity processor) ``--runs`` times in a row through the engine (no pytest), optionally while ``--load`` busy processes keep the cores occupied, and prints
 runs, failures, wall time per run and the load average. Exit code 1 if anything failed.
 
     python benchmarks/soak.py --runs 50 --load 2
@@ -20,9 +20,17 @@ from typing import Any
 
 from rstck.engine import run_verification
 from rstck.reference import async_range_publisher
+from rstck.reference import async_subscriber
+from rstck.reference import async_whitebox_subscriber
 from rstck.reference import failed_publisher
+from rstck.reference import identity_processor
 from rstck.reference import range_publisher
+from rstck.reference import sync_subscriber
+from rstck.reference import sync_whitebox_subscriber
+from rstck.subjects import ProcessorSubject
 from rstck.subjects import PublisherSubject
+from rstck.subjects import SubscriberSubject
+from rstck.subjects import WhiteboxSubject
 
 
 def _burn(stop_at: float) -> None:
@@ -37,8 +45,55 @@ def subjects() -> dict[str, tuple[str, Any]]:
         "publisher:async_range": (
             "publisher", PublisherSubject(async_range_publisher, failed_publisher, label="async_range")
         ),
+        "subscriber_blackbox:sync": ("subscriber_blackbox", SubscriberSubject(sync_subscriber, label="sync")),
+        "subscriber_blackbox:async": ("subscriber_blackbox", SubscriberSubject(async_subscriber, label="async")),
+        "subscriber_whitebox:sync": (
+            "subscriber_whitebox", WhiteboxSubject(sync_whitebox_subscriber, label="sync_whitebox")
+        ),
+        "subscriber_whitebox:async": (
+            "subscriber_whitebox", WhiteboxSubject(async_whitebox_subscriber, label="async_whitebox")
+        ),
+        "processor:identity": (
+            "processor", ProcessorSubject(identity_processor, failed_factory=failed_publisher, label="identity")
+        ),
     }
     return out
+
+
+def soak(runs: int, only: list[str] | None = None) -> dict[str, Any]:
+    """Run each selected subject's verification ``runs`` times; per-subject failures and wall times."""
+    report: dict[str, Any] = {}
+    for label, (verification, subject) in subjects().items():
+        if only and label not in only:
+            continue
+        walls, failed, results = [], [], []
+        for i in range(runs):
+            t0 = time.monotonic()
+            results = run_verification(verification, subject)
+            walls.append(time.monotonic() - t0)
+            for r in results:
+                if r.outcome in ("failed", "error"):
+                    failed.append({"run": i, "test": r.test, "message": r.message.splitlines()[0]})
+                    print(f"FAIL {label} run {i}: {r.test}\n{r.message}", file=sys.stderr)
+        report[label] = {
+            "failures": failed,
+            "wall_s_median": round(statistics.median(walls), 3),
+            "wall_s_max": round(max(walls), 3),
+            "tests_per_run": len(results),
+        }
+        print(f"{label}: {runs} runs, {len(failed)} failure(s), wall median "
+              f"{statistics.median(walls):.2f} s, max {max(walls):.2f} s, load avg {os.getloadavg()[0]:.2f}",
+              flush=True)
+    return report
+
+
+def start_load(n: int) -> list[multiprocessing.Process]:
+    """``n`` busy-looping processes; terminate them when done."""
+    stop_at = time.monotonic() + 24 * 3600
+    burners = [multiprocessing.Process(target=_burn, args=(stop_at,), daemon=True) for _ in range(n)]
+    for p in burners:
+        p.start()
+    return burners
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,40 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--load", type=int, default=0, help="busy processes to run meanwhile")
     parser.add_argument("--json", metavar="PATH", help="write the per-run numbers here")
+    parser.add_argument("--only", action="append", metavar="LABEL", help="soak only this subject (repeatable)")
     args = parser.parse_args(argv)
-    burners = []
-    if args.load:
-        stop_at = time.monotonic() + 24 * 3600
-        for _ in range(args.load):
-            p = multiprocessing.Process(target=_burn, args=(stop_at,), daemon=True)
-            p.start()
-            burners.append(p)
-    report: dict[str, Any] = {"runs": args.runs, "load": args.load, "subjects": {}}
-    failures = 0
+    burners = start_load(args.load)
+    report: dict[str, Any] = {"runs": args.runs, "load": args.load, "loadavg_1m_start": round(os.getloadavg()[0], 2)}
     start = time.monotonic()
     try:
-        for label, (verification, subject) in subjects().items():
-            walls, failed = [], []
-            for i in range(args.runs):
-                t0 = time.monotonic()
-                results = run_verification(verification, subject)
-                walls.append(time.monotonic() - t0)
-                bad = [r for r in results if r.outcome in ("failed", "error")]
-                for r in bad:
-                    failed.append({"run": i, "test": r.test, "message": r.message.splitlines()[0]})
-                    print(f"FAIL {label} run {i}: {r.test}\n{r.message}", file=sys.stderr)
-            failures += len(failed)
-            report["subjects"][label] = {
-                "failures": failed,
-                "wall_s_median": round(statistics.median(walls), 3),
-                "wall_s_max": round(max(walls), 3),
-                "tests_per_run": len(results),
-            }
-            print(f"{label}: {args.runs} runs, {len(failed)} failure(s), wall median "
-                  f"{statistics.median(walls):.2f} s, max {max(walls):.2f} s, load avg {os.getloadavg()[0]:.2f}")
+        report["subjects"] = soak(args.runs, args.only)
     finally:
         for p in burners:
             p.terminate()
+    failures = sum(len(s["failures"]) for s in report["subjects"].values())
     report["wall_s_total"] = round(time.monotonic() - start, 1)
     report["loadavg_1m_end"] = round(os.getloadavg()[0], 2)
     print(f"total: {failures} failure(s) in {report['wall_s_total']} s")
