@@ -36,6 +36,7 @@ from rstck.verifications._base import TckTest
 from . import baseline as rs_baseline
 from . import html_report
 from . import terminal
+from . import threads as rs_threads
 from .hooks import JsonReportWriter
 from .hooks import defines_hooks
 from .hooks import make_manager
@@ -126,6 +127,7 @@ SUBJECT_OPTIONS: list[SubjectOption] = [
 
 state_key = pytest.StashKey["RsTckState"]()
 resolver_key = pytest.StashKey[Callable[[str, str], Any]]()
+threads_key = pytest.StashKey[set[Any]]()
 #: conftest modules defining rstck_* hooks, by the pytest plugin manager they were seen in.
 _pending_conftests: dict[int, list[object]] = {}
 result_key = pytest.StashKey[TestResult]()
@@ -286,6 +288,7 @@ def pytest_configure(config: pytest.Config) -> None:
         hooks.register(JsonReportWriter(report_path), "rs-tck-json-report")
     state = RsTckState(subjects, settings, rules, skip_rules, report_path, hooks)
     config.stash[state_key] = state
+    config.stash[threads_key] = rs_threads.snapshot()
     config.pluginmanager.register(state, "rs-tck-state")
     for reporting in (html_report, rs_baseline, terminal):
         reporting.configure(config, state)
@@ -470,5 +473,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
+    if state is not None and state.subjects:
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        rs_threads.release_leaked(config.stash.get(threads_key, set()),
+                                  tr.write_line if tr is not None else print)
     if state is not None and config.pluginmanager.is_registered(state):
         config.pluginmanager.unregister(state)
