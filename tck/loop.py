@@ -38,14 +38,19 @@ class LoopThread:
         self.loop.run_forever()
 
     def _on_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        env = self.env
+        if env is None or env.closed:
+            return
         error = context.get("exception")
         if not isinstance(error, BaseException):
-            error = RuntimeError(str(context.get("message", "error in the event loop")))
+            # asyncio's own diagnostics ("Task was destroyed but it is pending!") name no
+            # exception and surface whenever garbage happens to be collected: a note in the
+            # trace, not a verdict on whichever test is running at that moment.
+            env.trace.note(f"event loop: {context.get('message', 'diagnostic')}")
+            return
         if isinstance(error, asyncio.CancelledError) or getattr(error, "rs_tck_internal", False):
             return
-        env = self.env
-        if env is not None and not env.closed:
-            env.flop(error, source="loop")
+        env.flop(error, source="loop")
 
     @property
     def on_loop_thread(self) -> bool:

@@ -6,6 +6,7 @@ reorders, checks or repairs, so every verdict is about the adapted library, not 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
@@ -29,6 +30,13 @@ def wrap_factory(factory: Callable[..., Any], wrap: Callable[[Any], Any]) -> Cal
         return wrap(factory(*args))
 
     return wrapped
+
+
+def adapt_factory_subject(subject: Any, wrap: Callable[[Any], Any]) -> Any:
+    """A subscriber/processor factory, or a subject dataclass holding one, with ``wrap`` applied."""
+    if dataclasses.is_dataclass(subject) and not isinstance(subject, type) and hasattr(subject, "factory"):
+        return dataclasses.replace(subject, factory=wrap_factory(subject.factory, wrap))
+    return wrap_factory(subject, wrap)
 
 
 def adapt_publisher_subject(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..hooks import hookimpl
+from . import adapt_factory_subject
 from . import adapt_publisher_subject
 from . import wrap_factory
 
@@ -93,5 +94,5 @@ def rstck_adapt_subject(subject: Any, role: str, adapter: str) -> Any:
             subject, CamelCasePublisher
         )
     if role == "processor":
-        return wrap_factory(subject, CamelCaseProcessor)
-    return wrap_factory(subject, CamelCaseSubscriber)
+        return adapt_factory_subject(subject, CamelCaseProcessor)
+    return adapt_factory_subject(subject, CamelCaseSubscriber)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..hooks import hookimpl
+from . import adapt_factory_subject
 from . import adapt_publisher_subject
 from . import wrap_factory
 
@@ -71,6 +72,11 @@ class RSocketSubscriber:
     def on_complete(self) -> None:
         self._inner.on_complete()
 
+    def __getattr__(self, name: str) -> Any:
+        # The subscriber's own API (a collector's request(), say) stays reachable, e.g. from
+        # a SubscriberSubject's trigger_request hook.
+        return getattr(self._inner, name)
+
     def __repr__(self) -> str:
         return f"rsocket({type(self._inner).__name__})"
 
@@ -88,4 +94,4 @@ def rstck_adapt_subject(subject: Any, role: str, adapter: str) -> Any:
         return adapt_publisher_subject(subject, RSocketPublisher, loop="asyncio")
     if role == "failed_publisher":
         return wrap_factory(subject, RSocketPublisher)
-    return wrap_factory(subject, RSocketSubscriber)
+    return adapt_factory_subject(subject, RSocketSubscriber)

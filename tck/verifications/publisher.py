@@ -836,7 +836,7 @@ def required_spec316_request_must_return_normally(ctx: PublisherContext) -> None
     probe.next_elements(2)
     invalid = ctx.subscribed(3, name="invalid")
     invalid.request(0)
-    invalid.expect_error(ValueError, rule="3.9")
+    invalid.expect_terminal()  # whether it answers with on_error is 3.9's business, not ours
     invalid.request(-1)
     cancelled = ctx.subscribed(3, name="cancelled")
     cancelled.cancel()

@@ -1,0 +1,1 @@
+"""Third-party subjects the TCK is run on in the integration tests."""
