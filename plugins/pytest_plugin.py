@@ -284,7 +284,9 @@ def pytest_configure(config: pytest.Config) -> None:
     report_json = config.getoption("rs_report_json")
     report_path = Path(report_json) if report_json else None
     if report_path is not None:
-        _check_writable(report_path)
+        problem = html_report.check_writable(REPORT_JSON_OPTION, report_path)
+        if problem:
+            raise pytest.UsageError(problem)
         hooks.register(JsonReportWriter(report_path), "rs-tck-json-report")
     state = RsTckState(subjects, settings, rules, skip_rules, report_path, hooks)
     config.stash[state_key] = state
@@ -332,16 +334,6 @@ def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager
 def _state_of(manager: pytest.PytestPluginManager) -> RsTckState | None:
     state = manager.get_plugin("rs-tck-state")
     return state if isinstance(state, RsTckState) else None
-
-
-def _check_writable(path: Path) -> None:
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise pytest.UsageError(f"{REPORT_JSON_OPTION}={path}: is a directory; give a file path")
-    if not parent.is_dir():
-        raise pytest.UsageError(f"{REPORT_JSON_OPTION}={path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise pytest.UsageError(f"{REPORT_JSON_OPTION}={path}: directory {parent} is not writable")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:

@@ -27,6 +27,19 @@ from .trace import short_repr
 from .whitebox import WhiteboxProbe
 
 
+def apply_declared(subject: Any, settings: Settings, *, loop: str | None = None) -> Settings:
+    """``settings`` with the capability knobs a subject declares, where the user set none."""
+    declared = {
+        f.name: getattr(subject, f.name)
+        for f in fields(subject)
+        if f.name in CAPABILITY_KNOBS and getattr(subject, f.name) is not None
+    }
+    if loop is not None:
+        declared.setdefault("loop", loop)
+    changes = {k: v for k, v in declared.items() if k not in settings.explicit}
+    return settings.replace(**changes) if changes else settings
+
+
 @dataclass
 class PublisherSubject:
     """A publisher factory together with its capabilities: the richer form of ``--rs-publisher``.
@@ -52,15 +65,8 @@ class PublisherSubject:
 
     def apply(self, settings: Settings) -> Settings:
         """Settings with this subject's declared knobs filled in where the user set none."""
-        declared = {
-            f.name: getattr(self, f.name)
-            for f in fields(self)
-            if f.name in CAPABILITY_KNOBS and getattr(self, f.name) is not None
-        }
-        if inspect.iscoroutinefunction(self.factory):
-            declared["loop"] = "asyncio"  # an async def factory can only be run on a loop
-        changes = {k: v for k, v in declared.items() if k not in settings.explicit}
-        return settings.replace(**changes) if changes else settings
+        loop = "asyncio" if inspect.iscoroutinefunction(self.factory) else None  # needs a loop
+        return apply_declared(self, settings, loop=loop)
 
 
 def load_object(spec: str, *, what: str) -> Any:
@@ -137,6 +143,30 @@ def load_publisher_subject(
     return subject
 
 
+def _call_bounded(call: Callable[[], Any], label: str, timeout: float, *, hint_loop: bool = False) -> Any:
+    """``call()`` on a TCK daemon thread, waiting at most ``timeout``; failures as SetupError."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="rs-tck:smoke-check", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise SetupError(f"{label} did not return within {timeout * 1000:.0f} ms")
+    if "error" in box:
+        error = box["error"]
+        hint = ""
+        if hint_loop and "event loop" in str(error):
+            hint = " (a subject that must be called on an event loop needs --rs-loop=asyncio)"
+        raise SetupError(f"{label} raised {type(error).__name__}: {error}{hint}")
+    return box["value"]
+
+
 def smoke_check(
     subject: PublisherSubject, *, timeout: float, elements: int = 1, loop: str = "thread"
 ) -> None:
@@ -158,26 +188,7 @@ def smoke_check(
         failed = subject.failed_factory
         checks.append(("--rs-failed-publisher: calling it", lambda: failed()))
     for label, call in checks:
-        box: dict[str, Any] = {}
-
-        def run(call: Callable[[], Any] = call, box: dict[str, Any] = box) -> None:
-            try:
-                box["value"] = call()
-            except BaseException as exc:
-                box["error"] = exc
-
-        worker = threading.Thread(target=run, name="rs-tck:smoke-check", daemon=True)
-        worker.start()
-        worker.join(timeout)
-        if worker.is_alive():
-            raise SetupError(f"{label} did not return within {timeout * 1000:.0f} ms")
-        if "error" in box:
-            error = box["error"]
-            hint = ""
-            if loop != "asyncio" and "event loop" in str(error):
-                hint = " (a subject that must be called on an event loop needs --rs-loop=asyncio)"
-            raise SetupError(f"{label} raised {type(error).__name__}: {error}{hint}")
-        value = box["value"]
+        value = _call_bounded(call, label, timeout, hint_loop=loop != "asyncio")
         if inspect.isawaitable(value):
             if inspect.iscoroutine(value):
                 value.close()
@@ -264,13 +275,7 @@ class ProcessorSubject:
 
     def apply(self, settings: Settings) -> Settings:
         """Settings with this subject's declared knobs filled in where the user set none."""
-        declared = {
-            f.name: getattr(self, f.name)
-            for f in fields(self)
-            if f.name in CAPABILITY_KNOBS and getattr(self, f.name) is not None
-        }
-        changes = {k: v for k, v in declared.items() if k not in settings.explicit}
-        return settings.replace(**changes) if changes else settings
+        return apply_declared(self, settings)
 
 
 def _load_factory_subject(
@@ -325,22 +330,7 @@ def smoke_check_subject(
     else:
         call = subject.factory
     label = f"{option}={subject.label}: calling it"
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, name="rs-tck:smoke-check", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise SetupError(f"{label} did not return within {timeout * 1000:.0f} ms")
-    if "error" in box:
-        raise SetupError(f"{label} raised {type(box['error']).__name__}: {box['error']}")
-    value = box["value"]
+    value = _call_bounded(call, label, timeout)
     if inspect.iscoroutine(value):
         value.close()
     missing = missing_methods(value, protocol)
