@@ -25,45 +25,11 @@ SUBJECTS = '''
 from rstck.reference import range_publisher
 
 
-class IgnoresZero:
-    """Drops request(n) for n <= 0 silently: breaks rule 3.9 (two required tests)."""
+from tests.broken.publishers import IgnoresRequestZero
+from tests.broken.publishers import factory
 
-    def __init__(self, n):
-        self._inner = range_publisher(n)
-
-    def subscribe(self, subscriber):
-        if subscriber is None:
-            raise TypeError("null")
-
-        class Guard:
-            def __init__(self, s):
-                self.s = s
-
-            def request(self, n):
-                if n > 0:
-                    self.s.request(n)
-
-            def cancel(self):
-                self.s.cancel()
-
-        class Wrap:
-            def on_subscribe(self, s):
-                subscriber.on_subscribe(Guard(s))
-
-            def on_next(self, e):
-                subscriber.on_next(e)
-
-            def on_error(self, e):
-                subscriber.on_error(e)
-
-            def on_complete(self):
-                subscriber.on_complete()
-
-        self._inner.subscribe(Wrap())
-
-
-def ignores_zero(n):
-    return IgnoresZero(n)
+#: Drops request(n) for n <= 0 silently: breaks rule 3.9 (the catalogue's own case).
+ignores_zero = factory(IgnoresRequestZero)
 '''
 
 

@@ -13,32 +13,11 @@ REF = "--rs-publisher=rstck.reference:range_publisher"
 FAILED = "--rs-failed-publisher=rstck.reference:failed_publisher"
 
 BROKEN = '''
-from rstck.reference import range_publisher
+from tests.broken.publishers import IgnoresRequestZero
+from tests.broken.publishers import factory
 
-class IgnoresZero:
-    """Drops request(0) silently: breaks rule 3.9."""
-    def __init__(self, n):
-        self._inner = range_publisher(n)
-    def subscribe(self, subscriber):
-        outer = self
-        class Wrap:
-            def on_subscribe(self, s):
-                class Sub:
-                    def request(self, n):
-                        if n > 0:
-                            s.request(n)
-                    def cancel(self):
-                        s.cancel()
-                subscriber.on_subscribe(Sub())
-            def on_next(self, e): subscriber.on_next(e)
-            def on_error(self, e): subscriber.on_error(e)
-            def on_complete(self): subscriber.on_complete()
-        if subscriber is None:
-            raise TypeError("null")
-        self._inner.subscribe(Wrap())
-
-def ignores_zero(n):
-    return IgnoresZero(n)
+#: Drops request(n) for n <= 0 silently: breaks rule 3.9 (the catalogue's own case).
+ignores_zero = factory(IgnoresRequestZero)
 
 def raises(n):
     raise RuntimeError("cannot build")

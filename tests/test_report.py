@@ -26,8 +26,6 @@ ATTR = '"onmouseover="x'
 SUBJECTS = '''
 import threading
 
-from rstck.reference import range_publisher
-
 SCRIPT = "<script>alert(1)</script>"
 ATTR = '"onmouseover="x'
 
@@ -83,45 +81,11 @@ def hostile(n):
     return HostilePublisher(n)
 
 
-class IgnoresZero:
-    """Drops request(0) silently: breaks rule 3.9."""
+from tests.broken.publishers import IgnoresRequestZero
+from tests.broken.publishers import factory
 
-    def __init__(self, n):
-        self._inner = range_publisher(n)
-
-    def subscribe(self, subscriber):
-        if subscriber is None:
-            raise TypeError("null")
-
-        class Guard:
-            def __init__(self, s):
-                self.s = s
-
-            def request(self, n):
-                if n > 0:
-                    self.s.request(n)
-
-            def cancel(self):
-                self.s.cancel()
-
-        class Wrap:
-            def on_subscribe(self, s):
-                subscriber.on_subscribe(Guard(s))
-
-            def on_next(self, e):
-                subscriber.on_next(e)
-
-            def on_error(self, e):
-                subscriber.on_error(e)
-
-            def on_complete(self):
-                subscriber.on_complete()
-
-        self._inner.subscribe(Wrap())
-
-
-def ignores_zero(n):
-    return IgnoresZero(n)
+#: Drops request(n) for n <= 0 silently: breaks rule 3.9 (the catalogue's own case).
+ignores_zero = factory(IgnoresRequestZero)
 '''
 
 
