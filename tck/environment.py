@@ -14,6 +14,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
@@ -85,9 +86,11 @@ class Environment:
         with self._lock:
             self._keep(Problem(error, threading.current_thread().name, source))
 
-    def violation(self, rule: str | None, expected: str, observed: str, *, hint: str = "") -> None:
-        self.trace.note(f"violation of rule {rule}: {observed}" if rule else f"problem: {observed}")
-        self.flop(RuleViolation(rule, expected, observed, hint=hint))
+    def violation(self, rule: str | None, expected: str, observed: str, *, hint: str = "",
+                  evidence: Iterable[int] = (), setting: str | None = None) -> None:
+        note = self.trace.note(f"violation of rule {rule}: {observed}" if rule else f"problem: {observed}")
+        cited = tuple(evidence) or (note.seq,)
+        self.flop(RuleViolation(rule, expected, observed, hint=hint, evidence=cited, setting=setting))
 
     def _keep(self, problem: Problem) -> None:
         # Bounded, like the trace: a subject that fails on every element must not turn the

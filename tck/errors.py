@@ -6,6 +6,8 @@ maps them to outcomes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .rules import Rule
 from .rules import rule as _rule
 
@@ -28,11 +30,15 @@ class RuleViolation(AssertionError, TckError):
         observed: str,
         *,
         hint: str = "",
+        evidence: Iterable[int] = (),
+        setting: str | None = None,
     ) -> None:
         self.rule = _rule(rule) if isinstance(rule, str) else rule
         self.expected = expected
         self.observed = observed
         self.hint = hint
+        self.evidence = tuple(evidence)
+        self.setting = setting
         super().__init__(self.headline())
 
     def headline(self) -> str:
@@ -43,6 +49,10 @@ class RuleViolation(AssertionError, TckError):
         lines = [self.headline()]
         if self.hint:
             lines.append(f"  check   : {self.hint}")
+        if self.evidence:
+            lines.append(f"  evidence: trace records {', '.join(f'#{n}' for n in self.evidence)}")
+        if self.setting:
+            lines.append(f"  setting : the verdict rests on the {self.setting} setting")
         if self.rule:
             lines.append(f"  rule    : {self.rule.id} ({self.rule.strength.value}) {self.rule.summary}")
             lines.append(f"  spec    : {self.rule.url}")

@@ -18,6 +18,8 @@ from .api import MAX_DEMAND
 from .api import Subscription
 from .environment import Environment
 from .errors import RuleViolation
+from .evidence import cite
+from .evidence import last_seq
 from .trace import short_repr
 
 
@@ -77,6 +79,8 @@ class ProbeSubscriber:
         #: Signals that arrived after a terminal signal, and elements after cancel().
         self.after_terminal = 0
         self.after_cancel = 0
+        #: The trace record of the first cancel(), cited by verdicts about what followed it.
+        self.cancel_seq: int | None = None
 
     def __repr__(self) -> str:
         return f"ProbeSubscriber({self.name!r})"
@@ -167,11 +171,16 @@ class ProbeSubscriber:
                 self.env.violation(rule, expected, observed)
             if flood > self.storm_limit:
                 raise ProbeAbort(f"{self.name}: {flood} elements beyond demand or after a terminal signal")
-            if after_cancel > self.storm_limit:
-                if after_cancel == self.storm_limit + 1:
+            limit = self.env.settings.after_cancel_limit
+            if after_cancel > limit:
+                if after_cancel == limit + 1:
                     self.env.violation(
-                        "1.8", "signals to stop eventually after cancel()",
+                        "1.8", f"signals to stop after cancel(), within {limit} more elements",
                         f"{after_cancel} elements after cancel() and still flowing",
+                        hint="re-read the cancelled flag per element, or raise after_cancel_limit "
+                        "if larger batches legitimately follow a cancel",
+                        evidence=cite(self.cancel_seq, last_seq(self.env.trace, self.name, "on_next")),
+                        setting="after_cancel_limit",
                     )
                 raise ProbeAbort(f"{self.name}: {after_cancel} elements after cancel()")
             self._pause()
@@ -267,7 +276,9 @@ class ProbeSubscriber:
         subscription = self._require_subscription("cancel")
         with self._cond:
             self.cancelled = True
-        self.env.trace.add(self.name, "cancel", "", self.demand)
+        record = self.env.trace.add(self.name, "cancel", "", self.demand)
+        if self.cancel_seq is None:
+            self.cancel_seq = record.seq
         self._call("cancel", subscription.cancel)
 
     def _require_subscription(self, what: str) -> Subscription:
