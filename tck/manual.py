@@ -76,6 +76,10 @@ class ManualSubscription:
         self.terminal: str | None = None
         self.broken = False  # a signal raised: the subscriber counts as having cancelled (2.13)
         self.overlaps = 0
+        #: Trace records of the on_subscribe that handed this subscription out, and of each
+        #: cancel() on it: what a verdict about the order of the two cites.
+        self.subscribed_seq: int | None = None
+        self.cancel_seqs: list[int] = []
         self._sections: dict[int, str] = {}
         self._sections_lock = threading.Lock()
         self._wip = 0
@@ -142,7 +146,7 @@ class ManualSubscription:
                 self.cancelled = True
                 demand = self.demand
                 pub._cond.notify_all()
-            pub.env.trace.add(self.name, "cancel", state, demand)
+            self.cancel_seqs.append(pub.env.trace.add(self.name, "cancel", state, demand).seq)
             for rule, expected, observed in problems:
                 pub.env.violation(rule, expected, observed)
             pub._pause()
@@ -186,6 +190,10 @@ class ManualSubscription:
         if entered:
             with self._sections_lock:
                 self._sections.pop(threading.get_ident(), None)
+
+    def cancelled_after(self, seq: int | None) -> int | None:
+        """The first cancel() on this subscription recorded after trace record ``seq``."""
+        return next((c for c in self.cancel_seqs if seq is not None and c > seq), None)
 
     def describe(self) -> str:
         """What happened on this subscription so far, for messages."""
@@ -481,7 +489,9 @@ class ManualPublisher:
                 fn: Callable[..., Any], *args: Any, rule: str | None = None,
                 terminal: bool = False) -> bool:
         """Deliver one signal; a subscriber that raises breaks 2.13 (or ``rule``)."""
-        self.env.trace.add(sub.name, signal, detail, demand)
+        record = self.env.trace.add(sub.name, signal, detail, demand)
+        if signal == "on_subscribe":
+            sub.subscribed_seq = record.seq
         self.env.bump()
 
         def deliver() -> None:

@@ -17,6 +17,7 @@ from ..environment import Environment
 from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..errors import SetupError
+from ..evidence import cite
 from ..manual import ManualPublisher
 from ..manual import ManualSubscription
 from ..subjects import SubscriberSubject
@@ -247,21 +248,44 @@ def required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an
 ) -> None:
     """A second on_subscribe (from another publisher) must be answered by cancelling it.
 
-    The subscriber must never request on the second subscription, and must keep its first one.
-    If this fails, check that on_subscribe cancels the new subscription when one is active.
+    The second arrives once the subscriber has requested on its first, before any element
+    (so a ``first()`` or ``take(n)`` still holds it). The subscriber must never request on
+    the second, and must keep its first: only a cancel of the first that follows the second
+    on_subscribe counts against it. If this fails, check that on_subscribe cancels the new
+    subscription when one is active.
     """
     subscriber, upstream = ctx.stage()
-    ctx.warm_up(subscriber, upstream)
-    other = ctx.upstream("second")
-    second = ctx.attach(other, subscriber, must_reject="2.5")
-    ctx.env.check()
-    other.expect_cancel(subscription=second, rule="2.5", what="cancel() of the second subscription")
-    upstream.settle()
-    if upstream.subscription.cancelled:
-        raise RuleViolation("2.5", "the first, active subscription kept",
-                            "the subscriber cancelled it when a second one arrived")
+    ctx.trigger(subscriber)
+    upstream.wait_demand()
+    _second_subscription(ctx, subscriber, upstream, ctx.upstream("second"), "2.5")
     upstream.send_complete()
     upstream.settle()
+
+
+def _second_subscription(ctx: Context, subscriber: Any, upstream: ManualPublisher,
+                         other: ManualPublisher, rule: str) -> ManualSubscription:
+    """Offer ``subscriber`` a second subscription from ``other``: it must cancel that one only.
+
+    Rules 2.5 and 2.12 apply to a subscriber whose first subscription is active; one that
+    already gave it up (rule 2.6) is not judged by them.
+    """
+    first = upstream.subscription
+    if first.cancelled:
+        raise NotVerified(f"the subscriber cancelled its subscription before a second one could be "
+                          f"offered; rule {rule} concerns an active one")
+    second = other.attach(subscriber, must_reject=rule)
+    ctx.env.check()
+    other.expect_cancel(subscription=second, rule=rule,
+                        what="cancel() of the second subscription" if other is not upstream
+                        else "cancel() of the second subscription of the same subscriber")
+    upstream.settle()
+    wrong = first.cancelled_after(second.subscribed_seq)
+    if wrong is not None:
+        raise RuleViolation(rule, "the first, active subscription kept",
+                            f"the subscriber cancelled it (#{wrong}) after the second on_subscribe "
+                            f"(#{second.subscribed_seq})",
+                            evidence=cite(second.subscribed_seq, wrong))
+    return second
 
 
 tck_test.untested(
@@ -377,14 +401,7 @@ def required_spec212_blackbox_subscribed_twice_must_keep_the_first_subscription_
     subscriber, upstream = ctx.stage()
     ctx.trigger(subscriber)
     demand = upstream.wait_demand()
-    second = ctx.attach(upstream, subscriber, must_reject="2.12")
-    ctx.env.check()
-    upstream.expect_cancel(subscription=second, rule="2.12",
-                           what="cancel() of the second subscription of the same subscriber")
-    upstream.settle()
-    if upstream.subscription.cancelled:
-        raise RuleViolation("2.12", "the first subscription kept",
-                            "the subscriber cancelled it when subscribed a second time")
+    _second_subscription(ctx, subscriber, upstream, upstream, "2.12")
     if demand:
         upstream.send_next()
     upstream.send_complete()
