@@ -799,16 +799,23 @@ def required_spec313_cancel_must_make_the_publisher_eventually_drop_all_referenc
 
 
 def _subscribe_then_cancel(
-    ctx: PublisherContext, publisher: Publisher[Any], collected: threading.Event
+    ctx: PublisherContext, publisher: Publisher[Any], collected: threading.Event, *, inside: bool = False
 ) -> tuple[weakref.ref[ProbeSubscriber], int]:
     # A separate frame, so no local of the test body keeps the probe alive.
-    probe = ProbeSubscriber(ctx.env, "weak")
+    def cancel_inside(p: ProbeSubscriber, e: Any) -> None:
+        if not p.cancelled:
+            p.cancel()
+
+    probe = ProbeSubscriber(ctx.env, "weak", on_next=cancel_inside if inside else None)
     ref = weakref.ref(probe, lambda _: collected.set())
     ctx.subscribe(publisher, probe)
     probe.expect_subscription()
-    probe.request(1)
+    probe.request(2 if inside else 1)
     probe.next_element()
-    probe.cancel()
+    if inside:
+        probe.wait_quiet()  # the cancel happened inside on_next; let the publisher unwind
+    else:
+        probe.cancel()
     return ref, probe.received
 
 
@@ -917,3 +924,187 @@ def required_spec317_must_not_signal_on_error_when_pending_above_long_max_value(
     if probe.received < 10:
         raise RuleViolation("3.17", "elements to keep flowing under a demand above 2**63-1",
                             f"only {probe.received} arrived")
+
+
+# -- contexts the tests above do not create ----------------------------------------------------
+#
+# A rule a publisher keeps when called one way can break when called another: from inside a
+# signal rather than from the test thread, with several elements at once rather than one,
+# after a terminal signal, for a later subscriber. Each test below creates one such context.
+
+
+@tck_test("1.3", "required")
+def required_spec103_must_not_signal_while_on_subscribe_is_still_running(ctx: PublisherContext) -> None:
+    """request(n) from inside on_subscribe, which then stays running for a no-signal window.
+
+    A signal delivered synchronously inside request() nests on the same thread, which is
+    serial and fine. A signal from another thread while on_subscribe has not returned
+    overlaps it: that is what this catches every time, where a race of a few microseconds
+    would catch it now and then. Done with request(1) and with request(5). If this fails,
+    check that the emission started by a request made inside on_subscribe waits until
+    on_subscribe has returned (deliver on_subscribe from the same serial loop).
+    """
+    elements = min(5, ctx.settings.max_elements)
+    if elements < 1:
+        raise NotVerified("needs a publisher of at least 1 element (max_elements)")
+    for n in (1, elements):
+
+        def linger(p: ProbeSubscriber, s: Any, n: int = n) -> None:
+            before = p.mark()
+            p.request(n)
+            p._wait(lambda: p.signals != before, ctx.settings.no_signal_window)
+
+        probe = ctx.probe(f"request{n}", on_subscribe=linger)
+        ctx.subscribe(ctx.publisher(elements), probe)
+        probe.expect_subscription()
+        probe.next_elements(n)
+        ctx.env.check()
+        probe.cancel()
+
+
+@tck_test("1.4", "required")
+def required_spec104_failed_publisher_must_signal_on_error_to_every_subscriber(ctx: PublisherContext) -> None:
+    """Three subscribers of one failed publisher, one after the other: each gets on_subscribe, on_error.
+
+    A publisher that has failed fails every subscriber, not only the first; a later one left
+    without a terminal signal waits forever. If this fails, check for a flag or a one-shot
+    error that is consumed by the first subscriber.
+    """
+    publisher = ctx.failed_publisher()
+    for i in range(3):
+        probe = ctx.probe(f"sub{i + 1}")
+        ctx.subscribe(publisher, probe)
+        probe.expect_subscription()
+        ctx.expect_failure_signal(probe, "1.4")
+    probe.expect_quiet(after="after on_error")
+
+
+@tck_test("1.7", "required")
+def required_spec107_must_not_emit_further_signals_after_the_on_error_caused_by_request_zero(
+    ctx: PublisherContext,
+) -> None:
+    """After the on_error that answers request(0) (or request(-1)), later requests yield nothing.
+
+    Once before any element and once after two: the on_error ends the stream (rule 1.6), so
+    request(5) that follows must not revive it. If this fails, check that signalling the 3.9
+    error also marks the subscription cancelled.
+    """
+    for name, taken, invalid in (("at-once", 0, 0), ("after-2", 2, -1)):
+        probe = ctx.subscribed(10, name=name)
+        if taken:
+            probe.request(taken)
+            probe.next_elements(taken)
+        probe.request(invalid)
+        if probe.expect_terminal() != "on_error":
+            raise NotVerified(f"request({invalid}) was not answered with on_error (rule 3.9 is "
+                              "checked by its own tests); there is no error to continue after")
+        mark = probe.mark()
+        probe.request(5)
+        probe.expect_quiet(after=f"after the on_error that answered request({invalid})", since=mark)
+
+
+@tck_test("1.9", "required")
+def required_spec109_must_issue_on_subscribe_to_a_later_subscriber_too(ctx: PublisherContext) -> None:
+    """A second subscriber of the same publisher, while the first is still subscribed, gets on_subscribe.
+
+    A publisher may refuse it (with on_error after on_subscribe), but must not ignore it.
+    If this fails, check that subscribe() answers every subscriber, not only the first.
+    """
+    publisher = ctx.publisher(1)
+    first = ctx.probe("first")
+    ctx.subscribe(publisher, first)
+    first.expect_subscription()
+    later = ctx.probe("later")
+    ctx.subscribe(publisher, later)
+    later.expect_subscription()
+    later.wait_quiet()
+
+
+@tck_test("3.3", "required")
+def required_spec303_must_not_allow_unbounded_recursion_when_requesting_several_from_on_next(
+    ctx: PublisherContext,
+) -> None:
+    """request(3) from every on_next must not nest on_next deeper than recursion_depth either.
+
+    Requesting one at a time is not the only pattern: a subscriber that tops up its buffer
+    asks for several, and a publisher that serves such a request in a loop of its own,
+    straight from inside on_next, recurses once per request.
+    """
+    bound = ctx.settings.recursion_depth
+    elements = min(ctx.settings.max_elements, 3 * (bound + 10))
+    if elements <= bound:
+        raise NotVerified(f"needs more than recursion_depth={bound} elements (max_elements)")
+    flagged: list[int] = []
+
+    def deeper(p: ProbeSubscriber, e: Any) -> None:
+        depth = p.depth()
+        if depth > bound:
+            if not flagged:
+                flagged.append(depth)
+                p.env.violation(
+                    "3.3",
+                    f"on_next nested at most {bound} deep when request(3) is called from on_next",
+                    f"on_next #{p.received} ran {depth} calls deep on thread {threading.current_thread().name}",
+                    hint="trampoline every request, whatever its n: a re-entrant request() only "
+                    "adds demand for the loop that is running",
+                    evidence=cite(last_seq(p.env.trace, p.name, "on_next")),
+                    setting="recursion_depth",
+                )
+            return
+        if p.requested < elements:
+            p.request(3)
+
+    probe = ctx.subscribed(elements, on_next=deeper, keep_elements=False)
+    probe.request(3)
+    probe._wait(lambda: probe.received >= elements or probe.terminal is not None or bool(flagged),
+                ctx.settings.timeout)
+    ctx.env.check()
+
+
+@tck_test("3.8", "required")
+def required_spec308_requests_made_inside_on_subscribe_must_add_up(ctx: PublisherContext) -> None:
+    """Three request(1) calls inside on_subscribe, and no more: exactly three elements arrive.
+
+    Requests made before subscribe() has returned are demand like any other; a publisher
+    that keeps only one of them (overwriting, or taking the largest) delivers fewer.
+    """
+
+    def thrice(p: ProbeSubscriber, s: Any) -> None:
+        for _ in range(3):
+            p.request(1)
+
+    probe = ctx.probe(on_subscribe=thrice)
+    ctx.subscribe(ctx.publisher(10), probe)
+    probe.expect_subscription()
+    probe.next_elements(3, rule="3.8")
+    probe.expect_quiet(after="beyond the 3 elements requested inside on_subscribe")
+
+
+@tck_test("3.13", "required")
+def required_spec313_cancel_from_inside_on_next_must_make_the_publisher_drop_all_references(
+    ctx: PublisherContext,
+) -> None:
+    """As the other 3.13 test, but the subscriber cancels from inside its on_next.
+
+    A cancel that arrives while the publisher is delivering takes another path through
+    its code (a flag the running loop checks, a clean-up deferred to the end of the
+    delivery) than one made from outside. If this fails, check that the path taken when
+    cancel() is called during on_next also forgets the subscriber.
+    """
+    publisher = ctx.publisher(3)
+    collected = threading.Event()
+    ref, received = _subscribe_then_cancel(ctx, publisher, collected, inside=True)
+    deadline = time.monotonic() + ctx.settings.gc_window
+    while ref() is not None and time.monotonic() < deadline:
+        gc.collect()
+        collected.wait(min(0.05, max(0.0, deadline - time.monotonic())))
+    if ref() is not None:
+        raise RuleViolation(
+            "3.13",
+            f"the subscriber, cancelled from inside on_next, to be garbage-collectable within "
+            f"{ctx.settings.gc_window * 1000:.0f} ms",
+            f"it is still referenced (after receiving {received} element(s))",
+            evidence=cite(last_seq(ctx.env.trace, "weak", "cancel")),
+            setting="gc_window",
+        )
+    ctx.env.check()
