@@ -40,3 +40,18 @@ def test_elements_after_cancel_are_legal_when_they_stop(label: str, rule: str, n
     assert result.outcome == "passed", result.message
     notes = [record["detail"] for record in result.trace if record["signal"] == "note"]
     assert any(needs in note for note in notes), notes
+
+
+def test_the_rule_context_matrix_names_only_tests_that_exist_and_every_rule() -> None:
+    from rstck.matrix import CELLS
+    from rstck.matrix import CONTEXTS
+    from rstck.rules import RULES
+    from rstck.verifications import VERIFICATIONS
+
+    names = {f"{v}:{t.name}" for v, verification in VERIFICATIONS.items() for t in verification.tests
+             if t.level != "untested"}
+    missing = [t for cell in CELLS for t in cell.tests if t not in names]
+    assert missing == []
+    assert all(cell.context in CONTEXTS and cell.rule in RULES for cell in CELLS)
+    assert all(cell.tests or cell.fuzz or cell.gap or cell.note for cell in CELLS)
+    assert sorted(set(RULES) - {cell.rule for cell in CELLS}) == []

@@ -1108,3 +1108,68 @@ def required_spec313_cancel_from_inside_on_next_must_make_the_publisher_drop_all
             setting="gc_window",
         )
     ctx.env.check()
+
+
+@tck_test("3.8", "required")
+def required_spec308_hundreds_of_requests_must_add_up(ctx: PublisherContext) -> None:
+    """300 request(1) calls in a row from the test thread: 300 elements arrive, then nothing.
+
+    A few calls do not fill a bounded mailbox or wrap a small counter; hundreds do. If this
+    fails, check what happens to a request() that arrives while earlier ones are still
+    pending: it must add to the demand, never be dropped.
+    """
+    calls = 300
+    if ctx.settings.max_elements < calls:
+        raise NotVerified(f"needs a publisher of {calls} elements (max_elements)")
+    probe = ctx.subscribed(calls + 10, keep_elements=False)
+    for _ in range(calls):
+        probe.request(1)
+    if not probe._wait(lambda: probe.received >= calls or probe.terminal is not None, ctx.settings.timeout):
+        raise RuleViolation("3.8", f"{calls} elements for {calls} request(1) calls within "
+                            f"{ctx.settings.timeout * 1000:.0f} ms", f"{probe.received} arrived",
+                            evidence=cite(last_seq(ctx.env.trace, probe.name, "request")),
+                            setting="timeout")
+    probe.expect_quiet(after=f"beyond the {calls} requested elements")
+
+
+@tck_test("3.6", "required")
+def required_spec306_requests_after_a_cancel_made_inside_on_next_must_be_nops(ctx: PublisherContext) -> None:
+    """cancel() and then request(5), both from inside the first on_next: nothing more may arrive.
+
+    The cancel is made while the publisher is delivering, where some implementations only
+    note it for later; the request that follows must not undo it. If this fails, check that
+    a cancel made during a delivery takes effect at once and that request() checks for it.
+    """
+
+    def cancel_then_request(p: ProbeSubscriber, e: Any) -> None:
+        if not p.cancelled:
+            p.cancel()
+            p.request(5)
+
+    probe = ctx.subscribed(10, on_next=cancel_then_request)
+    mark = probe.mark()
+    probe.request(1)
+    probe.next_element()
+    # Everything after the first on_next came after the cancel: one signal since the mark.
+    probe.expect_quiet(after="after cancel() and request(5) made inside on_next", since=mark + 1)
+
+
+@tck_test("3.9", "required")
+def required_spec309_request_zero_from_inside_on_next_must_signal_value_error(ctx: PublisherContext) -> None:
+    """request(0) from inside the first on_next must be answered with on_error(ValueError).
+
+    Made while the publisher is delivering, where a re-entrant request() often takes a short
+    path that only adds demand. After the on_error, a further request(5) yields nothing
+    (rules 1.6, 1.7). If this fails, check that request() validates n on every path.
+    """
+
+    def zero(p: ProbeSubscriber, e: Any) -> None:
+        if p.received == 1:
+            p.request(0)
+
+    probe = ctx.subscribed(10, on_next=zero)
+    probe.request(3)
+    probe.expect_error(ValueError, rule="3.9")
+    mark = probe.mark()
+    probe.request(5)
+    probe.expect_quiet(after="after the on_error that answered request(0)", since=mark)
