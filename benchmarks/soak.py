@@ -86,33 +86,35 @@ def soak(
     on_run: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run each selected subject's verification ``runs`` times; per-subject failures and wall times."""
-    report: dict[str, Any] = {}
-    chosen = {**subjects(), **(conforming_subjects() if conforming else {})}
-    for label, (verification, subject) in chosen.items():
-        if only and label not in only:
-            continue
-        walls, failed, results = [], [], []
-        for i in range(runs):
+    chosen = {label: value for label, value in {**subjects(), **(conforming_subjects() if conforming else {})}.items()
+              if not only or label in only}
+    walls: dict[str, list[float]] = {label: [] for label in chosen}
+    failed: dict[str, list[dict[str, Any]]] = {label: [] for label in chosen}
+    tests: dict[str, int] = {label: 0 for label in chosen}
+
+    def summary(label: str) -> dict[str, Any]:
+        return {"runs_done": len(walls[label]), "failures": failed[label],
+                "wall_s_median": round(statistics.median(walls[label]), 3),
+                "wall_s_max": round(max(walls[label]), 3), "tests_per_run": tests[label]}
+
+    # Round-robin, one run of each subject per round, so a soak stopped at its time budget
+    # has soaked every subject about equally.
+    for i in range(runs):
+        for label, (verification, subject) in chosen.items():
             t0 = time.monotonic()
             results = run_verification(verification, subject)
-            walls.append(time.monotonic() - t0)
+            walls[label].append(time.monotonic() - t0)
+            tests[label] = len(results)
             for r in results:
                 if r.outcome in ("failed", "error"):
-                    failed.append({"run": i, "test": r.test, "message": r.message.splitlines()[0]})
+                    failed[label].append({"run": i, "test": r.test, "message": r.message.splitlines()[0]})
                     print(f"FAIL {label} run {i}: {r.test}\n{r.message}", file=sys.stderr)
             if on_run is not None:
-                on_run({**report, label: {"runs_done": i + 1, "failures": failed,
-                                          "wall_s_median": round(statistics.median(walls), 3),
-                                          "wall_s_max": round(max(walls), 3)}})
-        report[label] = {
-            "runs_done": runs,
-            "failures": failed,
-            "wall_s_median": round(statistics.median(walls), 3),
-            "wall_s_max": round(max(walls), 3),
-            "tests_per_run": len(results),
-        }
-        print(f"{label}: {runs} runs, {len(failed)} failure(s), wall median "
-              f"{statistics.median(walls):.2f} s, max {max(walls):.2f} s, load avg {os.getloadavg()[0]:.2f}",
+                on_run({name: summary(name) for name in chosen if walls[name]})
+    report = {label: summary(label) for label in chosen}
+    for label, r in report.items():
+        print(f"{label}: {r['runs_done']} runs, {len(r['failures'])} failure(s), wall median "
+              f"{r['wall_s_median']:.2f} s, max {r['wall_s_max']:.2f} s, load avg {os.getloadavg()[0]:.2f}",
               flush=True)
     return report
 
