@@ -80,6 +80,9 @@ class ManualSubscription:
         #: cancel() on it: what a verdict about the order of the two cites.
         self.subscribed_seq: int | None = None
         self.cancel_seqs: list[int] = []
+        self.request_seqs: list[int] = []
+        #: The record of the call each thread is inside, cited when another thread overlaps it.
+        self._inside_seq: dict[int, int] = {}
         self._sections: dict[int, str] = {}
         self._sections_lock = threading.Lock()
         self._wip = 0
@@ -122,9 +125,11 @@ class ManualSubscription:
                     self.demand = min(MAX_DEMAND, self.demand + n)
                 demand = self.demand
                 pub._cond.notify_all()
-            pub.env.trace.add(self.name, "request", f"{short_repr(n)}{state}", demand)
+            record = pub.env.trace.add(self.name, "request", f"{short_repr(n)}{state}", demand)
+            self.request_seqs.append(record.seq)
+            self._inside_seq[threading.get_ident()] = record.seq
             for rule, expected, observed in problems:
-                pub.env.violation(rule, expected, observed)
+                pub.env.violation(rule, expected, observed, evidence=(record.seq,))
             pub._pause()
             if pub.inline and not state:
                 pub._drain(self)
@@ -147,8 +152,9 @@ class ManualSubscription:
                 demand = self.demand
                 pub._cond.notify_all()
             self.cancel_seqs.append(pub.env.trace.add(self.name, "cancel", state, demand).seq)
+            self._inside_seq[threading.get_ident()] = self.cancel_seqs[-1]
             for rule, expected, observed in problems:
-                pub.env.violation(rule, expected, observed)
+                pub.env.violation(rule, expected, observed, evidence=(self.cancel_seqs[-1],))
             pub._pause()
         finally:
             self._exit(entered)
@@ -172,6 +178,7 @@ class ManualSubscription:
             if me in self._sections:
                 return False  # re-entrant on the same thread (e.g. request from inline on_next)
             others = dict(self._sections)
+            inside = tuple(sorted(self._inside_seq[t] for t in others if t in self._inside_seq))
             self._sections[me] = what
         if others:
             self.overlaps += 1
@@ -183,6 +190,7 @@ class ManualSubscription:
                     f"{what} on {self.name} from thread {threading.current_thread().name} while "
                     f"thread {busy} had not returned",
                     hint="serialise request/cancel calls: make them from one thread, or under a lock",
+                    evidence=inside,
                 )
         return True
 
@@ -416,7 +424,8 @@ class ManualPublisher:
                 return
             last, seen = sub.last_request, sub.describe()
         raise RuleViolation(rule or self.env.rule, f"no request(n) {after}".rstrip(),
-                            f"request({short_repr(last)}) ({seen})")
+                            f"request({short_repr(last)}) ({seen})",
+                            evidence=tuple(sub.request_seqs[start:]))
 
     def settle(self, *, subscription: ManualSubscription | None = None,
                window: float | None = None, limit: float | None = None) -> bool:
@@ -513,13 +522,14 @@ class ManualPublisher:
             with self._cond:
                 sub.broken = True
                 self._cond.notify_all()
-            self.env.trace.note(f"{signal}({detail}) raised {short_repr(exc)}")
+            note = self.env.trace.note(f"{signal}({detail}) raised {short_repr(exc)}")
             violation = RuleViolation(
                 rule or self.signal_rule or "2.13",
                 f"{signal}({detail}) to return normally",
                 f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
                 hint="a subscriber raises only TypeError, for a None argument; any other failure "
                 "it signals by cancelling its subscription (rule 2.13)",
+                evidence=(record.seq, note.seq),
             )
             violation.__cause__ = exc
             self.env.flop(violation)
