@@ -55,3 +55,32 @@ def test_the_rule_context_matrix_names_only_tests_that_exist_and_every_rule() ->
     assert all(cell.context in CONTEXTS and cell.rule in RULES for cell in CELLS)
     assert all(cell.tests or cell.fuzz or cell.gap or cell.note for cell in CELLS)
     assert sorted(set(RULES) - {cell.rule for cell in CELLS}) == []
+
+
+def test_verdicts_cite_the_records_that_show_them_and_the_setting_they_rest_on() -> None:
+    """A 1.8 failure names its bound; a 2.5 failure cites the second on_subscribe, then the cancel."""
+    from rstck.subjects import PublisherSubject
+    from rstck.subjects import SubscriberSubject
+
+    from .broken import publishers as bp
+    from .broken import subscribers as bs
+
+    (flood,) = run_verification("publisher", PublisherSubject(bp.factory(bp.IgnoresCancel)), rules=["1.8"])
+    bp.halt_all()
+    assert flood.outcome == "failed"
+    failure = flood.failures[0]
+    assert failure.rule == "1.8"
+    assert failure.setting in ("after_cancel_limit", "timeout")
+    assert len(failure.evidence) == 2  # the cancel, and the element that showed the flood
+    cancels = [r["seq"] for r in flood.trace if r["signal"] == "cancel"]
+    assert failure.evidence[0] == cancels[0]
+
+    subject = SubscriberSubject(lambda: bs.CancelsBothOnSecondSubscription(), label="cancels-both")
+    results = run_verification("subscriber_blackbox", subject, rules=["2.5"])
+    (accused,) = [r for r in results if r.outcome == "failed"]
+    second_on_subscribe, first_cancel = accused.failures[0].evidence
+    assert second_on_subscribe < first_cancel
+    by_seq = {r["seq"]: r for r in accused.trace}
+    assert by_seq[second_on_subscribe]["signal"] == "on_subscribe"
+    assert by_seq[first_cancel]["signal"] == "cancel"
+    assert by_seq[first_cancel]["actor"] == "upstream"
