@@ -50,7 +50,7 @@ LABELS = {
 }
 _REASON_PREFIXES = ("optional, not supported: ", "not applicable: ", "untested: ", "deselected: ",
                     "optional unsupported: ")
-_DETAIL_KEY = re.compile(r"\n  (check|rule|spec|subject|raised|also|test|trace) *: ")
+_DETAIL_KEY = re.compile(r"\n  (check|evidence|setting|rule|spec|where|subject|raised|also|test|trace) *: ")
 _HEADLINE = re.compile(r"^\[(?:rule (?P<rule>\d+\.\d+)|sanity|setup)\] (?:expected (?P<expected>.*?); observed "
                        r"(?P<observed>.*))?", re.DOTALL)
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
