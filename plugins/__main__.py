@@ -14,6 +14,7 @@ from rstck.results import ResultsFileError
 from rstck.results import load
 
 from . import html_report
+from .files import check_writable
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     output: Path = args.output or args.results.with_suffix(".html")
-    problem = html_report.check_writable("-o", output)
+    problem = check_writable("-o", output)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

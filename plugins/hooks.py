@@ -6,8 +6,6 @@ is every ``conftest.py`` that defines an ``rstck_*`` function.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -25,19 +23,6 @@ class Builtins:
     @hookimpl(trylast=True)
     def rstck_resolve_subject(self, spec: str, role: str) -> Any:
         return default_resolve(spec, role)
-
-
-class JsonReportWriter:
-    """``--rs-report-json``: writes the results document, atomically, when the run ends."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @hookimpl
-    def rstck_run_finished(self, document: dict[str, Any]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(self.path)
 
 
 class RstckPluginManager(pluggy.PluginManager):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import math
-import os
 import re
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -28,26 +27,23 @@ from rstck.rules import RULES
 from rstck.rules import SPEC_URL
 from rstck.rules import Rule
 
+from .files import check_writable
+from .files import write_atomic
 from .hooks import hookimpl
+from .verdicts import LABELS
+from .verdicts import SEVERITY
+from .verdicts import counts
+from .verdicts import is_failure as _is_failure
+from .verdicts import verdict as _verdict
+from .verdicts import worst as _worst
 
 if TYPE_CHECKING:
     import pytest
 
-    from .pytest_plugin import RsTckState
+    from .state import RsTckState
 
 REPORT_HTML_OPTION = "--rs-report-html"
 
-#: Worst first: the verdict a rule's cell shows when several tests verify it.
-SEVERITY = ("failed", "error", "optional_unsupported", "not_applicable", "untested", "deselected", "passed")
-LABELS = {
-    "passed": "passed",
-    "failed": "failed",
-    "error": "error",
-    "optional_unsupported": "optional unsupported",
-    "not_applicable": "not applicable",
-    "untested": "untested",
-    "deselected": "deselected",
-}
 _REASON_PREFIXES = ("optional, not supported: ", "not applicable: ", "untested: ", "deselected: ",
                     "optional unsupported: ")
 _DETAIL_KEY = re.compile(r"\n  (check|rule|spec|subject|raised|also|test|trace) *: ")
@@ -64,19 +60,6 @@ def _esc(value: object) -> str:
 
 def _anchor(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", text)
-
-
-def _is_failure(r: TestResult) -> bool:
-    return r.verdict in ("failed", "error") or r.outcome in ("failed", "error")
-
-
-def _verdict(r: TestResult) -> str:
-    return r.verdict if r.verdict in LABELS else r.outcome
-
-
-def _worst(results: Iterable[TestResult]) -> str:
-    verdicts = {_verdict(r) for r in results}
-    return next((v for v in SEVERITY if v in verdicts), "passed")
 
 
 def _badge(verdict: str, known: bool = False) -> str:
@@ -448,11 +431,7 @@ def _cited_note(elsewhere: list[TestResult], anchors: Mapping[int, str]) -> str:
 
 
 def _counts_text(results: list[TestResult]) -> str:
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[_verdict(r)] = counts.get(_verdict(r), 0) + 1
-    order = sorted(counts.items(), key=lambda kv: SEVERITY.index(kv[0]) if kv[0] in SEVERITY else len(SEVERITY))
-    return ", ".join(f"{n} {LABELS.get(v, v)}" for v, n in order)
+    return counts(_verdict(r) for r in results)
 
 
 def _cell(results: list[TestResult], covered: bool, anchors: Mapping[int, str], rid: str,
@@ -690,24 +669,10 @@ _SECTIONS = {1: "1. Publisher", 2: "2. Subscriber", 3: "3. Subscription", 4: "4.
 
 def write(path: Path, doc: Mapping[str, Any]) -> None:
     """Write the report atomically, so a reader never sees half a page."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render(doc), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, render(doc))
 
 
 # -- pytest wiring --------------------------------------------------------------------------
-
-
-def check_writable(option: str, path: Path) -> str | None:
-    """Why ``path`` cannot be written (for a usage error before any test runs), or None."""
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        return f"{option}={path}: is a directory; give a file path"
-    if not parent.is_dir():
-        return f"{option}={path}: directory {parent} does not exist"
-    if not os.access(parent, os.W_OK):
-        return f"{option}={path}: directory {parent} is not writable"
-    return None
 
 
 def add_options(group: pytest.OptionGroup) -> None:

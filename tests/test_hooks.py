@@ -62,6 +62,24 @@ def test_conftest_hooks_veto_report_and_finish(pytester: pytest.Pytester) -> Non
     assert sorted(map(tuple, finished["seen"])) == [("3.9", "passed")] * 3
 
 
+def test_conftest_found_during_collection_joins_the_hooks(pytester: pytest.Pytester) -> None:
+    # A conftest below the given path is loaded after configure, when its directory is collected.
+    pytester.mkdir("suite")
+    sub = pytester.mkdir("suite/deeper")
+    (sub / "conftest.py").write_text(textwrap.dedent('''
+        import json
+
+        def rstck_result(result):
+            with open("late.jsonl", "a") as out:
+                out.write(json.dumps([result.rule, result.outcome]) + "\\n")
+    '''))
+    (sub / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    result = pytester.runpytest("suite", "--rs-publisher=rstck.reference:range_publisher", "--rs-rules=3.9")
+    result.assert_outcomes(passed=4)
+    lines = (pytester.path / "late.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)[1] for line in lines) == ["passed"] * 3
+
+
 def test_entry_point_plugin_resolves_its_own_specs(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(myext=textwrap.dedent('''
         from rstck_plugins import hookimpl
