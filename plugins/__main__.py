@@ -13,8 +13,8 @@ from pathlib import Path
 from rstck.results import ResultsFileError
 from rstck.results import load
 
-from . import html_report
 from .files import check_writable
+from .html_report import page as html_report
 
 
 def main(argv: list[str] | None = None) -> int:

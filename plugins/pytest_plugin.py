@@ -32,12 +32,12 @@ from rstck.verifications import VERIFICATIONS
 from rstck.verifications._base import TckTest
 
 from . import baseline as rs_baseline
-from . import html_report
 from . import json_report
 from . import terminal
 from . import threads as rs_threads
 from .hooks import defines_hooks
 from .hooks import make_manager
+from .html_report import options as html_report
 from .state import ResultCollector
 from .state import RsTckState
 from .state import resolver_key

@@ -13,7 +13,7 @@ from rstck.results import TestResult
 from rstck.rules import RULES
 
 from .hooks import hookimpl
-from .html_report import cited_rule
+from .html_report.failure import cited_rule
 from .state import RsTckState
 from .verdicts import FAILING
 from .verdicts import LABELS
