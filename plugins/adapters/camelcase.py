@@ -8,12 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hooks import hookimpl
-from . import adapt_factory_subject
-from . import adapt_publisher_subject
-from . import wrap_factory
-
-NAME = "camelcase"
+from . import Adapter
 
 
 class CamelCasePublisher:
@@ -80,19 +75,5 @@ class CamelCaseProcessor(CamelCaseSubscriber):
         self._inner.subscribe(None if subscriber is None else CamelCaseView(subscriber))
 
 
-@hookimpl
-def rstck_adapter_names() -> list[str]:
-    return [NAME]
-
-
-@hookimpl
-def rstck_adapt_subject(subject: Any, role: str, adapter: str) -> Any:
-    if adapter != NAME:
-        return None
-    if role in ("publisher", "failed_publisher"):
-        return adapt_publisher_subject(subject, CamelCasePublisher) if role == "publisher" else wrap_factory(
-            subject, CamelCasePublisher
-        )
-    if role == "processor":
-        return adapt_factory_subject(subject, CamelCaseProcessor)
-    return adapt_factory_subject(subject, CamelCaseSubscriber)
+ADAPTER = Adapter("camelcase", publisher=CamelCasePublisher, subscriber=CamelCaseSubscriber,
+                  processor=CamelCaseProcessor)

@@ -9,12 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hooks import hookimpl
-from . import adapt_factory_subject
-from . import adapt_publisher_subject
-from . import wrap_factory
-
-NAME = "rsocket"
+from . import Adapter
 
 
 class RSocketPublisher:
@@ -81,17 +76,5 @@ class RSocketSubscriber:
         return f"rsocket({type(self._inner).__name__})"
 
 
-@hookimpl
-def rstck_adapter_names() -> list[str]:
-    return [NAME]
-
-
-@hookimpl
-def rstck_adapt_subject(subject: Any, role: str, adapter: str) -> Any:
-    if adapter != NAME:
-        return None
-    if role == "publisher":
-        return adapt_publisher_subject(subject, RSocketPublisher, loop="asyncio")
-    if role == "failed_publisher":
-        return wrap_factory(subject, RSocketPublisher)
-    return adapt_factory_subject(subject, RSocketSubscriber)
+#: rsocket-py's processors are subscribers on the consuming side: one wrapper serves both.
+ADAPTER = Adapter("rsocket", publisher=RSocketPublisher, subscriber=RSocketSubscriber, loop="asyncio")
