@@ -166,7 +166,7 @@ def render(results: Iterable[TestResult], subjects: dict[str, str]) -> str:
     lines = [HEADER.rstrip("\n"), f"# Written by {BASELINE_WRITE_OPTION} from a run against {about}.", ""]
     width = max((len(r.verification) + 2 + len(r.test) for r in failures), default=0)
     for r in failures:
-        headline = r.message.split("\n", 1)[0]
+        headline = r.failures[0].headline() if r.failures else r.message.split("\n", 1)[0]
         headline = headline if len(headline) <= 110 else headline[:107] + "..."
         lines.append(f"{r.verification}::{r.test}".ljust(width) + f"  # {r.rule or 'sanity'}: {headline}")
     return "\n".join(lines) + "\n"

@@ -13,10 +13,10 @@ from rstck.results import TestResult
 from rstck.rules import RULES
 
 from .hooks import hookimpl
-from .html_report.failure import cited_rule
 from .state import RsTckState
 from .verdicts import FAILING
 from .verdicts import LABELS
+from .verdicts import broken_rules
 from .verdicts import counts
 from .verdicts import verdict
 from .verdicts import worst
@@ -62,20 +62,20 @@ def table(results: list[TestResult]) -> list[tuple[str, str]]:
     for r in results:
         key = r.rule if r.rule in RULES else "sanity"
         by_rule.setdefault(key, {}).setdefault(r.verification, []).append(r)
-        cited = cited_rule(r.message) if r.outcome in FAILING else None
-        if cited in RULES and cited != r.rule:
-            elsewhere.setdefault(cited, set()).add(r.rule or "sanity")
+        for cited in broken_rules(r):
+            if cited in RULES and cited != r.rule:
+                elsewhere.setdefault(cited, set()).add(r.rule or "sanity")
 
     rows: list[tuple[list[str], str]] = []
     for rid in ["sanity", *RULES]:
-        if rid not in by_rule:
+        if rid not in by_rule and rid not in elsewhere:  # a rule broken in other tests gets its row
             continue
         cells: list[str] = []
         colours: list[str] = []
         for v in columns:
-            if v in by_rule[rid]:
-                verdict, tests, colour = _cell(by_rule[rid][v])
-                cells += [verdict, tests]
+            if v in by_rule.get(rid, {}):
+                shown, tests, colour = _cell(by_rule[rid][v])
+                cells += [shown, tests]
                 colours.append(colour)
             else:
                 cells += ["-", ""]
@@ -98,7 +98,7 @@ def table(results: list[TestResult]) -> list[tuple[str, str]]:
 
     out = [(line(header), "")] + [(line(cells), colour) for cells, colour in rows]
     cov = coverage()
-    missing = [rid for rid in RULES if rid not in by_rule]
+    missing = [rid for rid in RULES if rid not in by_rule and rid not in elsewhere]
     not_selected = [rid for rid in missing if any(v in cov[rid] for v in columns)]
     no_test = [rid for rid in missing if rid not in not_selected]
     if not_selected:

@@ -47,3 +47,14 @@ def counts(items: Iterable[str], order: Iterable[str] = SEVERITY) -> str:
     order = list(order)
     ranked = [k for k in order if k in tally] + sorted(k for k in tally if k not in order)
     return ", ".join(f"{tally[k]} {LABELS.get(k, k)}" for k in ranked)
+
+
+def broken_rules(r: TestResult) -> list[str]:
+    """The rules a failed result's problems cite, headline first, each once (none if it did not fail).
+
+    A test verifies one rule, but the probes watch others in every test (1.1, 1.3, 1.7, 1.9), so
+    a failure can cite a rule other than the test's own.
+    """
+    if r.outcome not in FAILING:
+        return []
+    return list(dict.fromkeys(f.rule for f in r.failures if f.rule is not None))

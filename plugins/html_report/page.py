@@ -25,11 +25,11 @@ from rstck.rules import Rule
 from ..files import write_atomic
 from ..verdicts import LABELS
 from ..verdicts import SEVERITY
+from ..verdicts import broken_rules
 from ..verdicts import counts
 from ..verdicts import is_failure as _is_failure
 from ..verdicts import verdict as _verdict
 from ..verdicts import worst as _worst
-from .failure import cited_rule
 from .failure import failure_article
 from .failure import reason_line
 from .markup import anchor
@@ -71,7 +71,7 @@ def _test_item(r: TestResult, anchors: Mapping[int, str], show_reason: bool) -> 
 
 
 def _cited_note(elsewhere: list[TestResult], anchors: Mapping[int, str]) -> str:
-    """Failures of other rules' tests whose message says they broke this rule."""
+    """Failures of other rules' tests that cite this rule as broken."""
     if not elsewhere:
         return ""
     links = ", ".join(
@@ -171,8 +171,9 @@ def render(doc: Mapping[str, Any]) -> str:
     cited_elsewhere: dict[str, dict[str, list[TestResult]]] = {}
     broken: set[str] = set()
     for r in failures:
-        cited = cited_rule(r.message)
-        if cited in RULES:
+        for cited in broken_rules(r):
+            if cited not in RULES:
+                continue
             broken.add(cited)
             if cited != r.rule:
                 cited_elsewhere.setdefault(cited, {}).setdefault(r.verification, []).append(r)
@@ -240,7 +241,7 @@ def render(doc: Mapping[str, Any]) -> str:
                        "specification: they check that the factory under test builds the streams the verifications "
                        f'ask for.</p><ul class="tests">{items}</ul>')
 
-    failure_html = "".join(failure_article(r, anchors[id(r)]) for r in failures)
+    failure_html = "".join(failure_article(r, anchors[id(r)], settings) for r in failures)
     failures_section = (f'<h2 id="failures">Failures ({len(failures)})</h2>{failure_html}' if failures
                         else '<h2 id="failures">Failures</h2><p class="muted">None.</p>')
     nav = ('<nav><a href="#conformance-h">Conformance by rule</a>'

@@ -7,6 +7,7 @@ signal arrived against which demand, on which thread, in which order.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -82,8 +83,18 @@ def _label(rec: _Record) -> str:
     return f"{rec.actor} {rec.signal}({rec.detail})"
 
 
-def trace_svg(trace: list[Any], trace_total: int, label: str) -> str:
-    """The trace as a sequence diagram: one row per record, one lane per thread, demand per probe."""
+def record_id(anchor: str, seq: int) -> str:
+    """The page id of a trace record of the failure at ``anchor``, for links to the evidence."""
+    return f"{anchor}-rec-{seq}"
+
+
+def trace_svg(trace: list[Any], trace_total: int, label: str, *, evidence: Collection[int] = (),
+              anchor: str = "") -> str:
+    """The trace as a sequence diagram: one row per record, one lane per thread, demand per probe.
+
+    The records a failure cites as ``evidence`` are banded, and carry ``record_id(anchor, seq)``
+    as their id so the failure's facts can link to them.
+    """
     records = _records(trace)
     if not records:
         return '<p class="muted">No signals were recorded.</p>'
@@ -144,9 +155,11 @@ def trace_svg(trace: list[Any], trace_total: int, label: str) -> str:
         rec = item
         lane = lanes.index(rec.thread)
         x = lanes_x + _LANE * lane + 12
-        violation = rec.signal == "note" and rec.detail.startswith("violation")
-        if violation:
-            out.append(f'<rect class="band" x="0" y="{y - _ROW / 2}" width="{width}" height="{_ROW}"/>')
+        cited = rec.seq in evidence
+        if cited:
+            out.append(f'<rect class="band" id="{record_id(anchor, rec.seq)}" x="0" y="{y - _ROW / 2}" '
+                       f'width="{width}" height="{_ROW}"/><rect class="evmark" x="0" y="{y - _ROW / 2}" '
+                       f'width="4" height="{_ROW}"/>')
         elif index % 2:
             out.append(f'<rect class="stripe" x="0" y="{y - _ROW / 2}" width="{width}" height="{_ROW}"/>')
         if rec.demand is not None:
@@ -164,7 +177,7 @@ def trace_svg(trace: list[Any], trace_total: int, label: str) -> str:
                            f'width="{bar:.1f}" height="12"/>')
             if own:
                 out.append(f'<text class="dnum" x="{cx + 3}" y="{y + 4}">{esc(_demand_text(d))}</text>')
-        out.append(f'<text class="seq" x="8" y="{y + 4}">#{rec.seq}</text>'
+        out.append(f'<text class="seq{" evidence" if cited else ""}" x="8" y="{y + 4}">#{rec.seq}</text>'
                    f'<text class="seq" x="{_GUTTER - 8}" y="{y + 4}" text-anchor="end">{rec.t_ms:.3f} ms</text>')
         if last_point is not None and last_point[0] != x:
             out.append(f'<line class="handoff" x1="{last_point[0]}" y1="{last_point[1]}" x2="{x}" y2="{y}"/>')
@@ -173,9 +186,11 @@ def trace_svg(trace: list[Any], trace_total: int, label: str) -> str:
         text = _label(rec)
         demand = "" if rec.demand is None else f", demand {_demand_text(rec.demand)}"
         full_text = f"#{rec.seq} +{rec.t_ms:.3f} ms, thread {rec.thread}: {text}{demand}"
+        if cited:
+            full_text += " (cited as evidence)"
         room = int((width - x - 22) / _CHAR)
         cls = _SIGNAL_CLASS.get(rec.signal, "s-note")
-        out.append(f'<text class="label {cls}{" violation" if violation else ""}" x="{x + 10}" y="{y + 4}">'
+        out.append(f'<text class="label {cls}{" evidence" if cited else ""}" x="{x + 10}" y="{y + 4}">'
                    f"{esc(clip(text, room))}<title>{esc(full_text)}</title></text>")
     out.append("</svg>")
     return "".join(out)
@@ -187,7 +202,9 @@ LEGEND = (
     '<span><i style="background:#57606a"></i>cancel / TCK note</span>'
     '<span><i style="background:#8250df"></i>subscribe / on_subscribe</span>'
     '<span><i style="background:#1a7f37"></i>on_complete</span>'
-    '<span><i style="background:#cf222e"></i>on_error / violation</span>'
+    '<span><i style="background:#cf222e"></i>on_error</span>'
+    '<span><i style="background:#ffebe9;border:2px solid #cf222e;border-radius:2px"></i>a record the failure '
+    "cites as evidence</span>"
     '<span><i style="background:#79b8ff;border-radius:2px"></i>outstanding demand of each probe '
     "(log scale; ∞ = unbounded)</span></div>"
 )
