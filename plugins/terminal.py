@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 from rstck.catalogue import coverage
-from rstck.results import VERIFICATIONS
 from rstck.results import TestResult
 from rstck.rules import RULES
+from rstck.verifications import VERIFICATIONS
 
 from .hooks import hookimpl
 from .state import RsTckState
