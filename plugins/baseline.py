@@ -21,9 +21,9 @@ from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 
-from .files import check_writable
 from .files import write_atomic
 from .hooks import hookimpl
+from .outputs import requested_path
 from .state import RsTckState
 from .verdicts import FAILING
 
@@ -260,11 +260,7 @@ def configure(config: pytest.Config, state: RsTckState) -> None:
             baseline = read(Path(raw))
         except BaselineError as exc:
             raise pytest.UsageError(f"{BASELINE_OPTION}: {exc}") from None
-    write_path = Path(raw_write) if raw_write else None
-    if write_path is not None:
-        problem = check_writable(BASELINE_WRITE_OPTION, write_path)
-        if problem:
-            raise pytest.UsageError(problem)
+    write_path = requested_path(config, "rs_baseline_write", BASELINE_WRITE_OPTION)
     plugin = BaselinePlugin(state, baseline, write_path)
     state.hooks.register(plugin, "rs-tck-baseline")
     config.pluginmanager.register(plugin, "rs-tck-baseline")

@@ -16,13 +16,35 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from typing import ClassVar
 
 from rstck.subjects import PublisherSubject
 
 from ..hooks import hookimpl
 
-#: The roles whose subjects hand out publishers; every other role is a subscriber or a processor.
-PUBLISHER_ROLES = ("publisher", "failed_publisher")
+
+class Wrapper:
+    """A view of one foreign object (``_inner``) in the other API's shape."""
+
+    #: How traces show the wrapper: ``label(inner)``.
+    label: ClassVar[str] = "adapted"
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __repr__(self) -> str:
+        return f"{self.label}({self._inner!r})"
+
+
+class PublisherWrapper(Wrapper):
+    """A foreign publisher: each of our subscribers is shown to it through ``view``."""
+
+    #: Wraps one of our subscribers in the foreign API's shape.
+    view: ClassVar[type[Wrapper]]
+
+    def subscribe(self, subscriber: Any) -> None:
+        self._inner.subscribe(None if subscriber is None else type(self).view(subscriber))
+
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,50 +10,41 @@ from __future__ import annotations
 from typing import Any
 
 from . import Adapter
+from . import PublisherWrapper
+from . import Wrapper
 
 
-class RSocketPublisher:
-    """An rsocket-py publisher seen through the binding."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def subscribe(self, subscriber: Any) -> None:
-        self._inner.subscribe(None if subscriber is None else RSocketView(subscriber))
-
-    def __repr__(self) -> str:
-        return f"rsocket({type(self._inner).__name__})"
-
-
-class RSocketView:
+class RSocketView(Wrapper):
     """One of our subscribers, in rsocket-py's shape: ``on_next(value, is_complete)``."""
 
-    def __init__(self, subscriber: Any) -> None:
-        self._subscriber = subscriber
+    label = "rsocket-view"
 
     def on_subscribe(self, subscription: Any) -> None:
-        self._subscriber.on_subscribe(subscription)
+        self._inner.on_subscribe(subscription)
 
     def on_next(self, value: Any, is_complete: bool = False) -> None:
-        self._subscriber.on_next(value)
+        self._inner.on_next(value)
         if is_complete:
-            self._subscriber.on_complete()
+            self._inner.on_complete()
 
     def on_error(self, exception: BaseException) -> None:
-        self._subscriber.on_error(exception)
+        self._inner.on_error(exception)
 
     def on_complete(self) -> None:
-        self._subscriber.on_complete()
-
-    def __repr__(self) -> str:
-        return f"rsocket-view({self._subscriber!r})"
+        self._inner.on_complete()
 
 
-class RSocketSubscriber:
+class RSocketPublisher(PublisherWrapper):
+    """An rsocket-py publisher seen through the binding."""
+
+    label = "rsocket"
+    view = RSocketView
+
+
+class RSocketSubscriber(Wrapper):
     """An rsocket-py subscriber seen through the binding: every element is "not the last"."""
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
+    label = "rsocket"
 
     def on_subscribe(self, subscription: Any) -> None:
         self._inner.on_subscribe(subscription)
@@ -71,9 +62,6 @@ class RSocketSubscriber:
         # The subscriber's own API (a collector's request(), say) stays reachable, e.g. from
         # a SubscriberSubject's trigger_request hook.
         return getattr(self._inner, name)
-
-    def __repr__(self) -> str:
-        return f"rsocket({type(self._inner).__name__})"
 
 
 #: rsocket-py's processors are subscribers on the consuming side: one wrapper serves both.

@@ -1,16 +1,12 @@
-"""``--rs-report-html``: the option, its check, and the ``rstck`` hook that writes the page."""
+"""``--rs-report-html``: the option, and the writer that renders the page when the run ends."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from ..files import check_writable
-from ..hooks import hookimpl
+from ..outputs import configure_writer
 from ..state import RsTckState
-from .page import write
+from .page import render
 
 REPORT_HTML_OPTION = "--rs-report-html"
 
@@ -20,24 +16,5 @@ def add_options(group: pytest.OptionGroup) -> None:
                     help="Write a self-contained HTML report (conformance table, failures, signal traces) to PATH")
 
 
-class HtmlReportWriter:
-    """``--rs-report-html``: renders the results document when the run ends (an ``rstck`` hook)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @hookimpl
-    def rstck_run_finished(self, document: dict[str, Any]) -> None:
-        write(self.path, document)
-
-
 def configure(config: pytest.Config, state: RsTckState) -> None:
-    """Register the HTML report plugin when asked for; an unwritable path is a usage error."""
-    raw = config.getoption("rs_report_html", None)
-    if not raw:
-        return
-    path = Path(raw)
-    problem = check_writable(REPORT_HTML_OPTION, path)
-    if problem:
-        raise pytest.UsageError(problem)
-    state.hooks.register(HtmlReportWriter(path), "rs-tck-html-report")
+    configure_writer(config, state, "rs_report_html", REPORT_HTML_OPTION, render)
