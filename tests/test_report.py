@@ -277,7 +277,7 @@ def test_reports_read_the_failures_not_the_message() -> None:
     assert "#400 (not kept in the trace)" in second["evidence"]
     assert "timeout = 250 ms" in second["rests on"]
     assert "Problem 2 of 2" in text(article)
-    assert "3 of 10 showed the problem" in text(article)
+    assert "10 run, 3 of them showed the race" in text(article)
     assert "Rules broken: 1.1, 3.9" in text(root)
     assert "broken as well while verifying rule 3.9" in text(cells(rule_rows(root)["1.1"])[3])
     assert "broken as well" not in text(cells(rule_rows(root)["2.2"])[3])

@@ -95,7 +95,8 @@ def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any]) -> 
     if r.subject:
         facts.append(("subject", "", esc(r.subject)))
     if r.iterations is not None:
-        facts.append(("rounds", "", esc(f"{r.iterations['showed']} of {r.iterations['ran']} showed the problem")))
+        ran, showed = r.iterations["ran"], r.iterations["showed"]
+        facts.append(("race rounds", "", esc(f"{ran} run, {showed} of them showed the race this test hunts")))
     if known:
         facts.append(("baseline", "", "a known deviation, listed in the baseline: it does not fail the run"))
     findings = []
