@@ -151,10 +151,11 @@ class ManualSubscription:
                 self.cancelled = True
                 demand = self.demand
                 pub._cond.notify_all()
-            self.cancel_seqs.append(pub.env.trace.add(self.name, "cancel", state, demand).seq)
-            self._inside_seq[threading.get_ident()] = self.cancel_seqs[-1]
+            record = pub.env.trace.add(self.name, "cancel", state, demand)
+            self.cancel_seqs.append(record.seq)
+            self._inside_seq[threading.get_ident()] = record.seq
             for rule, expected, observed in problems:
-                pub.env.violation(rule, expected, observed, evidence=(self.cancel_seqs[-1],))
+                pub.env.violation(rule, expected, observed, evidence=(record.seq,))
             pub._pause()
         finally:
             self._exit(entered)
@@ -319,7 +320,7 @@ class ManualPublisher:
                 rule or self.env.rule,
                 f"a request(n) for element {sub.sent + 1} within {_ms(timeout)}",
                 f"no outstanding demand ({seen})",
-                hint="the subscriber must request (rule 2.1) before the TCK may send",
+                hint="the subscriber must request (rule 2.1) before the TCK may send", setting="timeout",
             )
         return self._next(sub, rule)
 
@@ -360,7 +361,7 @@ class ManualPublisher:
         if demand <= 0:
             raise RuleViolation(
                 rule or self.env.rule, f"{what or 'a request(n)'} within {_ms(timeout)}",
-                f"none came ({sub.describe()})", hint=hint,
+                f"none came ({sub.describe()})", hint=hint, setting="timeout",
             )
         return demand
 
@@ -376,7 +377,7 @@ class ManualPublisher:
         if not done:
             raise RuleViolation(rule or self.env.rule,
                                 f"{what or f'requests adding up to {total}'} within {_ms(timeout)}",
-                                seen)
+                                seen, setting="timeout")
 
     def expect_request(self, *, subscription: ManualSubscription | None = None,
                             timeout: float | None = None, rule: str | None = None,
@@ -393,7 +394,8 @@ class ManualPublisher:
             seen = sub.describe()
         if not done:
             raise RuleViolation(rule or self.env.rule,
-                                f"{what or 'a request(n)'} within {_ms(timeout)}", f"none came ({seen})")
+                                f"{what or 'a request(n)'} within {_ms(timeout)}", f"none came ({seen})",
+                                setting="timeout")
 
     def expect_cancel(self, *, subscription: ManualSubscription | None = None,
                       timeout: float | None = None, rule: str | None = None, what: str = "",
@@ -402,7 +404,7 @@ class ManualPublisher:
         timeout = self.env.settings.timeout if timeout is None else timeout
         if not self.wait_cancel(subscription=sub, timeout=timeout):
             raise RuleViolation(rule or self.env.rule, f"{what or 'cancel()'} within {_ms(timeout)}",
-                                f"no cancel() ({sub.describe()})", hint=hint)
+                                f"no cancel() ({sub.describe()})", hint=hint, setting="timeout")
 
     def wait_cancel(self, *, subscription: ManualSubscription | None = None,
                     timeout: float | None = None) -> bool:
