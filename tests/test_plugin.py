@@ -39,7 +39,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_only_tck_runs_without_test_paths(project: pytest.Pytester) -> None:
     result = project.runpytest(REF, FAILED)
-    result.assert_outcomes(passed=38, skipped=6)
+    result.assert_outcomes(passed=48, skipped=6)
     assert "user test ran" not in result.stdout.str()
 
 

@@ -52,6 +52,9 @@ GENERATOR_STREAM = {
     "required_spec109_must_issue_on_subscribe_for_non_null_subscriber": (("failed",), "3.15"),
     "required_spec306_after_subscription_is_cancelled_request_must_be_nops": (("failed",), "3.15"),
     "required_spec307_after_subscription_is_cancelled_additional_cancels_must_be_nops": (("failed",), "3.15"),
+    "required_spec109_must_issue_on_subscribe_to_a_later_subscriber_too": (("failed",), "3.15"),
+    "required_spec313_cancel_from_inside_on_next_must_make_the_publisher_drop_all_references": (("failed",), "3.13"),
+    "required_spec309_request_zero_from_inside_on_next_must_signal_value_error": (("failed",), "3.9"),
     "required_spec309_request_zero_must_signal_value_error": (("failed",), "3.9"),
     "required_spec309_request_negative_number_must_signal_value_error": (("failed",), "3.9"),
     "optional_spec309_request_negative_number_should_signal_value_error_with_explanation": (
@@ -68,6 +71,10 @@ OBSERVABLE = {
     "required_spec108_cancelled_subscription_must_eventually_stop_being_signalled": (("failed",), "1.8"),
     "required_spec109_subscribe_none_must_raise_type_error": (("failed",), "1.9"),
     "required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe": (("failed",), "3.2"),
+    "required_spec103_must_not_signal_while_on_subscribe_is_still_running": (("failed",), "3.16"),
+    "required_spec308_requests_made_inside_on_subscribe_must_add_up": (("failed",), "3.16"),
+    "required_spec313_cancel_from_inside_on_next_must_make_the_publisher_drop_all_references": (("failed",), "3.13"),
+    "required_spec309_request_zero_from_inside_on_next_must_signal_value_error": (("failed",), "3.9"),
     "required_spec309_request_zero_must_signal_value_error": (("failed",), "3.9"),
     "required_spec309_request_negative_number_must_signal_value_error": (("failed",), "3.9"),
     "optional_spec309_request_negative_number_should_signal_value_error_with_explanation": (
