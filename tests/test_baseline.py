@@ -48,7 +48,7 @@ def baseline(project: pytest.Pytester, text: str) -> str:
 
 def test_clean_run_with_an_empty_baseline_passes(project: pytest.Pytester) -> None:
     result = project.runpytest(REF, "--rs-rules=3.9,1.10", FAST, baseline(project, "# nothing known\n\n"))
-    result.assert_outcomes(passed=3, skipped=1)
+    result.assert_outcomes(passed=4, skipped=1)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["0 known deviation(s), 0 new failure(s), 0 stale entries"])
 
@@ -57,7 +57,7 @@ def test_listed_failures_are_known_deviations(project: pytest.Pytester) -> None:
     report = project.path / "results.json"
     result = project.runpytest(BROKEN, "--rs-rules=3.9", FAST, f"--rs-report-json={report}",
                                baseline(project, "3.9  # request(0) is ignored, see issue 12\n"))
-    result.assert_outcomes(xfailed=2, skipped=1)
+    result.assert_outcomes(xfailed=3, skipped=1)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
         "*3.9 * known deviation *2 required, 1 optional*",
@@ -74,7 +74,7 @@ def test_listed_failures_are_known_deviations(project: pytest.Pytester) -> None:
 
 def test_a_failure_not_listed_fails_the_run(project: pytest.Pytester) -> None:
     result = project.runpytest(BROKEN, "--rs-rules=3.9", FAST, baseline(project, f"publisher::{ZERO}\n"))
-    result.assert_outcomes(failed=1, xfailed=1, skipped=1)
+    result.assert_outcomes(failed=2, xfailed=1, skipped=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
         "1 known deviation(s), 1 new failure(s), 0 stale entries",
@@ -85,7 +85,7 @@ def test_a_failure_not_listed_fails_the_run(project: pytest.Pytester) -> None:
 def test_a_fixed_deviation_makes_its_entry_stale(project: pytest.Pytester) -> None:
     result = project.runpytest(REF, "--rs-rules=3.9,1.9", FAST,
                                baseline(project, "# known\n3.9\n1.1  # not run: no test of it selected\n"))
-    result.assert_outcomes(passed=6, skipped=1)
+    result.assert_outcomes(passed=8, skipped=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     path = project.path / "baseline.txt"
     result.stdout.fnmatch_lines([
@@ -98,7 +98,7 @@ def test_a_fixed_deviation_makes_its_entry_stale(project: pytest.Pytester) -> No
 def test_written_baseline_round_trips(project: pytest.Pytester) -> None:
     written = project.path / "written.txt"
     first = project.runpytest(BROKEN, "--rs-rules=3.9,1.2", FAST, f"--rs-baseline-write={written}")
-    first.assert_outcomes(failed=2, passed=1, skipped=1)
+    first.assert_outcomes(failed=3, passed=1, skipped=1)
     first.stdout.fnmatch_lines([f"rs-tck: wrote baseline {written} with 2 entries"])
     text = written.read_text()
     assert text.startswith("# Reactive Streams TCK baseline")
@@ -112,7 +112,7 @@ def test_written_baseline_round_trips(project: pytest.Pytester) -> None:
 
     again = project.runpytest(BROKEN, "--rs-rules=3.9,1.2", FAST, f"--rs-baseline={written}",
                               f"--rs-baseline-write={written}")
-    again.assert_outcomes(xfailed=2, passed=1, skipped=1)
+    again.assert_outcomes(xfailed=3, passed=1, skipped=1)
     assert again.ret == pytest.ExitCode.OK
     assert written.read_text() == text  # the same failures write the same file
 

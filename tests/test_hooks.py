@@ -56,9 +56,9 @@ def test_conftest_hooks_veto_report_and_finish(pytester: pytest.Pytester) -> Non
                 json.dump({"seen": SEEN, "total": document["summary"]["total"]}, out)
     ''')
     result = pytester.runpytest("--rs-publisher=rstck.reference:range_publisher", "--rs-rules=1.3,3.9")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     finished = json.loads((pytester.path / "finished.json").read_text())
-    assert finished["total"] == 3
+    assert finished["total"] == 4
     assert sorted(map(tuple, finished["seen"])) == [("3.9", "passed")] * 3
 
 
@@ -75,7 +75,7 @@ def test_conftest_found_during_collection_joins_the_hooks(pytester: pytest.Pytes
     '''))
     (sub / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
     result = pytester.runpytest("suite", "--rs-publisher=rstck.reference:range_publisher", "--rs-rules=3.9")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)
     lines = (pytester.path / "late.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)[1] for line in lines) == ["passed"] * 3
 
@@ -97,7 +97,7 @@ def test_entry_point_plugin_resolves_its_own_specs(pytester: pytest.Pytester) ->
     (dist / "entry_points.txt").write_text("[rstck]\nmyext = myext\n")
     pytester.syspathinsert()
     result = pytester.runpytest("--rs-publisher=ref:async_range_publisher", "--rs-rules=3.9")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["rs-tck: publisher ref:async_range_publisher*"])
 
 
@@ -145,7 +145,7 @@ def test_third_party_adapter_record_from_an_entry_point(pytester: pytest.Pyteste
     pytester.syspathinsert()
     result = pytester.runpytest("--rs-publisher=rstck.reference:range_publisher", "--rs-rules=3.9",
                                 "--rs-adapter=tagged")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     assert (pytester.path / "tagged.txt").read_text() == "RangePublisher"
     unknown = pytester.runpytest("--rs-publisher=rstck.reference:range_publisher", "--rs-adapter=kotlin")
     assert "available: camelcase, rsocket, tagged" in unknown.stderr.str()

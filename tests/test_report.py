@@ -132,7 +132,7 @@ def test_conformance_table_has_one_row_per_rule_with_verdicts(project: pytest.Py
     out = project.path / "report.html"
     result = project.runpytest(REF, FAILED, FAST, "--rs-rules=sanity,1.9,1.10,1.11,3.9", "--rs-max-subscribers=1",
                                f"--rs-report-html={out}")
-    result.assert_outcomes(passed=9, skipped=6)
+    result.assert_outcomes(passed=11, skipped=6)
     root = parse(out)
     assert root.find("head/title") is not None
     assert "rstck.reference:range_publisher" in text(root.find("head/title"))  # type: ignore[arg-type]
@@ -146,8 +146,8 @@ def test_conformance_table_has_one_row_per_rule_with_verdicts(project: pytest.Py
 
     one_nine = cells(rows["1.9"])[3]
     assert badge(one_nine) == "passed"
-    assert "4 tests: 4 passed" in text(one_nine)
-    assert len(one_nine.findall(".//li")) == 4  # the per-test breakdown
+    assert "5 tests: 5 passed" in text(one_nine)
+    assert len(one_nine.findall(".//li")) == 5  # the per-test breakdown
     untested = cells(rows["1.10"])[3]
     assert badge(untested) == "untested"
     assert "obligation on the caller" in text(untested)
@@ -177,13 +177,13 @@ def test_failures_show_expected_observed_and_trace_timeline(project: pytest.Pyte
     out = project.path / "report.html"
     result = project.runpytest("--rs-publisher=subjects:ignores_zero", "--rs-rules=3.9", FAST,
                                f"--rs-report-html={out}")
-    result.assert_outcomes(failed=2, skipped=1)
+    result.assert_outcomes(failed=3, skipped=1)
     root = parse(out)
     cell = cells(rule_rows(root)["3.9"])[3]
     assert badge(cell) == "failed"
-    assert "2 failed, 1 optional unsupported" in text(cell)
+    assert "3 failed, 1 optional unsupported" in text(cell)
     articles = [e for e in root.iter("article") if "failure" in (e.get("class") or "")]
-    assert len(articles) == 2
+    assert len(articles) == 3
     ids = {a.get("id") for a in articles}
     assert {a.get("href", "")[1:] for a in cell.iter("a") if a.get("href", "").startswith("#")} == ids
 
@@ -319,7 +319,7 @@ def test_report_command_renders_the_same_page_from_a_saved_file(project: pytest.
     results = project.path / "results.json"
     result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, "--rs-rules=3.9,1.4", FAST,
                                f"--rs-report-html={live}", f"--rs-report-json={results}")
-    result.assert_outcomes(passed=1, failed=2, skipped=1)
+    result.assert_outcomes(passed=2, failed=3, skipped=1)
     later = project.path / "later.html"
     proc = subprocess.run([sys.executable, "-m", "rstck_plugins", "report", str(results), "-o", str(later)],
                           capture_output=True, text=True, check=False)
@@ -360,7 +360,7 @@ def test_report_html_to_a_missing_directory_is_a_usage_error(project: pytest.Pyt
 def test_junit_xml_properties_on_failed_and_skipped_tests(project: pytest.Pytester) -> None:
     result = project.runpytest("--rs-publisher=subjects:ignores_zero", "--rs-rules=3.9,1.10", FAST,
                                "--junitxml=junit.xml")
-    result.assert_outcomes(failed=2, skipped=2)
+    result.assert_outcomes(failed=3, skipped=2)
     root = ET.parse(project.path / "junit.xml").getroot()
     seen = set()
     for case in root.iter("testcase"):
@@ -376,7 +376,7 @@ def test_junit_xml_properties_on_failed_and_skipped_tests(project: pytest.Pytest
 def test_terminal_summary_has_a_row_per_rule(project: pytest.Pytester) -> None:
     result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, "--rs-rules=sanity,3.9,1.4,1.10",
                                FAST)
-    result.assert_outcomes(passed=3, failed=2, skipped=2)
+    result.assert_outcomes(passed=4, failed=3, skipped=2)
     result.stdout.re_match_lines([
         r"=+ rs-tck conformance by rule =+",
         r"rule +keyword +publisher +tests",

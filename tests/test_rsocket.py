@@ -178,5 +178,5 @@ def test_runs_through_pytest_with_the_adapter(pytester: pytest.Pytester) -> None
         "--rs-publisher=tests.subjects.rsocket_subjects:stream_from_generator",
         "--rs-adapter=rsocket", "--rs-rules=3.9,3.13,1.2",
     )
-    result.assert_outcomes(failed=3, passed=1, skipped=1)
+    result.assert_outcomes(failed=5, passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*[[]rule 3.13[]] expected the cancelled subscriber to be garbage-collectable*"])
