@@ -193,6 +193,9 @@ class BaselinePlugin:
         self.lucky: list[Entry] = []
         self.known = 0
         self.written = 0
+        self.write_problem = ""
+        self.interrupted: str | None = None
+        self.not_run: int | None = None
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -212,6 +215,12 @@ class BaselinePlugin:
         if hasattr(session.config, "workerinput"):
             return
         results = self.state.results
+        self.interrupted = self.state.interruption(session)
+        if self.interrupted:
+            self.not_run = self.state.not_run(session)
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
         if self.baseline is not None:
             self.stale = stale(self.baseline, results)
             self.unmatched = unmatched(self.baseline, results)
@@ -221,12 +230,23 @@ class BaselinePlugin:
         if self.write_path is not None:
             text = render(results, self.state.labels())
             tmp = self.write_path.with_name(self.write_path.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(self.write_path)
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                tmp.replace(self.write_path)
+            except OSError as exc:
+                self.write_problem = exc.strerror or str(exc)
             self.written = sum(1 for r in results if r.outcome in _FAILING)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
+        if self.interrupted:
+            missing = f"{self.not_run} test(s) not run, " if self.not_run else ""
+            refused = " and ".join(
+                what for what, given in (("gated", self.baseline), ("written", self.write_path)) if given
+            )
+            tr.write_line(f"rs-tck baseline: not {refused}: the run was {self.interrupted} ({missing}"
+                          "a partial run proves nothing about the missing tests); rerun it to the end", red=True)
+            return
         if self.baseline is not None:
             new = sum(1 for r in self.state.results if r.outcome in _FAILING and r.baseline != "known")
             tr.write_sep("-", f"rs-tck baseline {self.baseline.path}")
@@ -242,7 +262,9 @@ class BaselinePlugin:
                               "counted as stale; remove it once the race is fixed)", yellow=True)
             for entry in self.unmatched:
                 tr.write_line(f"not run: {self.baseline.where(entry)}: {entry.text} matched no test of this run")
-        if self.write_path is not None:
+        if self.write_path is not None and self.write_problem:
+            tr.write_line(f"rs-tck: baseline not written: {self.write_path}: {self.write_problem}", red=True)
+        elif self.write_path is not None:
             tr.write_line(f"rs-tck: wrote baseline {self.write_path} with {self.written} entr"
                           f"{'y' if self.written == 1 else 'ies'}")
 

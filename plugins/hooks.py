@@ -27,17 +27,45 @@ class Builtins:
         return default_resolve(spec, role)
 
 
-class JsonReportWriter:
-    """``--rs-report-json``: writes the results document, atomically, when the run ends."""
+class ReportFile:
+    """A file written from the results document when the run ends, atomically.
+
+    A failure to write is kept, not raised: the run's verdicts and its terminal summary must
+    survive a full disk or a vanished directory, which then cost one "not written" line.
+    """
+
+    #: How the terminal names the file ("results file", "HTML report").
+    kind = "report"
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        #: None until the run ends; then "" when written, else why it was not.
+        self.problem: str | None = None
+
+    def render(self, document: dict[str, Any]) -> str:
+        raise NotImplementedError
 
     @hookimpl
     def rstck_run_finished(self, document: dict[str, Any]) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(self.path)
+        try:
+            tmp.write_text(self.render(document), encoding="utf-8")
+            tmp.replace(self.path)
+        except OSError as exc:
+            self.problem = exc.strerror or str(exc)
+        except Exception as exc:
+            self.problem = f"{type(exc).__name__}: {exc}"
+        else:
+            self.problem = ""
+
+
+class JsonReportWriter(ReportFile):
+    """``--rs-report-json``: the results document (schema ``rs-tck-results/1``)."""
+
+    kind = "results file"
+
+    def render(self, document: dict[str, Any]) -> str:
+        return json.dumps(document, indent=2) + "\n"
 
 
 class RstckPluginManager(pluggy.PluginManager):

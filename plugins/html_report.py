@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import html
 import math
-import os
 import re
+import tempfile
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +28,7 @@ from rstck.rules import RULES
 from rstck.rules import SPEC_URL
 from rstck.rules import Rule
 
-from .hooks import hookimpl
+from .hooks import ReportFile
 
 if TYPE_CHECKING:
     import pytest
@@ -617,6 +617,12 @@ def render(doc: Mapping[str, Any]) -> str:
     else:
         banner = ('<div class="banner ok">No failures<small>Every verification that ran passed, or does not '
                   "apply; the table shows optional behaviour and untested rules.</small></div>")
+    if doc.get("interrupted"):
+        not_run = doc.get("not_run")
+        missing = f"{not_run} selected test(s) did not run. " if isinstance(not_run, int) else ""
+        banner = (f'<div class="banner bad" id="interrupted">Incomplete run: '
+                  f'{_esc(doc.get("interrupted_reason") or "interrupted")}<small>{missing}This report shows only '
+                  "the tests that ran; a rule without a verdict here was not verified.</small></div>" + banner)
 
     duration = sum(r.duration_s for r in results)
     cards = [f'<div class="card"><b>{len(results)}</b><span>tests, {duration:.2f} s</span></div>']
@@ -699,14 +705,21 @@ def write(path: Path, doc: Mapping[str, Any]) -> None:
 
 
 def check_writable(option: str, path: Path) -> str | None:
-    """Why ``path`` cannot be written (for a usage error before any test runs), or None."""
+    """Why ``path`` cannot be written (for a usage error before any test runs), or None.
+
+    Permission bits do not tell (root ignores them; read-only mounts, ``/sys`` or a network
+    file system refuse anyway), so a file is actually created and removed in the directory.
+    """
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         return f"{option}={path}: is a directory; give a file path"
     if not parent.is_dir():
         return f"{option}={path}: directory {parent} does not exist"
-    if not os.access(parent, os.W_OK):
-        return f"{option}={path}: directory {parent} is not writable"
+    try:
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".rs-tck-", suffix=".probe"):
+            pass
+    except OSError as exc:
+        return f"{option}={path}: directory {parent} is not writable ({exc.strerror or exc})"
     return None
 
 
@@ -715,15 +728,13 @@ def add_options(group: pytest.OptionGroup) -> None:
                     help="Write a self-contained HTML report (conformance table, failures, signal traces) to PATH")
 
 
-class HtmlReportWriter:
+class HtmlReportWriter(ReportFile):
     """``--rs-report-html``: renders the results document when the run ends (an ``rstck`` hook)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    kind = "HTML report"
 
-    @hookimpl
-    def rstck_run_finished(self, document: dict[str, Any]) -> None:
-        write(self.path, document)
+    def render(self, document: dict[str, Any]) -> str:
+        return render(document)
 
 
 def configure(config: pytest.Config, state: RsTckState) -> None:

@@ -38,6 +38,7 @@ from . import html_report
 from . import terminal
 from . import threads as rs_threads
 from .hooks import JsonReportWriter
+from .hooks import ReportFile
 from .hooks import defines_hooks
 from .hooks import make_manager
 
@@ -189,6 +190,13 @@ class RsTckState:
         self.skip_rules = skip_rules
         self.report_json = report_json
         self.results: list[TestResult] = []
+        #: Node ids of the tests that reached a verdict, to count those that never ran.
+        self.reported: set[str] = set()
+        #: Why the run ended early, if it did (see ``interruption``); None when complete.
+        self.interrupted: str | None = None
+        self.not_run_count: int | None = None
+        #: Problems of end-of-run hooks other than the report files, one line each.
+        self.finish_problems: list[str] = []
 
     @property
     def active(self) -> bool:
@@ -209,17 +217,48 @@ class RsTckState:
         return out
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.reported.add(report.nodeid)
         data = getattr(report, "rs_tck_result", None)
         if data is not None:
             result = TestResult.from_json(data)
             self.results.append(result)
             self.hooks.hook.rstck_result(result=result)
 
+    def not_run(self, session: pytest.Session) -> int | None:
+        """How many selected TCK tests never reported; None when unknown (xdist's controller)."""
+        items = {i.nodeid for i in session.items if isinstance(i, RsTckItem)}
+        return len(items - self.reported) if items else None
+
+    def interruption(self, session: pytest.Session) -> str | None:
+        """Why the run stopped before every test ran (Ctrl-C, ``-x``), or None."""
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            return "interrupted (KeyboardInterrupt)"
+        reason = session.shouldstop or session.shouldfail
+        if reason:
+            return reason if isinstance(reason, str) else "stopped early"
+        return None
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(session.config, "workerinput") or not self.active:
             return
+        self.interrupted = self.interruption(session)
         data = document(self.results, subjects=self.labels(), settings=self.settings.to_json())
-        self.hooks.hook.rstck_run_finished(document=data)
+        if self.interrupted:
+            data["interrupted"] = True
+            data["interrupted_reason"] = self.interrupted
+            self.not_run_count = not_run = self.not_run(session)
+            if not_run is not None:
+                data["not_run"] = not_run
+        try:
+            self.hooks.hook.rstck_run_finished(document=data)
+        except Exception as exc:
+            self.finish_problems.append(f"an rstck_run_finished hook raised {type(exc).__name__}: {exc}")
+
+    def report_files(self) -> list[ReportFile]:
+        """The report files of the run, the results file first."""
+        files = [p for p in self.hooks.get_plugins() if isinstance(p, ReportFile)]
+        return sorted(files, key=lambda p: (not isinstance(p, JsonReportWriter), str(p.path)))
 
 
 def resolve_settings(config: pytest.Config) -> Settings:

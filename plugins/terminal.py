@@ -139,12 +139,32 @@ class TerminalSummary:
         self.state = state
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if not self.state.active or not self.state.results:
+        if not self.state.active:
             return
         tr = terminalreporter
-        tr.write_sep("=", "rs-tck conformance by rule")
-        for text, colour in table(self.state.results):
+        if self.state.results:
+            tr.write_sep("=", "rs-tck conformance by rule")
+            for text, colour in table(self.state.results):
+                tr.write_line(text, **({colour: True} if colour else {}))
+        for text, colour in files_and_problems(self.state):
             tr.write_line(text, **({colour: True} if colour else {}))
+
+
+def files_and_problems(state: RsTckState) -> list[tuple[str, str]]:
+    """Whether the run was complete, and where each report went or why it did not."""
+    out: list[tuple[str, str]] = []
+    if state.interrupted:
+        not_run = state.not_run_count
+        missing = f", {not_run} test(s) not run" if not_run else ""
+        out.append(((f"rs-tck: INCOMPLETE run: {state.interrupted}{missing}; the results file and the "
+                    "HTML report say so"), "red"))
+    for report in state.report_files():
+        if report.problem == "":
+            out.append((f"rs-tck: {report.kind} written to {report.path}", ""))
+        elif report.problem is not None:
+            out.append((f"rs-tck: {report.kind} not written: {report.path}: {report.problem}", "red"))
+    out += [(f"rs-tck: {problem}", "red") for problem in state.finish_problems]
+    return out
 
 
 def configure(config: pytest.Config, state: RsTckState) -> None:

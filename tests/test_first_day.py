@@ -1,0 +1,146 @@
+"""What a new user meets on a first day: report paths, interrupted runs, finding things, habits.
+
+Each test runs real pytest sessions (pytester) the way a user would type them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import html5lib
+import jsonschema
+import pytest
+from rstck.results import load
+
+REF = "--rs-publisher=rstck.reference:range_publisher"
+FAILED = "--rs-failed-publisher=rstck.reference:failed_publisher"
+
+SUBJECTS = '''
+from tests.broken.publishers import IgnoresRequestZero
+from tests.broken.publishers import factory
+
+ignores_zero = factory(IgnoresRequestZero)
+'''
+
+#: Stops the run with Ctrl-C's exception while the second TCK test runs.
+CTRL_C_AT_SECOND_TEST = '''
+import pytest
+
+calls = []
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    calls.append(item.nodeid)
+    if len(calls) == 2:
+        raise KeyboardInterrupt
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(subjects=SUBJECTS)
+    pytester.syspathinsert()
+    return pytester
+
+
+def _schema() -> dict[str, object]:
+    from importlib import resources
+
+    text = resources.files("rstck").joinpath("schemas/rs-tck-results-1.schema.json").read_text()
+    return dict(json.loads(text))
+
+
+# -- 1. report paths ---------------------------------------------------------------------------
+
+
+def test_a_directory_that_refuses_writes_is_a_usage_error_before_any_test(project: pytest.Pytester) -> None:
+    """``/sys`` passes ``os.access(W_OK)`` for root, yet refuses to create a file: only trying tells."""
+    unwritable = Path("/sys/rs-tck-report.html")
+    assert not unwritable.exists()
+    result = project.runpytest(REF, FAILED, f"--rs-report-html={unwritable}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--rs-report-html=/sys/rs-tck-report.html: directory /sys is not writable*"])
+    assert "passed" not in result.stdout.str()
+
+
+def test_a_report_that_cannot_be_written_at_the_end_costs_one_line(project: pytest.Pytester) -> None:
+    """The folder disappears during the run: the verdicts, the table and the exit code survive."""
+    out = project.mkdir("out")
+    project.makeconftest(
+        "import shutil\n"
+        "def pytest_runtest_teardown(item):\n"
+        f"    shutil.rmtree({str(out)!r}, ignore_errors=True)\n"
+    )
+    result = project.runpytest(REF, FAILED, "--rs-rules=3.9", f"--rs-report-html={out}/r.html",
+                               f"--rs-report-json={out}/r.json")
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, text
+    result.assert_outcomes(passed=3)
+    assert "Traceback" not in text
+    assert "INTERNALERROR" not in text
+    result.stdout.fnmatch_lines([
+        "*rs-tck conformance by rule*",
+        "3.9 *passed*",
+        f"rs-tck: results file not written: {out}/r.json: No such file or directory",
+        f"rs-tck: HTML report not written: {out}/r.html: No such file or directory",
+    ])
+
+
+def test_each_report_says_where_it_was_written(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, FAILED, "--rs-rules=3.9", "--rs-report-html=r.html", "--rs-report-json=r.json")
+    result.stdout.fnmatch_lines(["rs-tck: results file written to r.json", "rs-tck: HTML report written to r.html"])
+    assert (project.path / "r.html").is_file()
+    assert (project.path / "r.json").is_file()
+
+
+# -- 3. interrupted runs ------------------------------------------------------------------------
+
+
+def test_an_interrupted_run_marks_its_results_file_and_report(project: pytest.Pytester) -> None:
+    project.makeconftest(CTRL_C_AT_SECOND_TEST)
+    result = project.runpytest(REF, FAILED, "--rs-rules=3.9", "--rs-report-json=r.json", "--rs-report-html=r.html",
+                               no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["rs-tck: INCOMPLETE run: interrupted (KeyboardInterrupt), 2 test(s) not run*"])
+    data = json.loads((project.path / "r.json").read_text())
+    jsonschema.validate(data, _schema())
+    assert data["interrupted"] is True
+    assert data["not_run"] == 2
+    assert data["summary"]["total"] == 1
+    page = html5lib.parse((project.path / "r.html").read_text(), namespaceHTMLElements=False)
+    banner = page.find(".//div[@id='interrupted']")
+    assert banner is not None
+    assert "Incomplete run: interrupted (KeyboardInterrupt)" in "".join(banner.itertext())
+    assert "2 selected test(s) did not run" in "".join(banner.itertext())
+
+
+def test_a_complete_run_has_no_interrupted_mark(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, FAILED, "--rs-rules=3.9", "--rs-report-json=r.json", "--rs-report-html=r.html")
+    assert result.ret == pytest.ExitCode.OK
+    data, _ = load(project.path / "r.json")
+    assert "interrupted" not in data
+    assert "not_run" not in data
+    assert "INCOMPLETE" not in result.stdout.str()
+    assert 'id="interrupted"' not in (project.path / "r.html").read_text()
+
+
+def test_a_run_stopped_by_maxfail_is_marked_too(project: pytest.Pytester) -> None:
+    result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, "-x", "--rs-report-json=r.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    data = json.loads((project.path / "r.json").read_text())
+    assert data["interrupted"] is True
+    assert data["interrupted_reason"].startswith("stopping after 1 failure")
+    assert data["not_run"] > 0
+
+
+def test_the_baseline_gate_refuses_an_interrupted_run(project: pytest.Pytester) -> None:
+    project.makeconftest(CTRL_C_AT_SECOND_TEST)
+    project.path.joinpath("baseline.txt").write_text("3.9\n")
+    result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, "--rs-rules=3.9",
+                               "--rs-baseline=baseline.txt", "--rs-baseline-write=new.txt", no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([("rs-tck baseline: not gated and written: the run was interrupted "
+                                 "(KeyboardInterrupt) (2 test(s) not run, *")])
+    assert "stale" not in result.stdout.str()
+    assert not (project.path / "new.txt").exists()
