@@ -144,3 +144,65 @@ def test_the_baseline_gate_refuses_an_interrupted_run(project: pytest.Pytester) 
                                  "(KeyboardInterrupt) (2 test(s) not run, *")])
     assert "stale" not in result.stdout.str()
     assert not (project.path / "new.txt").exists()
+
+
+# -- 8. leaked non-daemon threads on every supported interpreter ---------------------------------
+
+THREADS_PY = Path(__file__).resolve().parent.parent / "plugins" / "threads.py"
+
+#: 148 non-daemon threads sleeping 20 s, started after the snapshot, as a leaky thread pool would.
+LEAKER = '''
+import importlib.util, sys, threading, time
+spec = importlib.util.spec_from_file_location("rs_threads", sys.argv[1])
+threads = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(threads)
+def finish():
+    time.sleep(1)
+    print("finishes: done", flush=True)
+threading.Thread(target=finish, name="finishes", daemon=False).start()
+before = threads.snapshot()
+for i in range(148):
+    threading.Thread(target=time.sleep, args=(20,), name="rs-worker", daemon=False).start()
+threading.Thread(target=time.sleep, args=(20,), name="leaked-by-subscribe", daemon=False).start()
+threads.release_leaked(before, print)
+'''
+
+
+def _interpreters() -> list[pytest.param]:  # type: ignore[valid-type]
+    import shutil
+    import subprocess
+    import sys
+
+    out = [pytest.param(sys.executable, id=f"{sys.version_info.major}.{sys.version_info.minor}")]
+    for version in ("3.11", "3.12", "3.13"):
+        if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+            continue
+        candidates = [shutil.which(f"python{version}") or ""]
+        candidates += sorted(str(p) for p in Path.home().glob(f".pyenv/versions/{version}*/bin/python{version}"))
+        found = next((c for c in candidates if c and subprocess.run(
+            [c, "-c", ""], capture_output=True, check=False).returncode == 0), None)
+        marks = [] if found else [pytest.mark.skip(reason=f"no python{version} on this machine")]
+        out.append(pytest.param(found or f"python{version}", id=version, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("python", _interpreters())
+def test_leaked_non_daemon_threads_never_hold_the_exit(python: str, tmp_path: Path) -> None:
+    """CPython 3.13 waits for non-daemon threads in C; released ones must not delay exit there either.
+
+    A non-daemon thread that was running before the snapshot is not the subject's: exit waits for it.
+    """
+    import subprocess
+    import time
+
+    script = tmp_path / "leaker.py"
+    script.write_text(LEAKER)
+    start = time.monotonic()
+    proc = subprocess.run([python, str(script), str(THREADS_PY)], capture_output=True, text=True, timeout=60,
+                          check=False)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    assert elapsed < 10, f"exit waited {elapsed:.1f} s for the leaked threads"
+    assert ("rs-tck: WARNING 149 non-daemon thread(s) started during the run are still alive: rs-worker x148, "
+            "leaked-by-subscribe; the process exits without waiting for them") in proc.stdout
+    assert "finishes: done" in proc.stdout, "a thread that was not released must still be waited for"
