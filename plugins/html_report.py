@@ -423,6 +423,24 @@ def _kv_table(caption: str, rows: Iterable[tuple[str, str]]) -> str:
     return f'<section><h3>{_esc(caption)}</h3><table class="kv">{body or "<tr><td>none</td></tr>"}</table></section>'
 
 
+def race_count(results: Iterable[TestResult]) -> str:
+    """``race shown in 2 of 100 iterations`` for repeated race hunts; "" for other tests.
+
+    One green run of a race hunt is weak evidence; the count says how much was tried.
+    """
+    counted = [r.iterations for r in results if r.iterations]
+    if not counted:
+        return ""
+    ran = sum(c.get("ran", 0) for c in counted)
+    showed = sum(c.get("showed", 0) for c in counted)
+    return f"race shown in {showed} of {ran} iteration{'' if ran == 1 else 's'}"
+
+
+def _race_note(results: Iterable[TestResult]) -> str:
+    text = race_count(results)
+    return f'<div class="reason iterations">{_esc(text)}</div>' if text else ""
+
+
 def _test_item(r: TestResult, anchors: Mapping[int, str], show_reason: bool) -> str:
     verdict = _verdict(r)
     name = f'<span class="name">{_esc(r.test)}</span>'
@@ -433,7 +451,7 @@ def _test_item(r: TestResult, anchors: Mapping[int, str], show_reason: bool) -> 
         cls = "reason fail" if _is_failure(r) else "reason"
         reason = f'<div class="{cls}">{_esc(_reason(r))}</div>'
     return (f'<li><span class="lvl">{_esc(r.level)}</span>{_badge(verdict, r.baseline == "known")} {name} '
-            f'<span class="muted">{r.duration_s * 1000:.0f} ms</span>{reason}</li>')
+            f'<span class="muted">{r.duration_s * 1000:.0f} ms</span>{reason}{_race_note([r])}</li>')
 
 
 def _cited_note(elsewhere: list[TestResult], anchors: Mapping[int, str]) -> str:
@@ -478,6 +496,7 @@ def _cell(results: list[TestResult], covered: bool, anchors: Mapping[int, str], 
             cls = "reason fail" if _is_failure(r) else "reason"
             parts.append(f'<div class="{cls}">{_esc(_reason(r))}</div>')
         parts.append(f'<div class="reason mono">{name}</div>')
+        parts.append(_race_note(results))
     else:
         parts.append(f' <span class="muted">{len(results)} tests: {_esc(_counts_text(results))}</span>')
         parts.append('<ul class="tests">' + "".join(_test_item(r, anchors, True) for r in results) + "</ul>")
@@ -528,6 +547,8 @@ def _failure_article(r: TestResult, anchor: str) -> str:
         facts.append(("problem", "observed", _esc(parsed.headline)))
     if parsed.hint:
         facts.append(("check", "", _esc(parsed.hint)))
+    if r.iterations:
+        facts.append(("iterations", "", _esc(race_count([r]))))
     if known:
         facts.append(("baseline", "", "a known deviation, listed in the baseline: it does not fail the run"))
     dl = "".join(f'<dt>{_esc(k)}</dt><dd class="{cls}">{v}</dd>' for k, cls, v in facts)

@@ -327,6 +327,12 @@ def pytest_configure(config: pytest.Config) -> None:
         if problem:
             raise pytest.UsageError(problem)
         hooks.register(JsonReportWriter(report_path), "rs-tck-json-report")
+    count = getattr(config.option, "count", None)  # pytest-repeat's option, when installed
+    if subjects and isinstance(count, int) and count > 1:
+        raise pytest.UsageError(
+            f"--count={count} (pytest-repeat) does not repeat the TCK's verifications: hunt a race with "
+            "--rs-stochastic-iterations=N, or rerun the command in a loop (docs/ci.md, gating a release on races)"
+        )
     state = RsTckState(subjects, settings, rules, skip_rules, report_path, hooks)
     config.stash[state_key] = state
     config.stash[threads_key] = rs_threads.snapshot()

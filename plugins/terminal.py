@@ -18,6 +18,7 @@ from rstck.rules import RULES
 from .html_report import LABELS
 from .html_report import SEVERITY
 from .html_report import cited_rule
+from .html_report import race_count
 
 if TYPE_CHECKING:
     from .pytest_plugin import RsTckState
@@ -52,6 +53,9 @@ def _cell(results: list[TestResult]) -> tuple[str, str, str]:
     tests = _counts((r.level for r in results), ("required", "optional", "stochastic", "untested"))
     if len({_verdict(r) for r in results}) > 1:
         tests += ": " + _counts((_verdict(r) for r in results), SEVERITY)
+    races = race_count(results)
+    if races:
+        tests += f"; {races}"
     colour = {"passed": "green", "failed": "red", "error": "red", "optional_unsupported": "yellow"}.get(worst, "")
     return verdict, tests, "yellow" if known else colour
 

@@ -206,3 +206,109 @@ def test_leaked_non_daemon_threads_never_hold_the_exit(python: str, tmp_path: Pa
     assert ("rs-tck: WARNING 149 non-daemon thread(s) started during the run are still alive: rs-worker x148, "
             "leaked-by-subscribe; the process exits without waiting for them") in proc.stdout
     assert "finishes: done" in proc.stdout, "a thread that was not released must still be waited for"
+
+
+# -- 2. stochastic rules: how much was tried, and what overlapped -------------------------------
+
+POOLED = '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+def pooled(n):
+    """Emits on a one-thread pool as soon as demand arrives, even from inside on_subscribe."""
+    class Publisher:
+        def subscribe(self, subscriber):
+            if subscriber is None:
+                raise TypeError("subscriber is None")
+            pool = ThreadPoolExecutor(1, thread_name_prefix="pool")
+            lock = threading.Lock()
+            state = {"sent": 0, "demand": 0, "done": False}
+            started = threading.Event()
+
+            def emit():
+                while True:
+                    with lock:
+                        if state["done"] or state["demand"] == 0 or state["sent"] >= n:
+                            return
+                        state["demand"] -= 1
+                        state["sent"] += 1
+                        i = state["sent"]
+                    started.set()
+                    subscriber.on_next(i)
+                    if i == n:
+                        with lock:
+                            state["done"] = True
+                        subscriber.on_complete()
+
+            class Subscription:
+                def request(self, k):
+                    with lock:
+                        state["demand"] += k
+                    pool.submit(emit)
+                    started.wait(0.05)
+
+                def cancel(self):
+                    with lock:
+                        state["done"] = True
+
+            subscriber.on_subscribe(Subscription())
+    return Publisher()
+'''
+
+
+def test_the_1_3_failure_names_both_overlapping_methods_and_the_race_count(project: pytest.Pytester) -> None:
+    project.makepyfile(pooled=POOLED)
+    result = project.runpytest("--rs-publisher=pooled:pooled", "--rs-rules=1.3", "--rs-report-json=r.json",
+                               "--rs-report-html=r.html")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*on_next entered on thread pool_0 while on_subscribe was running on thread *, in the same subscriber*",
+    ])
+    result.stdout.re_match_lines([r"1\.3 +MUST +FAILED +1 stochastic; race shown in 1 of \d+ iterations?$"])
+    _, results = load(project.path / "r.json")
+    (race,) = (r for r in results if r.rule == "1.3")
+    assert race.iterations is not None
+    assert race.iterations["showed"] == 1
+    text = (project.path / "r.html").read_text()
+    assert f"race shown in 1 of {race.iterations['ran']} iteration" in text
+
+
+def test_a_passing_race_hunt_says_how_many_iterations_it_tried(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, "--rs-rules=1.3", "--rs-stochastic-iterations=7")
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines([r"1\.3 +MUST +passed +1 stochastic; race shown in 0 of 7 iterations$"])
+
+
+# -- 7. habits from other pytest plugins ---------------------------------------------------------
+
+
+def test_pytest_repeat_count_is_refused_with_the_kits_own_ways(project: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_repeat")
+    result = project.runpytest(REF, FAILED, "--count=50", "-p", "repeat")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "*--count=50 (pytest-repeat) does not repeat the TCK's verifications: hunt a race with "
+        "--rs-stochastic-iterations=N, or rerun the command in a loop*",
+    ])
+    assert "passed" not in result.stdout.str()
+
+
+def test_pytest_repeat_without_a_count_changes_nothing(project: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_repeat")
+    result = project.runpytest(REF, FAILED, "--rs-rules=3.9", "-p", "repeat")
+    result.assert_outcomes(passed=3)
+
+
+def test_xdist_runs_and_reports_like_a_single_process(project: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    result = project.runpytest(REF, FAILED, "-n", "2", "-p", "xdist", "--rs-report-json=r.json",
+                               "--rs-report-html=r.html")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.assert_outcomes(passed=38, skipped=6)
+    result.stdout.fnmatch_lines(["*rs-tck conformance by rule*", "1.1 *MUST *passed*",
+                                 "rs-tck: results file written to r.json", "rs-tck: HTML report written to r.html"])
+    data, results = load(project.path / "r.json")
+    assert len(results) == 44
+    assert len({(r.verification, r.test) for r in results}) == 44
+    assert "interrupted" not in data
+    assert data["summary"]["passed"] == 38
