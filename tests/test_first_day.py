@@ -287,8 +287,8 @@ def test_pytest_repeat_count_is_refused_with_the_kits_own_ways(project: pytest.P
     result = project.runpytest(REF, FAILED, "--count=50", "-p", "repeat")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
-        "*--count=50 (pytest-repeat) does not repeat the TCK's verifications: hunt a race with "
-        "--rs-stochastic-iterations=N, or rerun the command in a loop*",
+        ("*--count=50 (pytest-repeat) does not repeat the TCK's verifications: hunt a race with "
+        "--rs-stochastic-iterations=N, or rerun the command in a loop*"),
     ])
     assert "passed" not in result.stdout.str()
 
