@@ -182,8 +182,11 @@ class RsTckState:
     """
 
     def __init__(self, subjects: dict[str, Any], settings: Settings, rules: list[str],
-                 skip_rules: list[str], report_json: Path | None, hooks: pluggy.PluginManager) -> None:
+                 skip_rules: list[str], report_json: Path | None, hooks: pluggy.PluginManager,
+                 failed_specs: dict[str, str] | None = None) -> None:
         self.hooks = hooks
+        #: The MODULE:ATTR given for each verification's failed publisher, its label.
+        self.failed_specs = failed_specs or {}
         self.subjects = subjects
         self.settings = settings
         self.rules = rules
@@ -213,7 +216,7 @@ class RsTckState:
             out[verification] = str(getattr(subject, "label", subject))
             failed = getattr(subject, "failed_factory", None)
             if failed is not None:
-                out["failed_" + verification] = getattr(failed, "__qualname__", repr(failed))
+                out["failed_" + verification] = self.failed_specs.get(verification) or _qualified(failed)
         return out
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -259,6 +262,15 @@ class RsTckState:
         """The report files of the run, the results file first."""
         files = [p for p in self.hooks.get_plugins() if isinstance(p, ReportFile)]
         return sorted(files, key=lambda p: (not isinstance(p, JsonReportWriter), str(p.path)))
+
+
+def _qualified(obj: object) -> str:
+    """``module:qualname`` of a factory, as a user would name it on the command line."""
+    name = getattr(obj, "__qualname__", None)
+    module = getattr(obj, "__module__", None)
+    if not name:
+        return repr(obj)
+    return f"{module}:{name}" if module else str(name)
 
 
 def resolve_settings(config: pytest.Config) -> Settings:
@@ -333,12 +345,30 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--count={count} (pytest-repeat) does not repeat the TCK's verifications: hunt a race with "
             "--rs-stochastic-iterations=N, or rerun the command in a loop (docs/ci.md, gating a release on races)"
         )
-    state = RsTckState(subjects, settings, rules, skip_rules, report_path, hooks)
+    failed_spec = config.getoption("rs_failed_publisher")
+    state = RsTckState(subjects, settings, rules, skip_rules, report_path, hooks,
+                       failed_specs={"publisher": failed_spec} if failed_spec else None)
     config.stash[state_key] = state
     config.stash[threads_key] = rs_threads.snapshot()
     config.pluginmanager.register(state, "rs-tck-state")
+    if subjects:
+        _show_skip_reasons(config)
     for reporting in (html_report, rs_baseline, terminal):
         reporting.configure(config, state)
+
+
+def _show_skip_reasons(config: pytest.Config) -> None:
+    """Untested and not-applicable rules are verdicts: list their reasons as ``-rs`` would.
+
+    Unless the user chose what to list with ``-r`` letters that include ``N`` (none) or ``s``.
+    """
+    chars = str(getattr(config.option, "reportchars", "") or "")
+    if any(c in chars for c in "sNaA"):
+        return
+    config.option.reportchars = chars + "s"
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None and "s" not in tr.reportchars:
+        tr.reportchars += "s"
 
 
 def _resolver(config: pytest.Config, hooks: pluggy.PluginManager) -> Callable[[str, str], Any]:
@@ -386,7 +416,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if state is None or not state.active:
         return None
     s = state.settings
-    subjects = ", ".join(f"{k} {v}" for k, v in state.labels().items())
+    subjects = ", ".join(f"{role.replace('_', ' ')} {label}" for role, label in state.labels().items())
     return [
         f"rs-tck: {subjects}",
         (
@@ -505,6 +535,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         result = item.stash.get(result_key, None)
         if result is not None:
             report.rs_tck_result = result.to_json()
+        if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            # pytest places a skip where pytest.skip was called (this module); the reader
+            # wants the rule's test: its node id, which carries the rule, in place of a path.
+            where = item.config.invocation_params.dir / item.nodeid
+            report.longrepr = (str(where), None, report.longrepr[2])
     return report
 
 

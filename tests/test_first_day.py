@@ -312,3 +312,174 @@ def test_xdist_runs_and_reports_like_a_single_process(project: pytest.Pytester) 
     assert len({(r.verification, r.test) for r in results}) == 44
     assert "interrupted" not in data
     assert data["summary"]["passed"] == 38
+
+
+# -- 5. finding things ---------------------------------------------------------------------------
+
+
+def test_skip_reasons_are_shown_without_minus_r_and_point_at_the_rule(project: pytest.Pytester) -> None:
+    """Outside the repository there is no ``-ra`` in an ini file: the plugin lists the reasons itself."""
+    result = project.runpytest(REF, FAILED, "--rs-rules=1.10,3.4")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines([
+        "SKIPPED [[]1[]] publisher::untested_spec110_*[[]1.10[]]: untested: *",
+        "SKIPPED [[]1[]] publisher::untested_spec304_*[[]3.4[]]: untested: *",
+    ])
+    assert "pytest_plugin.py" not in result.stdout.str()
+
+
+def test_minus_r_n_still_silences_the_skip_reasons(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, FAILED, "--rs-rules=1.10", "-rN")
+    result.assert_outcomes(skipped=1)
+    assert "SKIPPED [1]" not in result.stdout.str()
+
+
+def test_the_header_names_each_subject_once(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, FAILED, "--rs-rules=3.9", "--rs-report-json=r.json")
+    result.stdout.fnmatch_lines([
+        "rs-tck: publisher rstck.reference:range_publisher, failed publisher rstck.reference:failed_publisher",
+    ])
+    assert "failed_publisher failed_publisher" not in result.stdout.str()
+    data, _ = load(project.path / "r.json")
+    assert data["subjects"]["failed_publisher"] == "rstck.reference:failed_publisher"
+
+
+SINKS = '''
+def _process(element):
+    raise RuntimeError(f"cannot process {element!r}")
+
+
+class Raising:
+    def on_subscribe(self, subscription):
+        if subscription is None:
+            raise TypeError("subscription is None")
+        subscription.request(1)
+
+    def on_next(self, element):
+        if element is None:
+            raise TypeError("element is None")
+        _process(element)
+
+    def on_error(self, exc):
+        if exc is None:
+            raise TypeError("exc is None")
+
+    def on_complete(self):
+        pass
+
+
+def raising():
+    return Raising()
+'''
+
+
+def test_a_subscriber_failure_shows_the_frames_of_the_users_module(project: pytest.Pytester) -> None:
+    project.makepyfile(sinks=SINKS)
+    result = project.runpytest("--rs-subscriber=sinks:raising", "--rs-rules=2.1")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*observed it raised RuntimeError*",
+        "  raised at (most recent call last):",
+        '    File "*sinks.py", line 14, in on_next',
+        "      _process(element)",
+        '    File "*sinks.py", line 2, in _process',
+        '      raise RuntimeError(f"cannot process {element!r}")',
+    ])
+    out = result.stdout.str()
+    assert "manual.py" not in out
+    assert "environment.py" not in out
+
+
+def test_the_readme_shows_how_to_render_a_report_later() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert "python -m rstck_plugins report rs-tck-results.json" in readme
+
+
+# -- 4. and 6. installing: lean for users, complete for the project's own tests ------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _sh_blocks(text: str) -> list[str]:
+    import re
+
+    return [block.strip() for block in re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL)]
+
+
+def test_the_quick_start_installs_the_tck_without_the_projects_tooling() -> None:
+    first, second = _sh_blocks((ROOT / "README.md").read_text())[:2]
+    assert "pip install -e . &&" in first
+    assert "pytest --rs-publisher=rstck.reference:range_publisher" in first
+    assert second == ".venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest -q"
+
+
+def test_ci_runs_exactly_the_readmes_two_commands() -> None:
+    first, second = _sh_blocks((ROOT / "README.md").read_text())[:2]
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert first in lines
+    assert second in lines
+    assert lines.index(first) < lines.index(second)
+
+
+def test_the_dev_extra_has_every_tool_the_tests_use_and_the_tck_none() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    required = " ".join(project["dependencies"])
+    for tool in ("ruff", "mypy", "jsonschema", "html5lib", "rsocket", "pyspark", "xdist"):
+        assert tool not in required
+    extras = project["optional-dependencies"]
+
+    def closure(name: str) -> str:
+        out = []
+        for dep in extras[name]:
+            if dep.startswith("reactive-streams-tck["):
+                out += [closure(e) for e in dep[dep.index("[") + 1:dep.index("]")].split(",")]
+            else:
+                out.append(dep)
+        return " ".join(out)
+
+    dev = closure("dev")
+    for tool in ("ruff", "mypy", "jsonschema", "html5lib", "rsocket", "reactivex", "pyspark", "pytest-xdist",
+                 "pytest-repeat"):
+        assert tool in dev, tool
+
+
+def test_the_documented_wheel_builds_and_carries_the_plugin(tmp_path: Path) -> None:
+    """``docs/ci.md``'s install from a wheel: the file it names is what ``pip wheel`` builds."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for package in ("tck", "plugins"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
+                           str(source)], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = (tmp_path / "dist").iterdir()
+    assert f"dist/{wheel.name}" in (ROOT / "docs" / "ci.md").read_text()
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        meta = zf.read(next(n for n in names if n.endswith("METADATA"))).decode()
+        entry_points = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "rstck/schemas/rs-tck-results-1.schema.json" in names
+    assert "rstck = rstck_plugins.pytest_plugin" in entry_points
+    plain = [line for line in meta.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
+    assert sorted(line.split()[1].split(">")[0].split("<")[0] for line in plain) == [
+        "hypothesis", "pluggy", "pytest", "pytest-timeout"]
+
+
+def test_a_missing_rsocket_says_which_extra_installs_it(project: pytest.Pytester) -> None:
+    project.makeconftest("import sys\nsys.modules['rsocket'] = None  # as if rsocket-py were not installed\n")
+    project.makepyfile(streams="import rsocket\n\ndef stream(n):\n    return None\n")
+    result = project.runpytest("--rs-adapter=rsocket", "--rs-publisher=streams:stream")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        ("*--rs-publisher=streams:stream: cannot import module 'streams': *rsocket*; "
+        "install it with: pip install 'reactive-streams-tck[[]rsocket[]]'"),
+    ])
