@@ -217,9 +217,9 @@ class RsTckState:
         if session.exitstatus == pytest.ExitCode.INTERRUPTED:
             return "interrupted (KeyboardInterrupt)"
         reason = session.shouldstop or session.shouldfail
-        if reason:
-            return reason if isinstance(reason, str) else "stopped early"
-        return None
+        if not reason or self.not_run(session) == 0:  # -x on the last test stopped nothing
+            return None
+        return reason if isinstance(reason, str) else "stopped early"
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(session.config, "workerinput") or not self.active:

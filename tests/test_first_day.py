@@ -483,3 +483,11 @@ def test_a_missing_rsocket_says_which_extra_installs_it(project: pytest.Pytester
         ("*--rs-publisher=streams:stream: cannot import module 'streams': *rsocket*; "
         "install it with: pip install 'reactive-streams-tck[[]rsocket[]]'"),
     ])
+
+
+def test_maxfail_on_the_last_test_leaves_a_complete_run(project: pytest.Pytester) -> None:
+    result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, "--rs-rules=3.9",
+                               "-k", "request_zero and not optional", "-x", "--rs-report-json=r.json")
+    result.assert_outcomes(failed=1)
+    data, _ = load(project.path / "r.json")
+    assert "interrupted" not in data, {k: data.get(k) for k in ("interrupted_reason", "not_run")}
