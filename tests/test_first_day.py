@@ -126,12 +126,13 @@ def test_a_complete_run_has_no_interrupted_mark(project: pytest.Pytester) -> Non
 
 
 def test_a_run_stopped_by_maxfail_is_marked_too(project: pytest.Pytester) -> None:
-    result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, "-x", "--rs-report-json=r.json")
+    result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, "--rs-rules=3.9", "-k",
+                               "request_zero or request_negative", "-x", "--rs-report-json=r.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     data = json.loads((project.path / "r.json").read_text())
     assert data["interrupted"] is True
     assert data["interrupted_reason"].startswith("stopping after 1 failure")
-    assert data["not_run"] > 0
+    assert data["not_run"] >= 1
 
 
 def test_the_baseline_gate_refuses_an_interrupted_run(project: pytest.Pytester) -> None:
@@ -491,3 +492,24 @@ def test_maxfail_on_the_last_test_leaves_a_complete_run(project: pytest.Pytester
     result.assert_outcomes(failed=1)
     data, _ = load(project.path / "r.json")
     assert "interrupted" not in data, {k: data.get(k) for k in ("interrupted_reason", "not_run")}
+
+
+def test_a_real_ctrl_c_leaves_marked_partial_reports(project: pytest.Pytester) -> None:
+    """SIGINT, as a terminal's Ctrl-C sends it, while the second test runs."""
+    project.makeconftest(
+        "import os, signal, time\n"
+        "calls = []\n"
+        "def pytest_runtest_call(item):\n"
+        "    calls.append(item.nodeid)\n"
+        "    if len(calls) == 2:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        time.sleep(30)\n"
+    )
+    result = project.runpytest_subprocess(REF, FAILED, "--rs-report-json=r.json", "--rs-report-html=r.html",
+                                          "-p", "no:cacheprovider", timeout=120)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    data, results = load(project.path / "r.json")
+    assert data["interrupted"] is True
+    assert data["not_run"] == 43
+    assert len(results) == 1
+    assert 'id="interrupted"' in (project.path / "r.html").read_text()
