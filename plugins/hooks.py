@@ -6,8 +6,6 @@ is every ``conftest.py`` that defines an ``rstck_*`` function.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -27,47 +25,6 @@ class Builtins:
         return default_resolve(spec, role)
 
 
-class ReportFile:
-    """A file written from the results document when the run ends, atomically.
-
-    A failure to write is kept, not raised: the run's verdicts and its terminal summary must
-    survive a full disk or a vanished directory, which then cost one "not written" line.
-    """
-
-    #: How the terminal names the file ("results file", "HTML report").
-    kind = "report"
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        #: None until the run ends; then "" when written, else why it was not.
-        self.problem: str | None = None
-
-    def render(self, document: dict[str, Any]) -> str:
-        raise NotImplementedError
-
-    @hookimpl
-    def rstck_run_finished(self, document: dict[str, Any]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        try:
-            tmp.write_text(self.render(document), encoding="utf-8")
-            tmp.replace(self.path)
-        except OSError as exc:
-            self.problem = exc.strerror or str(exc)
-        except Exception as exc:
-            self.problem = f"{type(exc).__name__}: {exc}"
-        else:
-            self.problem = ""
-
-
-class JsonReportWriter(ReportFile):
-    """``--rs-report-json``: the results document (schema ``rs-tck-results/1``)."""
-
-    kind = "results file"
-
-    def render(self, document: dict[str, Any]) -> str:
-        return json.dumps(document, indent=2) + "\n"
-
-
 class RstckPluginManager(pluggy.PluginManager):
     """Accepts plain ``rstck_*`` functions as implementations, as pytest does for ``pytest_*``.
 
@@ -83,15 +40,13 @@ class RstckPluginManager(pluggy.PluginManager):
 
 
 def make_manager(*, entry_points: bool = True) -> pluggy.PluginManager:
-    """A manager with our hookspecs, the built-ins, the first-party adapters and entry points."""
-    from .adapters import camelcase
-    from .adapters import rsocket
+    """A manager with our hookspecs, the built-ins and the ``rstck`` entry points.
 
+    The TCK's own adapters come in through the entry points, as everyone else's do.
+    """
     pm = RstckPluginManager("rstck")
     pm.add_hookspecs(hookspecs)
     pm.register(Builtins(), "rstck-builtins")
-    pm.register(camelcase, "rstck-adapter-camelcase")
-    pm.register(rsocket, "rstck-adapter-rsocket")
     if entry_points:
         pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
     pm.check_pending()

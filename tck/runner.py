@@ -155,9 +155,11 @@ def _result(
     elif problems:
         primary = as_violation(problems[0], test.rule_id)
     if primary is not None:
-        shown = getattr(primary, "problem", None)
-        others = [p for p in problems if p.error is not primary and p is not shown]
-        found = [_Found(primary, None, error if _unanticipated(error) else None)]
+        made_from: Problem | None = getattr(primary, "problem", None)
+        shown = next((p for p in problems if p.error is primary or p is made_from), None)
+        others = [p for p in problems if p is not shown]
+        raised = error if _unanticipated(error) else made_from.error if made_from is not None else None
+        found = [_Found(primary, shown, raised)]
         found += [_Found(as_violation(p, test.rule_id), p, None if isinstance(p.error, RuleViolation) else p.error)
                   for p in others]
         failures = [f.violation.failure() for f in found]
@@ -242,6 +244,8 @@ def _failure_message(test: TckTest, found: list[_Found], env: Environment, subje
     """The human-readable report of a failed test: the one place its failures become text."""
     first, others = found[0], found[1:]
     lines = _failure_lines(first.violation.failure(), first.raised, first.violation)
+    if first.problem is not None:
+        lines.append(f"  where   : {first.problem.origin}")
     if subject:
         lines.append(f"  subject : {subject}")
     if others:

@@ -270,6 +270,7 @@ def required_spec108_cancelled_subscription_must_eventually_stop_being_signalled
             "signals to stop soon after cancel()",
             f"still signalling {ctx.settings.timeout * 1000:.0f} ms after cancel() "
             f"({probe.received} element(s) in total)",
+            setting="timeout",
         )
 
 
@@ -496,7 +497,8 @@ def required_spec303_must_not_allow_unbounded_recursion(ctx: PublisherContext) -
     probe._wait(lambda: probe.received >= elements or probe.terminal is not None or state["flagged"], ctx.settings.timeout)
     if probe.received < min(elements, bound + 1) and not state["flagged"] and probe.terminal is None:
         raise RuleViolation("3.3", f"{elements} elements requested one by one from on_next",
-                            f"only {probe.received} arrived within {ctx.settings.timeout * 1000:.0f} ms")
+                            f"only {probe.received} arrived within {ctx.settings.timeout * 1000:.0f} ms",
+                            setting="timeout")
 
 
 tck_test.untested(
@@ -645,7 +647,8 @@ def required_spec312_cancel_must_make_the_publisher_eventually_stop_signalling(c
     _, quiet = probe.wait_quiet()
     if not quiet:
         raise RuleViolation("3.12", "signals to stop after cancel()",
-                            f"still signalling {ctx.settings.timeout * 1000:.0f} ms after cancel()")
+                            f"still signalling {ctx.settings.timeout * 1000:.0f} ms after cancel()",
+                            setting="timeout")
     if probe.received > 15:
         raise RuleViolation("3.12", "at most the 15 requested elements", f"{probe.received} elements")
 
