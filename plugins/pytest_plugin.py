@@ -40,6 +40,7 @@ from . import threads as rs_threads
 from .hooks import JsonReportWriter
 from .hooks import defines_hooks
 from .hooks import make_manager
+from .hooks import make_resolver
 
 PUBLISHER_OPTION = "--rs-publisher"
 FAILED_PUBLISHER_OPTION = "--rs-failed-publisher"
@@ -302,23 +303,7 @@ def _resolver(config: pytest.Config, hooks: pluggy.PluginManager) -> Callable[[s
         config.getoption("rs_adapter") or os.environ.get("RS_TCK_ADAPTER") or config.getini("rs_adapter")
     )
 
-    def resolve(spec: str, role: str) -> Any:
-        option = f"--rs-{role.replace('_', '-')}"
-        obj = hooks.hook.rstck_resolve_subject(spec=spec, role=role)
-        if obj is None:
-            raise SetupError(f"{option}={spec}: no plugin could resolve it")
-        if not adapter:
-            return obj
-        adapted = hooks.hook.rstck_adapt_subject(subject=obj, role=role, adapter=adapter)
-        if adapted is None:
-            names = sorted({n for names in hooks.hook.rstck_adapter_names() for n in names})
-            raise SetupError(
-                f"{ADAPTER_OPTION}={adapter}: no adapter of that name handles a {role}; "
-                f"available: {', '.join(names) or 'none'}"
-            )
-        return adapted
-
-    return resolve
+    return make_resolver(hooks, adapter)
 
 
 def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
