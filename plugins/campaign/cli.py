@@ -184,7 +184,16 @@ def _prepare_out(out: Path) -> None:
         raise UsageError(f"--out {out}: not writable")
 
 
-def campaign_main(args: argparse.Namespace) -> int:
+def _session(master: str | None, app: str, given: Any, **kw: Any) -> tuple[Any, bool]:
+    """The command's one session: the caller's (kept running), else a new one (stopped at the end)."""
+    from . import spark as rs_spark
+
+    if given is not None:
+        return given, False
+    return rs_spark.session(master, app=app, **kw), True
+
+
+def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
     from . import spark as rs_spark
 
     campaign = _campaign_from(args)
@@ -193,7 +202,7 @@ def campaign_main(args: argparse.Namespace) -> int:
     _prepare_out(out)
     cid = campaign.campaign_id
     units = campaign.units()
-    spark = rs_spark.session(campaign.master, app=f"rs-tck campaign {cid}", conf=campaign.conf, ui=campaign.spark_ui)
+    spark, owned = _session(campaign.master, f"rs-tck campaign {cid}", given, conf=campaign.conf, ui=campaign.spark_ui)
     try:
         ship = campaign.ship if campaign.ship is not None else not rs_spark.is_local(spark.sparkContext.master)
         if ship:
@@ -222,7 +231,8 @@ def campaign_main(args: argparse.Namespace) -> int:
         mine = df.filter(F.col("campaign_id") == cid)
         counts = {r.outcome: r["count"] for r in mine.groupBy("outcome").count().collect()}
     finally:
-        spark.stop()
+        if owned:
+            spark.stop()
     bad = counts.get("failed", 0) + counts.get("error", 0)
     print(f"{PROG} campaign {cid}: {sum(counts.values())} test executions: "
           + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
@@ -230,7 +240,7 @@ def campaign_main(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-def ingest_main(args: argparse.Namespace) -> int:
+def ingest_main(args: argparse.Namespace, given: Any = None) -> int:
     from rstck.results import ResultsFileError
 
     from . import ingest
@@ -247,7 +257,7 @@ def ingest_main(args: argparse.Namespace) -> int:
             print(f"{PROG} ingest: rejected {exc}", file=sys.stderr)
             ingest.quarantine(out, path, str(exc))
             rejected += 1
-    spark = rs_spark.session(args.master, app="rs-tck ingest")
+    spark, owned = _session(args.master, "rs-tck ingest", given)
     try:
         ids = [p[1] for p in parsed]
         done = rs_spark.done_units(spark, out, ids)
@@ -270,33 +280,34 @@ def ingest_main(args: argparse.Namespace) -> int:
         if rs_spark.read_results(spark, out) is not None:
             _write_outputs(spark, out)
     finally:
-        spark.stop()
+        if owned:
+            spark.stop()
     return 1 if rejected else 0
 
 
-def summary_main(args: argparse.Namespace) -> int:
-    from . import spark as rs_spark
-
+def summary_main(args: argparse.Namespace, given: Any = None) -> int:
     out: Path = args.out
     if not (out / "results").is_dir():
         raise UsageError(f"{out}: no campaign dataset here (expected {out / 'results'})")
-    spark = rs_spark.session(args.master, app="rs-tck summary")
+    spark, owned = _session(args.master, "rs-tck summary", given)
     try:
         rows, count = _write_outputs(spark, out)
     finally:
-        spark.stop()
+        if owned:
+            spark.stop()
     flaky = sum(1 for r in rows if r["flaky"])
     print(f"{out / 'summary.json'}: {count} subject x test row(s), {flaky} flaky; {out / 'report.html'}")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
+    """Run one command; ``spark``: an existing session to use (and leave running) instead of a new one."""
     args = _parser().parse_args(argv)
     from .spark import SparkUnavailable
 
     handlers = {"campaign": campaign_main, "ingest": ingest_main, "summary": summary_main}
     try:
-        return handlers[args.command](args)
+        return handlers[args.command](args, spark)
     except (UsageError, SetupError, SparkUnavailable) as exc:
         print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
         return 2
