@@ -76,11 +76,16 @@ def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(spark: Any, tmp_path: 
     assert cli.main(argv, spark=spark) == 1
     summary = {(r["subject"], r["test"]): r for r in _summary(out)}
     race = summary[(RACY, "stochastic_spec103_must_signal_on_methods_sequentially")]
-    assert race["runs"] == 4 and race["flaky"] is True and 0 < race["pass_rate"] < 1
+    assert race["runs"] == 4
+    assert race["flaky"] is True
+    assert 0 < race["pass_rate"] < 1
     assert race["first_failure_rule"] == "1.3"
-    assert race["repro"].startswith("rs-tck campaign --publisher " + RACY) and "--seeds" in race["repro"]
+    assert race["repro"].startswith("rs-tck campaign --publisher " + RACY)
+    assert "--seeds" in race["repro"]
     reference = summary[(REFERENCE, "stochastic_spec103_must_signal_on_methods_sequentially")]
-    assert reference["runs"] == 4 and reference["pass_rate"] == 1 and reference["flaky"] is False
+    assert reference["runs"] == 4
+    assert reference["pass_rate"] == 1
+    assert reference["flaky"] is False
     assert reference["repro"] is None
     for key in ("subject", "verification", "rule", "test", "level", "runs", "passed", "failed", "errors",
                 "pass_rate", "flaky", "p50_s", "p95_s", "max_s", "repro"):
@@ -88,10 +93,12 @@ def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(spark: Any, tmp_path: 
     # Each failing run is one the seed made racy: the seed reproduces the run.
     rows = _rows(spark, out)
     failing = {r["seed"] for r in rows if r["subject"] == RACY and r["outcome"] == "failed"}
-    assert failing and all(_draws_racy(seed) for seed in failing)
+    assert failing
+    assert all(_draws_racy(seed) for seed in failing)
     assert len({r["row_id"] for r in rows}) == len(rows) == 8
     first = next(r for r in rows if r["outcome"] == "failed")
-    assert first["failure_rule"] == "1.3" and "inside a signal method" in first["failure_observed"]
+    assert first["failure_rule"] == "1.3"
+    assert "inside a signal method" in first["failure_observed"]
     assert json.loads(first["failures"])[0]["rule"] == "1.3"
     # Rerunning the same campaign (same --seed, same --out) adds nothing: rows are keyed by unit.
     assert cli.main(argv, spark=spark) == 1
@@ -127,7 +134,8 @@ def test_hung_and_crashing_units_become_error_rows_and_the_campaign_goes_on(spar
         assert all(r["outcome"] == "skipped" and r["message"].startswith("not run:")
                    for r in by_subject[name] if r["outcome"] != "error")
     reference = by_subject["range_publisher"]
-    assert reference and all(r["outcome"] in ("passed", "skipped") for r in reference)
+    assert reference
+    assert all(r["outcome"] in ("passed", "skipped") for r in reference)
     assert {r["outcome"] for r in reference} >= {"passed"}
 
 
@@ -153,16 +161,19 @@ def test_ingest_keeps_valid_files_quarantines_the_rest_and_is_idempotent(spark: 
     assert cli.main(argv, spark=spark) == 1  # two files were rejected
     rows = _rows(spark, out)
     expected = len(json.loads(good.read_text())["results"]) + len(json.loads(other.read_text())["results"])
-    assert len(rows) == expected and len({r["row_id"] for r in rows}) == expected
+    assert len(rows) == expected
+    assert len({r["row_id"] for r in rows}) == expected
     assert {r["source"] for r in rows} == {str(good), str(other)}
     quarantined = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
     assert [q["path"] for q in quarantined] == [str(malformed), str(foreign)]
-    assert "not valid JSON" in quarantined[0]["reason"] and "schema" in quarantined[1]["reason"]
+    assert "not valid JSON" in quarantined[0]["reason"]
+    assert "schema" in quarantined[1]["reason"]
     # The same files again add nothing.
     assert cli.main(["ingest", str(good), str(other), "--out", str(out)], spark=spark) == 0
     assert len(_rows(spark, out)) == expected
     summary = _summary(out)
-    assert summary and all(r["pass_rate"] == 1 for r in summary if r["runs"])
+    assert summary
+    assert all(r["pass_rate"] == 1 for r in summary if r["runs"])
     assert cli.main(["summary", str(out)], spark=spark) == 0
 
 
@@ -177,7 +188,8 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captur
     for argv, text in cases:
         assert cli.main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and text in err[0], err
+        assert len(err) == 1, err
+        assert text in err[0], err
 
 
 def test_missing_pyspark_or_java_is_one_line_with_the_fix(tmp_path: Path) -> None:
@@ -191,7 +203,8 @@ def test_missing_pyspark_or_java_is_one_line_with_the_fix(tmp_path: Path) -> Non
     done = subprocess.run([sys.executable, "-m", "rstck_plugins", *args], capture_output=True, text=True,
                           check=False, env=env)
     assert done.returncode == 2
-    assert len(done.stderr.strip().splitlines()) == 1 and "install a JDK 17+" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "install a JDK 17+" in done.stderr
 
 
 def test_campaign_file_on_local_1_through_the_console_script(tmp_path: Path) -> None:
