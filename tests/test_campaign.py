@@ -233,3 +233,28 @@ failed = "rstck.reference:failed_publisher"
     assert all(r["runs"] == 2 and r["pass_rate"] == 1 for r in summary if r["level"] == "required")
     manifest = next((out / "campaigns").glob("c-*.json"))
     assert json.loads(manifest.read_text())["master"] == "local[1]"
+
+
+def test_standalone_cluster_on_loopback_ships_the_subject(spark: Any, tmp_path: Path) -> None:
+    """A master and a worker from the PySpark installation; the subject's package is not on the
+    executors' path (they run in the worker's own folder, without PYTHONPATH), so it is shipped."""
+    from rstck_plugins.campaign.standalone import LoopbackCluster
+
+    out = tmp_path / "cluster"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
+    with LoopbackCluster(workers=1, cores=2, memory="1g") as cluster:
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("rs-tck")), "campaign", "--publisher", RACY,
+             "--rules", "1.1,1.3", "--repetitions", "2", "--seed", str(_mixed_seed(2)),
+             "--master", cluster.master_url, "--conf", "spark.executor.memory=512m", "--out", str(out)],
+            capture_output=True, text=True, check=False, cwd=ROOT, env=env, timeout=900,
+        )
+    assert done.returncode == 1, done.stderr[-3000:]  # the racy build shows in one of the two runs
+    assert "shipped" in done.stderr
+    assert "tests.zip" in done.stderr
+    rows = _rows(spark, out)
+    assert len(rows) == 4
+    assert all(".zip" in r["subject_origin"] and str(ROOT) not in r["subject_origin"] for r in rows)
+    race = next(r for r in _summary(out) if r["rule"] == "1.3")
+    assert race["runs"] == 2
+    assert race["pass_rate"] == 0.5
