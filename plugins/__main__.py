@@ -18,11 +18,11 @@ from . import html_report
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args and args[0] in ("campaign", "ingest", "summary"):
+    given = sys.argv[1:] if argv is None else argv
+    if given and given[0] in ("campaign", "ingest", "summary"):
         from .campaign import cli
 
-        return cli.main(args)
+        return cli.main(given)
     parser = argparse.ArgumentParser(prog="python -m rstck_plugins", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("campaign", "ingest", "summary"):

@@ -208,15 +208,6 @@ def run_units(
         return [tuple(r.get(c) for c in columns) for r in rows]
 
     run_udf = F.udf(run, ArrayType(row_schema()), useArrow=False).asNondeterministic()
-    table = spark.createDataFrame(
-        [(u["slot"], u["unit_id"], json.dumps(u)) for u in units], "slot bigint, unit_id string, unit string"
-    )
-    slots = spark.range(0, len(units), 1, numPartitions=min(len(units), 10_000))
-    jobs = (
-        slots.join(F.broadcast(table), slots.id == table.slot)
-        .select(F.explode(run_udf(F.col("unit"))).alias("row"))
-        .select("row.*")
-    )
     stop = threading.Event()
     started = time.monotonic()
 
@@ -227,8 +218,23 @@ def run_units(
 
     watcher = threading.Thread(target=report, name="rs-tck-campaign-progress", daemon=True)
     watcher.start()
+    # Waves of units, each written when it ends: an interrupted campaign keeps what it ran and
+    # resumes from there; a wave is large enough to keep every executor core busy.
+    wave = max(32, 8 * sc.defaultParallelism)
     try:
-        write_rows(jobs, out)
+        for first in range(0, len(units), wave):
+            batch = units[first:first + wave]
+            table = spark.createDataFrame(
+                [(i, u["unit_id"], json.dumps(u)) for i, u in enumerate(batch)],
+                "slot bigint, unit_id string, unit string",
+            )
+            slots = spark.range(0, len(batch), 1, numPartitions=len(batch))  # one task per unit
+            rows = (
+                slots.join(F.broadcast(table), slots.id == table.slot)
+                .select(F.explode(run_udf(F.col("unit"))).alias("row"))
+                .select("row.*")
+            )
+            write_rows(rows, out)
     finally:
         stop.set()
         watcher.join()

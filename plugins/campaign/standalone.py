@@ -61,7 +61,7 @@ class LoopbackCluster:
                 raise RuntimeError(f"Spark {name} did not start (see {log}):\n{tail}")
             time.sleep(0.25)
 
-    def start(self) -> LoopbackCluster:
+    def start(self) -> Self:
         (self.dir / "work").mkdir()
         (self.dir / "local").mkdir()
         self._start("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
