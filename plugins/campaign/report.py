@@ -14,7 +14,7 @@ from typing import Any
 
 from rstck.rules import RULES
 
-from ..html_report import _esc
+from ..html_report.markup import esc as _esc
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}
