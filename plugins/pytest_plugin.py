@@ -34,6 +34,7 @@ from . import terminal
 from . import threads as rs_threads
 from .hooks import defines_hooks
 from .hooks import make_manager
+from .hooks import make_resolver
 from .html_report import options as html_report
 from .state import ResultCollector
 from .state import RsTckState
@@ -246,23 +247,7 @@ def _resolver(config: pytest.Config, hooks: pluggy.PluginManager) -> Callable[[s
         config.getoption("rs_adapter") or os.environ.get("RS_TCK_ADAPTER") or config.getini("rs_adapter")
     )
 
-    def resolve(spec: str, role: str) -> Any:
-        option = f"--rs-{role.replace('_', '-')}"
-        obj = hooks.hook.rstck_resolve_subject(spec=spec, role=role)
-        if obj is None:
-            raise SetupError(f"{option}={spec}: no plugin could resolve it")
-        if not adapter:
-            return obj
-        adapted = hooks.hook.rstck_adapt_subject(subject=obj, role=role, adapter=adapter)
-        if adapted is None:
-            names = sorted({n for names in hooks.hook.rstck_adapter_names() for n in names})
-            raise SetupError(
-                f"{ADAPTER_OPTION}={adapter}: no adapter of that name handles a {role}; "
-                f"available: {', '.join(names) or 'none'}"
-            )
-        return adapted
-
-    return resolve
+    return make_resolver(hooks, adapter)
 
 
 def _register_conftest(hooks: pluggy.PluginManager, plugin: object) -> None:
