@@ -61,6 +61,8 @@ class ProbeSubscriber:
         self.storm_limit = storm_limit
         self._cond = threading.Condition()
         self._sections: dict[int, int] = {}
+        #: The outermost signal method each thread is inside, to name both sides of an overlap.
+        self._methods: dict[int, str] = {}
         self._sections_lock = threading.Lock()
         #: The trace record of the signal each thread is (or was last) inside.
         self._inside_seq: dict[int, int] = {}
@@ -240,19 +242,22 @@ class ProbeSubscriber:
             count = sections.get(me, 0)
             busy = len(sections) > (1 if count else 0)
             sections[me] = count + 1
+            if not count:
+                self._methods[me] = what
             others = [t for t in sections if t != me] if busy else []
+            running = {t: self._methods.get(t, "a signal method") for t in others}
             inside = tuple(sorted(self._inside_seq[t] for t in others if t in self._inside_seq))
         if not others:
             return None
         self.concurrent_entries += 1
         if self.concurrent_entries > 1:
             return None
-        names = ", ".join(_thread_name(t) for t in others)
+        overlapped = ", ".join(f"{method} was running on thread {_thread_name(t)}" for t, method in running.items())
         return (
             "1.3",
             "signals delivered one at a time (never two threads inside the subscriber at once)",
-            (f"{what} entered on thread {threading.current_thread().name} while thread {names} "
-             "was still inside a signal method of the same subscriber"),
+            (f"{what} entered on thread {threading.current_thread().name} while {overlapped}, "
+             "in the same subscriber"),
             inside,
         )
 
@@ -283,6 +288,7 @@ class ProbeSubscriber:
                 self._sections[me] = left
             else:
                 self._sections.pop(me, None)
+                self._methods.pop(me, None)
 
     def _pause(self) -> None:
         if self.yield_s is not None:

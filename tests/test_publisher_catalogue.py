@@ -123,7 +123,7 @@ CASES = [
     case("all-or-nothing", f(bp.AllOrNothing), "spec102", "1.2", "element 1 of 3 within"),
     # -- 1.3 --------------------------------------------------------------------------------
     case("concurrent-on-next", f(bp.ConcurrentOnNext), "stochastic_spec103", "1.3",
-         "was still inside a signal method"),
+         "was running on thread"),
     # -- 1.4 --------------------------------------------------------------------------------
     case("failed-silent", f(bp.RangeSubscription), "spec104", "1.4", "no terminal signal",
          failed=bp.SilentFailedPublisher),
