@@ -59,7 +59,7 @@ def test_conftest_hooks_veto_report_and_finish(pytester: pytest.Pytester) -> Non
     result.assert_outcomes(passed=4)
     finished = json.loads((pytester.path / "finished.json").read_text())
     assert finished["total"] == 4
-    assert sorted(map(tuple, finished["seen"])) == [("3.9", "passed")] * 3
+    assert sorted(map(tuple, finished["seen"])) == [("3.9", "passed")] * 4
 
 
 def test_conftest_found_during_collection_joins_the_hooks(pytester: pytest.Pytester) -> None:
@@ -77,7 +77,7 @@ def test_conftest_found_during_collection_joins_the_hooks(pytester: pytest.Pytes
     result = pytester.runpytest("suite", "--rs-publisher=rstck.reference:range_publisher", "--rs-rules=3.9")
     result.assert_outcomes(passed=5)
     lines = (pytester.path / "late.jsonl").read_text().splitlines()
-    assert sorted(json.loads(line)[1] for line in lines) == ["passed"] * 3
+    assert sorted(json.loads(line)[1] for line in lines) == ["passed"] * 4
 
 
 def test_entry_point_plugin_resolves_its_own_specs(pytester: pytest.Pytester) -> None:
