@@ -449,6 +449,7 @@ class ManualPublisher:
             sub.sent += 1
             if before < MAX_DEMAND:
                 sub.demand = before - 1
+            self._cond.notify_all()  # wait_sent and the feeder wait on what was sent
         try:
             element = self.element(index)
         except Exception as exc:

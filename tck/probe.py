@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
+from _thread import get_ident
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,21 @@ class ProbeAbort(Exception):
 Hook = Callable[["ProbeSubscriber", Any], None]
 
 
+class _Waiter:
+    """A bounded wait for one condition, woken only when that condition holds."""
+
+    __slots__ = ("gate", "predicate")
+
+    def __init__(self, predicate: Callable[[], bool]) -> None:
+        self.predicate = predicate
+        self.gate = threading.Lock()
+        self.gate.acquire()
+
+
+#: ``yield_s`` for a probe that pauses only where two threads could race inside it.
+AUTO = "auto"
+
+
 class ProbeSubscriber:
     """A well-behaved subscriber that watches the publisher it is subscribed to."""
 
@@ -45,7 +61,7 @@ class ProbeSubscriber:
         keep_elements: bool = True,
         on_subscribe: Hook | None = None,
         on_next: Hook | None = None,
-        yield_s: float | None = 0.0,
+        yield_s: float | str | None = AUTO,
         storm_limit: int = 10_000,
     ) -> None:
         self.env = env
@@ -55,12 +71,19 @@ class ProbeSubscriber:
         self.on_next_hook = on_next
         #: Pause inside every on_* (seconds; None: none) so a racing second thread gets the
         #: interpreter lock while this one is still "inside" and the overlap becomes visible.
+        #: ``"auto"`` pauses (for 0 s) only once a race is possible: a signal on a thread other
+        #: than the verification's own, or signals from two threads. A synchronous publisher
+        #: called from the verification thread cannot race, and pays nothing.
         self.yield_s = yield_s
         self.storm_limit = storm_limit
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._waiters: list[_Waiter] = []
+        #: Per thread: how many signal methods it is inside, and how deep in on_next.
         self._sections: dict[int, int] = {}
-        self._sections_lock = threading.Lock()
-        self._local = threading.local()
+        self._depths: dict[int, int] = {}
+        self._threads: set[int] = set()
+        self._racy = yield_s is not None and yield_s != AUTO
+        self._pause_s = float(yield_s) if self._racy else 0.0  # type: ignore[arg-type]
         self.subscription: Subscription | None = None
         self.subscriptions: list[Subscription] = []
         self.demand = 0
@@ -84,11 +107,11 @@ class ProbeSubscriber:
     # -- the Subscriber side (called by the publisher, on any thread) ------------------------
 
     def on_subscribe(self, subscription: Subscription) -> None:
-        self._enter("on_subscribe")
+        me = self._enter("on_subscribe")
         try:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
-            with self._cond:
+            with self._lock:
                 self.signals += 1
                 first = self.subscription is None and not self.subscriptions
                 if subscription is None:
@@ -107,7 +130,8 @@ class ProbeSubscriber:
                     if first:
                         self.subscription = subscription
                 self.env.trace.add(self.name, "on_subscribe", short_repr(subscription), self.demand)
-                self._cond.notify_all()
+                if self._waiters:
+                    self._wake()
             for rule, expected, observed in problems:
                 self.env.violation(rule, expected, observed)
             if subscription is not None and not first:
@@ -116,70 +140,102 @@ class ProbeSubscriber:
             self._pause()
             if first and subscription is not None and self.on_subscribe_hook is not None:
                 self.on_subscribe_hook(self, subscription)
+                self._rewake()
         finally:
-            self._exit()
+            self._exit(me)
 
     def on_next(self, element: Any) -> None:
-        if self.env.closed:
+        env = self.env
+        if env.closed:
             # The verification is over (its thread may have been abandoned): stop whoever
             # still emits, so a runaway publisher does not burn a core for the rest of the run.
             raise ProbeAbort(f"{self.name}: signal after its verification ended")
-        self._enter("on_next")
-        depth = getattr(self._local, "depth", 0) + 1
-        self._local.depth = depth
+        # The hottest path of the TCK: entering (rule 1.3, nesting depth), checking and
+        # recording the element happen under one acquisition of the lock.
+        me = get_ident()
+        sections, depths = self._sections, self._depths
+        problems: list[tuple[str, str, str]] | None = None
+        with self._lock:
+            sections[me] = sections.get(me, 0) + 1
+            others = [t for t in sections if t != me] if len(sections) > 1 else None
+            depth = depths[me] = depths.get(me, 0) + 1
+            self.max_depth = max(self.max_depth, depth)
+            if not self._racy and me not in self._threads:
+                self._new_thread(me)
+            env._progress += 1  # env.bump(), inlined
+            self.signals += 1
+            self.received += 1
+            before = self.demand
+            if before <= 0 or self.subscription is None or self.terminal is not None \
+                    or self.cancelled or element is None:
+                problems = self._next_problems(element, before)
+            elif before < MAX_DEMAND:
+                self.demand = before - 1
+            if self.keep_elements:
+                self.elements.append(element)
+            env.trace.add(self.name, "on_next", short_repr(element), before)
+            if self._waiters:
+                self._wake()
+            flood = max(self.after_terminal, self.excess)
+            after_cancel = self.after_cancel
         try:
-            self.env.bump()
-            problems: list[tuple[str, str, str]] = []
-            with self._cond:
-                self.signals += 1
-                self.received += 1
-                before = self.demand
-                self.max_depth = max(self.max_depth, depth)
-                if self.subscription is None:
-                    problems.append(("1.9", "on_subscribe before any other signal",
-                                     f"on_next({short_repr(element)}) before on_subscribe"))
-                if self.terminal is not None:
-                    self.after_terminal += 1
-                    if self.after_terminal == 1:
-                        problems.append(("1.7", f"no signal after {self.terminal}",
-                                         f"on_next({short_repr(element)}) after {self.terminal}"))
-                if self.cancelled:
-                    self.after_cancel += 1
-                if element is None:
-                    problems.append(("2.13", "elements are never None", "on_next(None)"))
-                if before <= 0 and self.subscription is not None:
-                    self.excess += 1
-                    if self.excess == 1:
-                        problems.append((
-                            "1.1",
-                            f"at most {self._requested_text()} on_next in total (the demand requested so far)",
-                            f"on_next #{self.received} ({short_repr(element)}) with no outstanding demand",
-                        ))
-                elif before < MAX_DEMAND:
-                    self.demand = before - 1
-                if self.keep_elements:
-                    self.elements.append(element)
-                self.env.trace.add(self.name, "on_next", short_repr(element), before)
-                self._cond.notify_all()
-                flood = max(self.excess, self.after_terminal)
-                after_cancel = self.after_cancel
-            for rule, expected, observed in problems:
-                self.env.violation(rule, expected, observed)
+            if others:
+                self._overlap("on_next", others)
+            if problems:
+                for rule, expected, observed in problems:
+                    env.violation(rule, expected, observed)
             if flood > self.storm_limit:
                 raise ProbeAbort(f"{self.name}: {flood} elements beyond demand or after a terminal signal")
             if after_cancel > self.storm_limit:
                 if after_cancel == self.storm_limit + 1:
-                    self.env.violation(
+                    env.violation(
                         "1.8", "signals to stop eventually after cancel()",
                         f"{after_cancel} elements after cancel() and still flowing",
                     )
                 raise ProbeAbort(f"{self.name}: {after_cancel} elements after cancel()")
-            self._pause()
+            if self._racy:
+                time.sleep(self._pause_s)
             if self.on_next_hook is not None:
                 self.on_next_hook(self, element)
+                self._rewake()
         finally:
-            self._local.depth = depth - 1
-            self._exit()
+            with self._lock:
+                left = sections[me] - 1
+                if left:
+                    sections[me] = left
+                else:
+                    del sections[me]
+                if depth > 1:
+                    depths[me] = depth - 1
+                else:
+                    del depths[me]
+
+    def _next_problems(self, element: Any, before: int) -> list[tuple[str, str, str]]:
+        """The rare path of on_next (called under the lock): what this element breaks."""
+        problems: list[tuple[str, str, str]] = []
+        if self.subscription is None:
+            problems.append(("1.9", "on_subscribe before any other signal",
+                             f"on_next({short_repr(element)}) before on_subscribe"))
+        if self.terminal is not None:
+            self.after_terminal += 1
+            if self.after_terminal == 1:
+                problems.append(("1.7", f"no signal after {self.terminal}",
+                                 f"on_next({short_repr(element)}) after {self.terminal}"))
+        if self.cancelled:
+            self.after_cancel += 1
+        if element is None:
+            problems.append(("2.13", "elements are never None", "on_next(None)"))
+        if before <= 0 and self.subscription is not None:
+            self.excess += 1
+            if self.excess == 1:
+                problems.append((
+                    "1.1",
+                    f"at most {self._requested_text()} on_next in total (the demand requested so far)",
+                    f"on_next #{self.received} ({short_repr(element)}) with no outstanding demand",
+                ))
+        elif before < MAX_DEMAND:
+            self.demand = before - 1
+        return problems
 
     def on_error(self, exc: BaseException) -> None:
         self._terminate("on_error", exc)
@@ -190,12 +246,12 @@ class ProbeSubscriber:
     def _terminate(self, signal: str, exc: BaseException | None) -> None:
         if self.env.closed:
             raise ProbeAbort(f"{self.name}: signal after its verification ended")
-        self._enter(signal)
+        me = self._enter(signal)
         try:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
             shown = f"{signal}({short_repr(exc)})" if signal == "on_error" else "on_complete()"
-            with self._cond:
+            with self._lock:
                 self.signals += 1
                 if self.subscription is None:
                     problems.append(("1.9", "on_subscribe before any other signal", f"{shown} before on_subscribe"))
@@ -209,53 +265,78 @@ class ProbeSubscriber:
                     self.terminal = signal
                     self.error = exc
                 self.env.trace.add(self.name, signal, short_repr(exc) if signal == "on_error" else "", self.demand)
-                self._cond.notify_all()
+                if self._waiters:
+                    self._wake()
             for rule, expected, observed in problems:
                 self.env.violation(rule, expected, observed)
             self._pause()
         finally:
-            self._exit()
+            self._exit(me)
 
     # -- rule 1.3: serial signalling ---------------------------------------------------------
 
-    def _enter(self, what: str) -> None:
-        me = threading.get_ident()
-        with self._sections_lock:
+    def _enter(self, what: str) -> int:
+        """Note this thread inside a signal method; a second thread inside at once breaks 1.3."""
+        me = get_ident()
+        with self._lock:
             sections = self._sections
-            count = sections.get(me, 0)
-            busy = len(sections) > (1 if count else 0)
-            sections[me] = count + 1
-            others = [t for t in sections if t != me] if busy else []
+            sections[me] = sections.get(me, 0) + 1
+            others = [t for t in sections if t != me] if len(sections) > 1 else None
+            if not self._racy and me not in self._threads:
+                self._new_thread(me)
         if others:
-            self.concurrent_entries += 1
-            if self.concurrent_entries == 1:
-                names = ", ".join(_thread_name(t) for t in others)
-                self.env.violation(
-                    "1.3",
-                    "signals delivered one at a time (never two threads inside the subscriber at once)",
-                    f"{what} entered on thread {threading.current_thread().name} while thread {names} "
-                    "was still inside a signal method of the same subscriber",
-                )
+            self._overlap(what, others)
+        return me
 
-    def _exit(self) -> None:
-        me = threading.get_ident()
-        with self._sections_lock:
-            left = self._sections.get(me, 1) - 1
+    def _new_thread(self, me: int) -> None:
+        # Called with the lock held. A race needs a second thread: under "auto", pause from
+        # now on if one can be there (a thread not the verification's own, or a second one).
+        self._threads.add(me)
+        self._racy = self.yield_s == AUTO and (len(self._threads) > 1 or me != self.env.body_ident)
+
+    def _overlap(self, what: str, others: list[int]) -> None:
+        self.concurrent_entries += 1
+        if self.concurrent_entries == 1:
+            names = ", ".join(_thread_name(t) for t in others)
+            self.env.violation(
+                "1.3",
+                "signals delivered one at a time (never two threads inside the subscriber at once)",
+                f"{what} entered on thread {threading.current_thread().name} while thread {names} "
+                "was still inside a signal method of the same subscriber",
+            )
+
+    def _exit(self, me: int) -> None:
+        with self._lock:
+            left = self._sections[me] - 1
             if left:
                 self._sections[me] = left
             else:
-                self._sections.pop(me, None)
+                del self._sections[me]
 
     def _pause(self) -> None:
-        if self.yield_s is not None:
-            time.sleep(self.yield_s)
+        if self._racy:
+            time.sleep(self._pause_s)
+
+    # -- waiting: each wait is woken once, when what it waits for holds ------------------------
+
+    def _wake(self) -> None:
+        """Release the waits whose condition now holds (called with the lock held)."""
+        for waiter in [w for w in self._waiters if w.predicate()]:
+            self._waiters.remove(waiter)
+            waiter.gate.release()
+
+    def _rewake(self) -> None:
+        # A hook may change what a wait looks at (a flag it sets) after the signal was counted.
+        if self._waiters:
+            with self._lock:
+                self._wake()
 
     # -- the TCK side: acting on the subscription --------------------------------------------
 
     def request(self, n: int) -> None:
         """Request ``n`` through the subscription, counting the demand as the probe sees it."""
         subscription = self._require_subscription("request")
-        with self._cond:
+        with self._lock:
             if n > 0 and not self.cancelled and self.terminal is None:
                 self.demand = min(MAX_DEMAND, self.demand + n)
                 self.requested = min(MAX_DEMAND, self.requested + n)
@@ -265,7 +346,7 @@ class ProbeSubscriber:
 
     def cancel(self) -> None:
         subscription = self._require_subscription("cancel")
-        with self._cond:
+        with self._lock:
             self.cancelled = True
         self.env.trace.add(self.name, "cancel", "", self.demand)
         self._call("cancel", subscription.cancel)
@@ -300,8 +381,17 @@ class ProbeSubscriber:
     # -- expectations, called by the verification thread -------------------------------------
 
     def _wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
-        with self._cond:
-            return self._cond.wait_for(predicate, timeout)
+        """Block until ``predicate`` holds (checked first, then on each signal), or time out."""
+        with self._lock:
+            if predicate():
+                return True
+            waiter = _Waiter(predicate)
+            self._waiters.append(waiter)
+        woken = waiter.gate.acquire(timeout=max(0.0, timeout))
+        with self._lock:
+            if not woken and waiter in self._waiters:
+                self._waiters.remove(waiter)
+            return predicate()
 
     def expect_subscription(self, *, timeout: float | None = None) -> Subscription:
         timeout = self.env.settings.timeout if timeout is None else timeout
@@ -318,7 +408,7 @@ class ProbeSubscriber:
         """Wait for the next unconsumed element; a terminal signal first is a violation."""
         timeout = self.env.settings.timeout if timeout is None else timeout
         self._wait(lambda: bool(self.elements) or self.terminal is not None, timeout)
-        with self._cond:
+        with self._lock:
             if self.elements:
                 return self.elements.popleft()
             terminal = self._terminal_text()
@@ -341,7 +431,7 @@ class ProbeSubscriber:
         timeout = self.env.settings.timeout if timeout is None else timeout
         self._wait(lambda: bool(self.elements) or self.terminal is not None, timeout)
         rule = self.env.rule if rule is None else rule
-        with self._cond:
+        with self._lock:
             if self.elements:
                 raise RuleViolation(rule, "on_complete (end of stream)", f"on_next({short_repr(self.elements[0])})")
             terminal = self.terminal
@@ -358,7 +448,7 @@ class ProbeSubscriber:
         timeout = self.env.settings.timeout if timeout is None else timeout
         self._wait(lambda: self.terminal is not None, timeout)
         rule = self.env.rule if rule is None else rule
-        with self._cond:
+        with self._lock:
             terminal, error = self.terminal, self.error
         if terminal is None:
             raise RuleViolation(rule, f"on_error({kind.__name__}) within {_ms(timeout)}", f"no terminal signal ({self._seen()})")
@@ -375,7 +465,7 @@ class ProbeSubscriber:
 
     def mark(self) -> int:
         """The number of signals so far, to pass as ``expect_quiet(since=...)``."""
-        with self._cond:
+        with self._lock:
             return self.signals
 
     def expect_quiet(
@@ -387,11 +477,10 @@ class ProbeSubscriber:
         too: a publisher that answers a call synchronously signals before the wait begins.
         """
         window = self.env.settings.no_signal_window if window is None else window
-        with self._cond:
+        with self._lock:
             start = self.signals if since is None else since
-            self._cond.wait_for(lambda: self.signals != start, window)
-            if self.signals == start:
-                return
+        if not self._wait(lambda: self.signals != start, window):
+            return
         rule = self.env.rule if rule is None else rule
         last = self._last_signal_text()
         raise RuleViolation(rule, f"no signal {after}".rstrip(), f"{last} ({self._seen()})")
@@ -406,15 +495,12 @@ class ProbeSubscriber:
         window = self.env.settings.no_signal_window if window is None else window
         limit = self.env.settings.timeout + window if limit is None else limit
         deadline = time.monotonic() + limit
-        with self._cond:
-            first = self.signals
-            while True:
-                seen = self.signals
-                self._cond.wait_for(lambda seen=seen: self.signals != seen, window)  # type: ignore[misc]
-                if self.signals == seen:
-                    return self.signals - first, True
-                if time.monotonic() >= deadline:
-                    return self.signals - first, False
+        first = self.mark()
+        while True:
+            if not self._wait(_changed(self, self.mark()), window):
+                return self.signals - first, True
+            if time.monotonic() >= deadline:
+                return self.signals - first, False
 
     def wait_for_signal(self, *, timeout: float | None = None) -> bool:
         """Wait until an unconsumed element or a terminal signal is there; False on timeout."""
@@ -423,7 +509,7 @@ class ProbeSubscriber:
 
     def depth(self) -> int:
         """How deeply on_next calls are nested on the calling thread right now (rule 3.3)."""
-        return int(getattr(self._local, "depth", 0))
+        return self._depths.get(threading.get_ident(), 0)
 
     # -- bookkeeping for messages ------------------------------------------------------------
 
@@ -448,6 +534,10 @@ class ProbeSubscriber:
         """Cancel a subscription the verification left open, so nothing leaks into the next."""
         if self.subscription is not None and not self.cancelled and self.terminal is None:
             self.cancel()
+
+
+def _changed(probe: ProbeSubscriber, seen: int) -> Callable[[], bool]:
+    return lambda: probe.signals != seen
 
 
 def _ms(seconds: float) -> str:

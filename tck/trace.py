@@ -64,22 +64,22 @@ class Trace:
     def __init__(self, keep: int = 100) -> None:
         self._keep = keep
         self._lock = threading.Lock()
-        self._head: list[Record] = []
-        self._tail: collections.deque[Record] = collections.deque(maxlen=keep)
+        # Plain tuples, made into Records when read: adding is on every signal's path.
+        self._head: list[tuple[Any, ...]] = []
+        self._tail: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=keep)
         self._seq = 0
         self._t0 = time.monotonic()
 
-    def add(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> Record:
+    def add(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> None:
         thread = threading.current_thread().name
         now = time.monotonic() - self._t0
         with self._lock:
-            record = Record(self._seq, now, thread, actor, signal, detail, demand)
-            self._seq += 1
-            if len(self._head) < self._keep:
-                self._head.append(record)
+            seq = self._seq
+            self._seq = seq + 1
+            if seq < self._keep:
+                self._head.append((seq, now, thread, actor, signal, detail, demand))
             else:
-                self._tail.append(record)
-        return record
+                self._tail.append((seq, now, thread, actor, signal, detail, demand))
 
     def note(self, text: str) -> None:
         self.add("tck", "note", text)
@@ -90,7 +90,8 @@ class Trace:
 
     def records(self) -> list[Record]:
         with self._lock:
-            return [*self._head, *self._tail]
+            rows = [*self._head, *self._tail]
+        return [Record(*row) for row in rows]
 
     @property
     def dropped(self) -> int:
