@@ -164,6 +164,7 @@ class ManualSubscription:
     def _enter(self, what: str) -> bool:
         """Rule 2.7: note a second thread entering while another is still inside."""
         me = threading.get_ident()
+        self.publisher.env.threads.add(me)
         with self._sections_lock:
             if me in self._sections:
                 return False  # re-entrant on the same thread (e.g. request from inline on_next)

@@ -46,10 +46,6 @@ class _Waiter:
         self.gate.acquire()
 
 
-#: ``yield_s`` for a probe that pauses only where two threads could race inside it.
-AUTO = "auto"
-
-
 class ProbeSubscriber:
     """A well-behaved subscriber that watches the publisher it is subscribed to."""
 
@@ -61,7 +57,8 @@ class ProbeSubscriber:
         keep_elements: bool = True,
         on_subscribe: Hook | None = None,
         on_next: Hook | None = None,
-        yield_s: float | str | None = AUTO,
+        yield_s: float | None = 0.0,
+        yield_always: bool = False,
         storm_limit: int = 10_000,
     ) -> None:
         self.env = env
@@ -71,9 +68,9 @@ class ProbeSubscriber:
         self.on_next_hook = on_next
         #: Pause inside every on_* (seconds; None: none) so a racing second thread gets the
         #: interpreter lock while this one is still "inside" and the overlap becomes visible.
-        #: ``"auto"`` pauses (for 0 s) only once a race is possible: a signal on a thread other
-        #: than the verification's own, or signals from two threads. A synchronous publisher
-        #: called from the verification thread cannot race, and pays nothing.
+        #: Unless ``yield_always``, the pause starts once a race is possible: a signal on a
+        #: thread other than the verification's own, or signals from two threads. A synchronous
+        #: publisher called from the verification thread cannot race, and pays nothing.
         self.yield_s = yield_s
         self.storm_limit = storm_limit
         self._lock = threading.Lock()
@@ -82,8 +79,8 @@ class ProbeSubscriber:
         self._sections: dict[int, int] = {}
         self._depths: dict[int, int] = {}
         self._threads: set[int] = set()
-        self._racy = yield_s is not None and yield_s != AUTO
-        self._pause_s = float(yield_s) if self._racy else 0.0  # type: ignore[arg-type]
+        self._racy = yield_s is not None and yield_always
+        self._pause_s = 0.0 if yield_s is None else yield_s
         self.subscription: Subscription | None = None
         self.subscriptions: list[Subscription] = []
         self.demand = 0
@@ -160,7 +157,7 @@ class ProbeSubscriber:
             others = [t for t in sections if t != me] if len(sections) > 1 else None
             depth = depths[me] = depths.get(me, 0) + 1
             self.max_depth = max(self.max_depth, depth)
-            if not self._racy and me not in self._threads:
+            if me not in self._threads:
                 self._new_thread(me)
             env._progress += 1  # env.bump(), inlined
             self.signals += 1
@@ -282,17 +279,19 @@ class ProbeSubscriber:
             sections = self._sections
             sections[me] = sections.get(me, 0) + 1
             others = [t for t in sections if t != me] if len(sections) > 1 else None
-            if not self._racy and me not in self._threads:
+            if me not in self._threads:
                 self._new_thread(me)
         if others:
             self._overlap(what, others)
         return me
 
     def _new_thread(self, me: int) -> None:
-        # Called with the lock held. A race needs a second thread: under "auto", pause from
-        # now on if one can be there (a thread not the verification's own, or a second one).
+        # Called with the lock held. A race needs a second thread: pause from now on if one
+        # can be there (a thread not the verification's own, or a second one).
         self._threads.add(me)
-        self._racy = self.yield_s == AUTO and (len(self._threads) > 1 or me != self.env.body_ident)
+        self.env.threads.add(me)
+        if not self._racy:
+            self._racy = self.yield_s is not None and (len(self._threads) > 1 or me != self.env.body_ident)
 
     def _overlap(self, what: str, others: list[int]) -> None:
         self.concurrent_entries += 1

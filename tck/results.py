@@ -51,6 +51,10 @@ class TestResult:
     subject: str = ""
     #: ``"known"`` when a baseline lists this failure as a known deviation; absent otherwise.
     baseline: str | None = None
+    #: Epoch seconds: when the test started, and when its verdict was final. Tests may overlap
+    #: (a closing quiet window, or concurrency), so these, not the durations, give wall time.
+    started_at: float = 0.0
+    finished_at: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -65,6 +69,8 @@ class TestResult:
             "trace": self.trace,
             "trace_total": self.trace_total,
             "subject": self.subject,
+            "started_at": round(self.started_at, 6),
+            "finished_at": round(self.finished_at, 6),
         }
         if self.baseline is not None:
             data["baseline"] = self.baseline
@@ -85,6 +91,8 @@ class TestResult:
             trace_total=int(data.get("trace_total", len(data.get("trace", [])))),
             subject=data.get("subject", ""),
             baseline=data.get("baseline"),
+            started_at=float(data.get("started_at", 0.0)),
+            finished_at=float(data.get("finished_at", 0.0)),
         )
 
 

@@ -45,10 +45,17 @@ def run_test(
     settings: Settings,
     *,
     subject_label: str = "",
+    on_closing: Callable[[], None] | None = None,
 ) -> TestResult:
-    """Run ``test`` and return its result; never raises for anything the subject does."""
+    """Run ``test`` and return its result; never raises for anything the subject does.
+
+    ``on_closing`` is called (on the test's thread) once only its closing quiet windows remain,
+    so a scheduler can start another test meanwhile.
+    """
     env = Environment(settings)
     env.rule = test.rule_id
+    env.on_closing = on_closing
+    started_at = time.time()
     if settings.loop == "asyncio":
         from .loop import shared_loop
 
@@ -59,6 +66,7 @@ def run_test(
 
     def body() -> None:
         env.body_ident = threading.get_ident()
+        env.threads.add(env.body_ident)
         try:
             context = make_context(env)
             try:
@@ -81,7 +89,9 @@ def run_test(
         stalled = _watch(env, worker, done, start, settings)
     duration = time.monotonic() - start
     error = stalled if stalled is not None else outcome["error"]
-    return _result(test, env, error, duration, subject_label)
+    result = _result(test, env, error, duration, subject_label)
+    result.started_at, result.finished_at = started_at, started_at + duration
+    return result
 
 
 def _watch(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -92,6 +93,7 @@ class Context:
         self.env = env
         self.settings = env.settings
         self._probes: list[ProbeSubscriber] = []
+        self._closing: list[Callable[[], None]] = []
 
     def probe(self, name: str = "probe", **options: Any) -> ProbeSubscriber:
         probe = ProbeSubscriber(self.env, name, **options)
@@ -102,11 +104,50 @@ class Context:
         """Call into the subject from the verification thread, visible to the watchdog."""
         return self.env.invoke(label, fn, *args)
 
+    def closing_quiet(self, probe: ProbeSubscriber, *, after: str = "", since: int | None = None,
+                      rule: str | None = None) -> None:
+        """The test's last claim: nothing more arrives on ``probe`` for a no-signal window.
+
+        The window starts now and is waited out by ``finish``, together with the test's other
+        closing claims (one window for all of them), while the engine may already start the
+        next test: nothing the TCK does afterwards can make this probe's publisher signal.
+        Only for claims the test body makes nothing else after.
+        """
+        start = probe.mark() if since is None else since
+        deadline = time.monotonic() + self.settings.no_signal_window
+        rule = self.env.rule if rule is None else rule
+
+        def claim() -> None:
+            probe.expect_quiet(window=max(0.0, deadline - time.monotonic()), since=start, after=after,
+                               rule=rule)
+
+        self._closing.append(claim)
+
+    def closing_drain(self, probe: ProbeSubscriber) -> None:
+        """Let ``probe``'s in-flight signals arrive before the verdict (bounded), as the test's
+        last step, so that the probe's live checks see them; waited out by ``finish``."""
+
+        def drain() -> None:
+            probe.wait_quiet()
+
+        self._closing.append(drain)
+
+    def at_close(self, check: Callable[[], None]) -> None:
+        """Run ``check`` in ``finish``, after the closing claims made before it."""
+        self._closing.append(check)
+
     def finish(self) -> None:
-        """Cancel whatever the test left open, then raise any problem recorded on the way."""
-        for probe in self._probes:
-            probe.close()
-        # Collect now, so that errors raised while this test's garbage is finalised (an
-        # abandoned asyncio task, a __del__) are reported here and not in a later test.
-        gc.collect()
+        """Wait out the closing claims, cancel what the test left open, raise what was recorded."""
+        try:
+            if self._closing:
+                if self.env.on_closing is not None:
+                    self.env.on_closing()
+                for claim in self._closing:
+                    claim()
+        finally:
+            for probe in self._probes:
+                probe.close()
+            # Collect now, so that errors raised while this test's garbage is finalised (an
+            # abandoned asyncio task, a __del__) are reported here and not in a later test.
+            gc.collect()
         self.env.check()

@@ -169,16 +169,11 @@ def required_spec101_request_must_result_in_the_correct_number_of_elements(ctx: 
     request or beyond the total requested. If this fails, check the demand accounting: is it
     decremented per element, and read under the same lock that request() updates?
     """
-    probe = ctx.subscribed(5)
-    probe.expect_quiet(after="before the first request(n)")
-    probe.request(1)
-    probe.next_element()
-    probe.expect_quiet(after="beyond the requested 1 element")
-    probe.request(1)
-    probe.request(2)
-    probe.next_elements(3)
-    probe.expect_quiet(after="beyond the requested 4 elements")
-    probe.cancel()
+    # Two claims need no later step, so their windows overlap the rest of the test: nothing
+    # before a request (on a subscription that never requests) and nothing beyond demand
+    # requested from on_next.
+    idle = ctx.subscribed(5, name="idle")
+    ctx.closing_quiet(idle, after="before the first request(n)", since=1)  # 1: its on_subscribe
 
     def again(p: ProbeSubscriber, element: Any) -> None:
         if p.received < 5:
@@ -187,7 +182,17 @@ def required_spec101_request_must_result_in_the_correct_number_of_elements(ctx: 
     reentrant = ctx.subscribed(10, name="reentrant", on_next=again)
     reentrant.request(1)
     reentrant.next_elements(5)
-    reentrant.expect_quiet(after="beyond the 5 elements requested one by one from on_next")
+    ctx.closing_quiet(reentrant, after="beyond the 5 elements requested one by one from on_next")
+
+    probe = ctx.subscribed(5)
+    probe.request(1)
+    probe.next_element()
+    probe.expect_quiet(after="beyond the requested 1 element")
+    probe.request(1)
+    probe.request(2)
+    probe.next_elements(3)
+    probe.expect_quiet(after="beyond the requested 4 elements")
+    probe.cancel()
 
 
 @tck_test("1.2", "required")
@@ -251,7 +256,7 @@ def required_spec104_must_signal_on_error_when_failing(ctx: PublisherContext) ->
     ctx.subscribe(publisher, probe)
     probe.expect_subscription(timeout=ctx.settings.timeout)
     ctx.expect_failure_signal(probe, "1.4")
-    probe.expect_quiet(after="after on_error")
+    ctx.closing_quiet(probe, after="after on_error")
 
 
 @tck_test("1.5", "required")
@@ -267,7 +272,7 @@ def required_spec105_must_signal_on_complete_when_finite_stream_terminates(ctx: 
         probe.next_element()
     probe.request(1)
     probe.expect_completion()
-    probe.expect_quiet(after="after on_complete")
+    ctx.closing_quiet(probe, after="after on_complete")
 
 
 @tck_test("1.5", "optional")
@@ -279,7 +284,7 @@ def optional_spec105_empty_stream_must_terminate_by_signalling_on_complete(ctx: 
     probe = ctx.subscribed(0, completes=True)
     probe.request(1)
     probe.expect_completion()
-    probe.expect_quiet(after="after on_complete")
+    ctx.closing_quiet(probe, after="after on_complete")
 
 
 @tck_test("1.6", "required")
@@ -298,7 +303,7 @@ def required_spec106_must_consider_subscription_cancelled_after_on_complete(ctx:
     for n in (1, 0, -1):
         probe.request(n)
     probe.cancel()
-    probe.expect_quiet(after="after on_complete, whatever is requested", since=mark)
+    ctx.closing_quiet(probe, after="after on_complete, whatever is requested", since=mark)
 
 
 @tck_test("1.6", "required")
@@ -313,7 +318,7 @@ def required_spec106_must_consider_subscription_cancelled_after_on_error(ctx: Pu
     for n in (1, 0, -1):
         probe.request(n)
     probe.cancel()
-    probe.expect_quiet(after="after on_error, whatever is requested", since=mark)
+    ctx.closing_quiet(probe, after="after on_error, whatever is requested", since=mark)
 
 
 @tck_test("1.7", "required")
@@ -325,7 +330,7 @@ def required_spec107_must_not_emit_further_signals_once_on_complete_has_been_sig
     probe.expect_completion()
     mark = probe.mark()
     probe.request(10)
-    probe.expect_quiet(after="after on_complete", since=mark)
+    ctx.closing_quiet(probe, after="after on_complete", since=mark)
 
 
 @tck_test("1.7", "required")
@@ -338,7 +343,7 @@ def required_spec107_must_not_emit_further_signals_once_on_error_has_been_signal
     ctx.expect_failure_signal(probe, "1.4")
     mark = probe.mark()
     probe.request(10)
-    probe.expect_quiet(after="after on_error", since=mark)
+    ctx.closing_quiet(probe, after="after on_error", since=mark)
 
 
 @tck_test("1.8", "required")
@@ -370,14 +375,18 @@ def required_spec108_cancelled_subscription_must_eventually_stop_being_signalled
 
     probe = ctx.subscribed(elements, keep_elements=False, on_next=cancel_first, yield_s=None)
     probe.request(MAX_DEMAND)
-    _, quiet = probe.wait_quiet()
-    if not quiet:
-        raise RuleViolation(
-            "1.8",
-            "signals to stop soon after cancel()",
-            f"still signalling {ctx.settings.timeout * 1000:.0f} ms after cancel() "
-            f"({probe.received} element(s) in total)",
-        )
+
+    def stopped() -> None:
+        _, quiet = probe.wait_quiet()
+        if not quiet:
+            raise RuleViolation(
+                "1.8",
+                "signals to stop soon after cancel()",
+                f"still signalling {ctx.settings.timeout * 1000:.0f} ms after cancel() "
+                f"({probe.received} element(s) in total)",
+            )
+
+    ctx.at_close(stopped)
 
 
 @tck_test("1.9", "required")
@@ -412,7 +421,7 @@ def required_spec109_must_issue_on_subscribe_for_non_null_subscriber(ctx: Publis
     probe = ctx.probe()
     ctx.subscribe(ctx.publisher(1), probe)
     probe.expect_subscription()
-    probe.wait_quiet()
+    ctx.closing_drain(probe)
 
 
 @tck_test("1.9", "required")
@@ -423,7 +432,7 @@ def required_spec109_may_reject_subscribe_with_on_error_after_on_subscribe(ctx: 
     ctx.subscribe(publisher, probe)
     probe.expect_subscription()
     ctx.expect_failure_signal(probe, "1.9")
-    probe.expect_quiet(after="after on_error")
+    ctx.closing_quiet(probe, after="after on_error")
 
 
 tck_test.untested(
@@ -570,7 +579,7 @@ def required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_su
     ctx.subscribe(ctx.publisher(6), probe)
     probe.expect_subscription()
     probe.next_elements(6)
-    probe.wait_quiet()
+    ctx.closing_drain(probe)
 
 
 @tck_test("3.3", "required")
@@ -650,7 +659,7 @@ def required_spec305_cancel_must_be_idempotent_and_thread_safe(ctx: PublisherCon
                             f"{len(stuck)} of 8 did not return within {ctx.settings.timeout * 1000 + 1000:.0f} ms")
     probe.wait_quiet()
     probe.request(5)
-    probe.expect_quiet(after="after cancel() and a further request(5)")
+    ctx.closing_quiet(probe, after="after cancel() and a further request(5)")
 
 
 @tck_test("3.6", "required")
@@ -661,7 +670,7 @@ def required_spec306_after_subscription_is_cancelled_request_must_be_nops(ctx: P
     probe.cancel()
     for _ in range(3):
         probe.request(1)
-    probe.expect_quiet(after="after cancel(), whatever is requested", since=mark)
+    ctx.closing_quiet(probe, after="after cancel(), whatever is requested", since=mark)
 
 
 @tck_test("3.7", "required")
@@ -671,7 +680,7 @@ def required_spec307_after_subscription_is_cancelled_additional_cancels_must_be_
     mark = probe.mark()  # nothing was requested: no signal at all may follow
     for _ in range(3):
         probe.cancel()
-    probe.expect_quiet(after="after repeated cancel()", since=mark)
+    ctx.closing_quiet(probe, after="after repeated cancel()", since=mark)
 
 
 @tck_test("3.8", "required")
@@ -684,7 +693,7 @@ def required_spec308_request_must_register_given_number_elements_to_be_produced(
     for _ in range(10):
         probe.request(1)
     probe.next_elements(10, rule="3.8")
-    probe.expect_quiet(after="beyond the 10 requested elements")
+    ctx.closing_quiet(probe, after="beyond the 10 requested elements")
 
 
 @tck_test("3.9", "required")
@@ -750,12 +759,16 @@ def required_spec312_cancel_must_make_the_publisher_eventually_stop_signalling(c
     probe.request(5)
     probe.next_element()
     probe.cancel()
-    _, quiet = probe.wait_quiet()
-    if not quiet:
-        raise RuleViolation("3.12", "signals to stop after cancel()",
-                            f"still signalling {ctx.settings.timeout * 1000:.0f} ms after cancel()")
-    if probe.received > 15:
-        raise RuleViolation("3.12", "at most the 15 requested elements", f"{probe.received} elements")
+
+    def stopped() -> None:
+        _, quiet = probe.wait_quiet()
+        if not quiet:
+            raise RuleViolation("3.12", "signals to stop after cancel()",
+                                f"still signalling {ctx.settings.timeout * 1000:.0f} ms after cancel()")
+        if probe.received > 15:
+            raise RuleViolation("3.12", "at most the 15 requested elements", f"{probe.received} elements")
+
+    ctx.at_close(stopped)
 
 
 @tck_test("3.13", "required")
@@ -823,7 +836,7 @@ def required_spec315_cancel_must_return_normally(ctx: PublisherContext) -> None:
         done.next_element()
         done.expect_completion()
         done.cancel()
-    fresh.expect_quiet(after="after cancel() with nothing requested", since=mark)
+    ctx.closing_quiet(fresh, after="after cancel() with nothing requested", since=mark)
 
 
 @tck_test("3.16", "required")
@@ -847,7 +860,7 @@ def required_spec316_request_must_return_normally(ctx: PublisherContext) -> None
         done.next_element()
         done.expect_completion()
         done.request(1)
-    cancelled.wait_quiet()
+    ctx.closing_drain(cancelled)
 
 
 @tck_test("3.17", "required")
@@ -899,9 +912,13 @@ def required_spec317_must_not_signal_on_error_when_pending_above_long_max_value(
     probe = ctx.subscribed(elements, keep_elements=False, on_next=overflow, yield_s=None)
     probe.request(1)
     probe._wait(lambda: probe.received >= 10 or probe.terminal is not None, ctx.settings.timeout)
-    probe.wait_quiet()
-    if probe.terminal == "on_error":
-        raise RuleViolation("3.17", "no on_error when the total demand exceeds 2**63-1", probe._terminal_text())
-    if probe.received < 10:
-        raise RuleViolation("3.17", "elements to keep flowing under a demand above 2**63-1",
-                            f"only {probe.received} arrived")
+
+    def no_error() -> None:
+        probe.wait_quiet()
+        if probe.terminal == "on_error":
+            raise RuleViolation("3.17", "no on_error when the total demand exceeds 2**63-1", probe._terminal_text())
+        if probe.received < 10:
+            raise RuleViolation("3.17", "elements to keep flowing under a demand above 2**63-1",
+                                f"only {probe.received} arrived")
+
+    ctx.at_close(no_error)
