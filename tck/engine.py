@@ -43,11 +43,15 @@ def select(
     return [t for t in tests if (not wanted or key(t) in wanted) and key(t) not in unwanted]
 
 
+#: How many tests past the last one asked for may start (most of them only closing).
+LOOKAHEAD = 16
+
+
 class Schedule:
     """Runs a sequence of tests, overlapping where allowed; results come back per test.
 
-    A test is started when one of its predecessors' results is asked for (or ahead of that,
-    by up to ``concurrency`` tests), so a consumer that stops asking stops the run early.
+    Tests start ahead of the one whose result is asked for (by at most ``concurrency`` +
+    ``LOOKAHEAD``), so a consumer that stops asking (``pytest -x``) stops the run soon.
     """
 
     def __init__(
@@ -95,7 +99,7 @@ class Schedule:
     def _pump(self) -> None:
         # Called with the lock held.
         while (self._started < len(self.tests) and self._active < self.concurrency
-               and self._started < self._wanted + self.concurrency):
+               and self._started < self._wanted + self.concurrency + LOOKAHEAD):
             index = self._started
             self._started += 1
             self._active += 1
