@@ -19,6 +19,7 @@ from .api import MAX_DEMAND
 from .api import Subscription
 from .environment import Environment
 from .errors import RuleViolation
+from .trace import Record
 from .trace import short_repr
 
 
@@ -78,6 +79,8 @@ class ProbeSubscriber:
         #: Per thread: how many signal methods it is inside, and how deep in on_next.
         self._sections: dict[int, int] = {}
         self._depths: dict[int, int] = {}
+        #: The trace record of the signal each thread is (or was last) inside.
+        self._inside_seq: dict[int, int] = {}
         self._threads: set[int] = set()
         self._racy = yield_s is not None and yield_always
         self._pause_s = 0.0 if yield_s is None else yield_s
@@ -91,6 +94,8 @@ class ProbeSubscriber:
         self.max_depth = 0
         self.terminal: str | None = None
         self.error: BaseException | None = None
+        #: The trace record of the terminal signal, cited when it came too early.
+        self.terminal_seq: int | None = None
         self.cancelled = False
         self.elements: collections.deque[Any] = collections.deque()
         self.concurrent_entries = 0
@@ -104,7 +109,7 @@ class ProbeSubscriber:
     # -- the Subscriber side (called by the publisher, on any thread) ------------------------
 
     def on_subscribe(self, subscription: Subscription) -> None:
-        me = self._enter("on_subscribe")
+        overlap = self._enter("on_subscribe")
         try:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
@@ -126,11 +131,10 @@ class ProbeSubscriber:
                     self.subscriptions.append(subscription)
                     if first:
                         self.subscription = subscription
-                self.env.trace.add(self.name, "on_subscribe", short_repr(subscription), self.demand)
+                record = self._record("on_subscribe", short_repr(subscription))
                 if self._waiters:
                     self._wake()
-            for rule, expected, observed in problems:
-                self.env.violation(rule, expected, observed)
+            self._flag(problems, overlap, record)
             if subscription is not None and not first:
                 # Behave as rule 2.5 asks of a subscriber: cancel the extra subscription.
                 self._call("cancel", subscription.cancel)
@@ -139,7 +143,7 @@ class ProbeSubscriber:
                 self.on_subscribe_hook(self, subscription)
                 self._rewake()
         finally:
-            self._exit(me)
+            self._exit()
 
     def on_next(self, element: Any) -> None:
         env = self.env
@@ -154,7 +158,7 @@ class ProbeSubscriber:
         problems: list[tuple[str, str, str]] | None = None
         with self._lock:
             sections[me] = sections.get(me, 0) + 1
-            others = [t for t in sections if t != me] if len(sections) > 1 else None
+            overlap = self._overlap("on_next", me) if len(sections) > 1 else None
             depth = depths[me] = depths.get(me, 0) + 1
             self.max_depth = max(self.max_depth, depth)
             if me not in self._threads:
@@ -170,17 +174,14 @@ class ProbeSubscriber:
                 self.demand = before - 1
             if self.keep_elements:
                 self.elements.append(element)
-            env.trace.add(self.name, "on_next", short_repr(element), before)
+            seq = self._inside_seq[me] = env.trace.log(self.name, "on_next", short_repr(element), before)
             if self._waiters:
                 self._wake()
             flood = max(self.after_terminal, self.excess)
             after_cancel = self.after_cancel
         try:
-            if others:
-                self._overlap("on_next", others)
-            if problems:
-                for rule, expected, observed in problems:
-                    env.violation(rule, expected, observed)
+            if problems or overlap:
+                self._flag(problems or [], overlap, seq)
             if flood > self.storm_limit:
                 raise ProbeAbort(f"{self.name}: {flood} elements beyond demand or after a terminal signal")
             if after_cancel > self.storm_limit:
@@ -243,7 +244,7 @@ class ProbeSubscriber:
     def _terminate(self, signal: str, exc: BaseException | None) -> None:
         if self.env.closed:
             raise ProbeAbort(f"{self.name}: signal after its verification ended")
-        me = self._enter(signal)
+        overlap = self._enter(signal)
         try:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
@@ -258,32 +259,46 @@ class ProbeSubscriber:
                         problems.append(("1.7", f"no signal after {self.terminal}", f"{shown} after {self.terminal}"))
                 elif signal == "on_error" and exc is None:
                     problems.append(("2.13", "on_error with an exception", "on_error(None)"))
+                record = self._record(signal, short_repr(exc) if signal == "on_error" else "")
                 if self.terminal is None:
                     self.terminal = signal
                     self.error = exc
-                self.env.trace.add(self.name, signal, short_repr(exc) if signal == "on_error" else "", self.demand)
+                    self.terminal_seq = record
                 if self._waiters:
                     self._wake()
-            for rule, expected, observed in problems:
-                self.env.violation(rule, expected, observed)
+            self._flag(problems, overlap, record)
             self._pause()
         finally:
-            self._exit(me)
+            self._exit()
 
     # -- rule 1.3: serial signalling ---------------------------------------------------------
 
-    def _enter(self, what: str) -> int:
-        """Note this thread inside a signal method; a second thread inside at once breaks 1.3."""
+    def _enter(self, what: str) -> tuple[str, str, str, tuple[int, ...]] | None:
+        """Note this thread inside a signal method; the first overlap is returned as a problem."""
         me = get_ident()
         with self._lock:
             sections = self._sections
             sections[me] = sections.get(me, 0) + 1
-            others = [t for t in sections if t != me] if len(sections) > 1 else None
+            overlap = self._overlap(what, me) if len(sections) > 1 else None
             if me not in self._threads:
                 self._new_thread(me)
-        if others:
-            self._overlap(what, others)
-        return me
+        return overlap
+
+    def _overlap(self, what: str, me: int) -> tuple[str, str, str, tuple[int, ...]] | None:
+        # Called with the lock held, when another thread is inside a signal method too.
+        others = [t for t in self._sections if t != me]
+        self.concurrent_entries += 1
+        if self.concurrent_entries > 1:
+            return None
+        inside = tuple(sorted(self._inside_seq[t] for t in others if t in self._inside_seq))
+        names = ", ".join(_thread_name(t) for t in others)
+        return (
+            "1.3",
+            "signals delivered one at a time (never two threads inside the subscriber at once)",
+            (f"{what} entered on thread {threading.current_thread().name} while thread {names} "
+             "was still inside a signal method of the same subscriber"),
+            inside,
+        )
 
     def _new_thread(self, me: int) -> None:
         # Called with the lock held. A race needs a second thread: pause from now on if one
@@ -293,24 +308,33 @@ class ProbeSubscriber:
         if not self._racy:
             self._racy = self.yield_s is not None and (len(self._threads) > 1 or me != self.env.body_ident)
 
-    def _overlap(self, what: str, others: list[int]) -> None:
-        self.concurrent_entries += 1
-        if self.concurrent_entries == 1:
-            names = ", ".join(_thread_name(t) for t in others)
-            self.env.violation(
-                "1.3",
-                "signals delivered one at a time (never two threads inside the subscriber at once)",
-                f"{what} entered on thread {threading.current_thread().name} while thread {names} "
-                "was still inside a signal method of the same subscriber",
-            )
+    def _record(self, signal: str, detail: str, demand: int | None = None) -> int:
+        """Trace a signal received, remembering it as the one this thread is inside (rule 1.3)."""
+        seq = self.env.trace.log(self.name, signal, detail, self.demand if demand is None else demand)
+        self._inside_seq[get_ident()] = seq
+        return seq
 
-    def _exit(self, me: int) -> None:
+    def _flag(
+        self,
+        problems: list[tuple[str, str, str]],
+        overlap: tuple[str, str, str, tuple[int, ...]] | None,
+        seq: int,
+    ) -> None:
+        """Record the problems a signal showed, citing its trace record (and, for 1.3, the other's)."""
+        if overlap is not None:
+            rule, expected, observed, inside = overlap
+            self.env.violation(rule, expected, observed, evidence=(*inside, seq))
+        for rule, expected, observed in problems:
+            self.env.violation(rule, expected, observed, evidence=(seq,))
+
+    def _exit(self) -> None:
+        me = get_ident()
         with self._lock:
-            left = self._sections[me] - 1
+            left = self._sections.get(me, 1) - 1
             if left:
                 self._sections[me] = left
             else:
-                del self._sections[me]
+                self._sections.pop(me, None)
 
     def _pause(self) -> None:
         if self._racy:
@@ -365,11 +389,12 @@ class ProbeSubscriber:
         except Exception as exc:
             rule = "3.16" if what == "request" else "3.15"
             shown = f"{what}({', '.join(map(str, args))})"
-            self.env.trace.note(f"{shown} raised {short_repr(exc)}")
+            note = self.env.trace.note(f"{shown} raised {short_repr(exc)}")
             violation = RuleViolation(
                 rule,
                 f"{shown} to return normally (failures go to on_error)",
                 f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
+                evidence=(note.seq,),
             )
             violation.__cause__ = exc
             self.env.flop(violation)
@@ -399,6 +424,7 @@ class ProbeSubscriber:
                 "1.9",
                 f"on_subscribe within {_ms(timeout)} of subscribe()",
                 f"no on_subscribe ({self._seen()})",
+                setting="timeout",
             )
         assert self.subscription is not None
         return self.subscription
@@ -413,8 +439,9 @@ class ProbeSubscriber:
             terminal = self._terminal_text()
         rule = self.env.rule if rule is None else rule
         if terminal:
-            raise RuleViolation(rule, what, f"{terminal} first ({self._seen()})")
-        raise RuleViolation(rule, f"{what} within {_ms(timeout)}", f"nothing arrived ({self._seen()})")
+            raise RuleViolation(rule, what, f"{terminal} first ({self._seen()})", evidence=self._terminal_evidence())
+        raise RuleViolation(rule, f"{what} within {_ms(timeout)}", f"nothing arrived ({self._seen()})",
+                            setting="timeout")
 
     def next_elements(self, count: int, *, timeout: float | None = None, rule: str | None = None) -> list[Any]:
         timeout = self.env.settings.timeout if timeout is None else timeout
@@ -437,8 +464,9 @@ class ProbeSubscriber:
         if terminal == "on_complete":
             return
         if terminal == "on_error":
-            raise RuleViolation(rule, "on_complete", f"{self._terminal_text()}")
-        raise RuleViolation(rule, f"on_complete within {_ms(timeout)}", f"nothing arrived ({self._seen()})")
+            raise RuleViolation(rule, "on_complete", f"{self._terminal_text()}", evidence=self._terminal_evidence())
+        raise RuleViolation(rule, f"on_complete within {_ms(timeout)}", f"nothing arrived ({self._seen()})",
+                            setting="timeout")
 
     def expect_error(
         self, kind: type[BaseException], *, timeout: float | None = None, rule: str | None = None
@@ -450,9 +478,11 @@ class ProbeSubscriber:
         with self._lock:
             terminal, error = self.terminal, self.error
         if terminal is None:
-            raise RuleViolation(rule, f"on_error({kind.__name__}) within {_ms(timeout)}", f"no terminal signal ({self._seen()})")
+            raise RuleViolation(rule, f"on_error({kind.__name__}) within {_ms(timeout)}",
+                                f"no terminal signal ({self._seen()})", setting="timeout")
         if terminal == "on_complete" or not isinstance(error, kind):
-            raise RuleViolation(rule, f"on_error({kind.__name__})", self._terminal_text())
+            raise RuleViolation(rule, f"on_error({kind.__name__})", self._terminal_text(),
+                                evidence=self._terminal_evidence())
         assert error is not None
         return error
 
@@ -481,8 +511,10 @@ class ProbeSubscriber:
         if not self._wait(lambda: self.signals != start, window):
             return
         rule = self.env.rule if rule is None else rule
-        last = self._last_signal_text()
-        raise RuleViolation(rule, f"no signal {after}".rstrip(), f"{last} ({self._seen()})")
+        last = self._last_signal()
+        shown = f"{last.signal}({last.detail})" if last else "a signal"
+        raise RuleViolation(rule, f"no signal {after}".rstrip(), f"{shown} ({self._seen()})",
+                            evidence=(last.seq,) if last else ())
 
     def wait_quiet(self, *, window: float | None = None, limit: float | None = None) -> tuple[int, bool]:
         """Let in-flight signals drain: return once a whole window passes with no signal.
@@ -508,7 +540,7 @@ class ProbeSubscriber:
 
     def depth(self) -> int:
         """How deeply on_next calls are nested on the calling thread right now (rule 3.3)."""
-        return self._depths.get(threading.get_ident(), 0)
+        return self._depths.get(get_ident(), 0)
 
     # -- bookkeeping for messages ------------------------------------------------------------
 
@@ -517,11 +549,14 @@ class ProbeSubscriber:
             return f"on_error({type(self.error).__name__}: {short_repr(self.error, 120)})"
         return f"{self.terminal}()" if self.terminal else ""
 
-    def _last_signal_text(self) -> str:
+    def _last_signal(self) -> Record | None:
         for record in reversed(self.env.trace.records()):
             if record.actor == self.name and record.signal.startswith("on_"):
-                return f"{record.signal}({record.detail})"
-        return "a signal"
+                return record
+        return None
+
+    def _terminal_evidence(self) -> tuple[int, ...]:
+        return () if self.terminal_seq is None else (self.terminal_seq,)
 
     def _seen(self) -> str:
         return (

@@ -70,19 +70,28 @@ class Trace:
         self._seq = 0
         self._t0 = time.monotonic()
 
-    def add(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> None:
+    def add(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> Record:
+        return Record(*self._append(actor, signal, detail, demand))
+
+    def log(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> int:
+        """``add`` for the per-signal path: returns only the record's ``seq``."""
+        return int(self._append(actor, signal, detail, demand)[0])
+
+    def _append(self, actor: str, signal: str, detail: str, demand: int | None) -> tuple[Any, ...]:
         thread = threading.current_thread().name
         now = time.monotonic() - self._t0
         with self._lock:
             seq = self._seq
             self._seq = seq + 1
+            row = (seq, now, thread, actor, signal, detail, demand)
             if seq < self._keep:
-                self._head.append((seq, now, thread, actor, signal, detail, demand))
+                self._head.append(row)
             else:
-                self._tail.append((seq, now, thread, actor, signal, detail, demand))
+                self._tail.append(row)
+        return row
 
-    def note(self, text: str) -> None:
-        self.add("tck", "note", text)
+    def note(self, text: str) -> Record:
+        return self.add("tck", "note", text)
 
     @property
     def total(self) -> int:

@@ -12,11 +12,11 @@ from typing import Any
 from ..environment import Environment
 from ..errors import NotVerified
 from ..probe import ProbeSubscriber
+from ..results import LEVELS
 from ..rules import Rule
 from ..rules import rule as lookup_rule
 
-LEVELS = ("required", "optional", "stochastic", "untested")
-_NAME = re.compile(r"^(required|optional|stochastic|untested)_(spec(\d)(\d\d)|sanity)_[a-z0-9_]+$")
+_NAME = re.compile(rf"^({'|'.join(LEVELS)})_(spec(\d)(\d\d)|sanity)_[a-z0-9_]+$")
 
 
 @dataclass(frozen=True)

@@ -223,6 +223,7 @@ def stochastic_spec103_must_signal_on_methods_sequentially(ctx: PublisherContext
     if elements < 2:
         raise NotVerified("needs a publisher of at least 2 elements (max_elements)")
     completes = ctx.settings.can_complete
+    showed = 0
     for i in range(ctx.settings.stochastic_iterations):
         bulk = i % 2 == 1
 
@@ -234,13 +235,17 @@ def stochastic_spec103_must_signal_on_methods_sequentially(ctx: PublisherContext
                 p.request(1)
 
         probe = ctx.probe(f"run{i}", on_subscribe=first, on_next=more, yield_s=0.0002)
-        ctx.subscribe(ctx.publisher(elements, completes=completes), probe)
-        probe.expect_subscription()
-        probe.next_elements(elements)
-        if completes:
-            probe.expect_completion()
-        else:
-            probe.cancel()
+        try:
+            ctx.subscribe(ctx.publisher(elements, completes=completes), probe)
+            probe.expect_subscription()
+            probe.next_elements(elements)
+            if completes:
+                probe.expect_completion()
+            else:
+                probe.cancel()
+        finally:
+            showed += probe.concurrent_entries > 0
+            ctx.env.count_iterations(i + 1, showed)
         ctx.env.check()  # stop at the first iteration that showed a race
 
 
@@ -605,6 +610,7 @@ def required_spec303_must_not_allow_unbounded_recursion(ctx: PublisherContext) -
                     f"on_next nested at most {bound} deep when request() is called from on_next",
                     f"on_next #{p.received} ran {depth} calls deep on thread {threading.current_thread().name}",
                     hint="trampoline: let a re-entrant request() only add demand for the running loop",
+                    setting="recursion_depth",
                 )
             return  # stop feeding the recursion
         if p.received < elements:
@@ -654,9 +660,11 @@ def required_spec305_cancel_must_be_idempotent_and_thread_safe(ctx: PublisherCon
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
     stuck = [t.name for t in threads if t.is_alive()]
+    ctx.env.count_iterations(len(threads), len(stuck))
     if stuck:
         raise RuleViolation("3.5", "concurrent cancel() calls to return promptly",
-                            f"{len(stuck)} of 8 did not return within {ctx.settings.timeout * 1000 + 1000:.0f} ms")
+                            f"{len(stuck)} of 8 did not return within {ctx.settings.timeout * 1000 + 1000:.0f} ms",
+                            setting="timeout")
     probe.wait_quiet()
     probe.request(5)
     ctx.closing_quiet(probe, after="after cancel() and a further request(5)")
@@ -795,6 +803,7 @@ def required_spec313_cancel_must_make_the_publisher_eventually_drop_all_referenc
             f"the cancelled subscriber to be garbage-collectable within {ctx.settings.gc_window * 1000:.0f} ms",
             f"it is still referenced (after receiving {received} element(s)); referrers include: "
             + ("; ".join(holders) or "unknown"),
+            setting="gc_window",
         )
     ctx.env.check()
 

@@ -286,10 +286,11 @@ def stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_p
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
     subscriber, upstream = ctx.stage(yield_s=0.0005)
     ctx.requested(subscriber, upstream)
-    for _ in range(64):
+    for i in range(64):
         if upstream.wait_demand() <= 0:
             break
         upstream.send_next()
+        ctx.env.count_iterations(i + 1, upstream.subscription.overlaps)
         ctx.env.check()
     upstream.settle()
     upstream.send_complete()

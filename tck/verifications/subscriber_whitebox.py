@@ -323,8 +323,10 @@ def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from
     stage = ctx.stage(yield_s=0.0005)
     stage.request(32)
     sent = []
-    for _ in range(32):
-        sent.append(stage.send_next())
+    for i in range(32):
+        sent.append(stage.upstream.send_next())
+        ctx.env.count_iterations(i + 1, stage.subscription.overlaps)
+        ctx.env.check()
     for element in sent:
         stage.probe.expect_next(element)
     stage.upstream.settle()
