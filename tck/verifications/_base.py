@@ -93,7 +93,7 @@ class Context:
         self.env = env
         self.settings = env.settings
         self._probes: list[ProbeSubscriber] = []
-        self._closing: list[Callable[[], None]] = []
+        self._closing: list[Callable[[], object]] = []
 
     def probe(self, name: str = "probe", **options: Any) -> ProbeSubscriber:
         probe = ProbeSubscriber(self.env, name, **options)
@@ -132,8 +132,9 @@ class Context:
 
         self._closing.append(drain)
 
-    def at_close(self, check: Callable[[], None]) -> None:
-        """Run ``check`` in ``finish``, after the closing claims made before it."""
+    def at_close(self, check: Callable[[], object]) -> None:
+        """Run ``check`` in ``finish``, after the closing claims made before it: a test's last
+        step that only waits (a drain, a settle), so the next test may start meanwhile."""
         self._closing.append(check)
 
     def finish(self) -> None:
