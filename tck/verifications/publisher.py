@@ -169,11 +169,16 @@ def required_spec101_request_must_result_in_the_correct_number_of_elements(ctx: 
     request or beyond the total requested. If this fails, check the demand accounting: is it
     decremented per element, and read under the same lock that request() updates?
     """
-    # Two claims need no later step, so their windows overlap the rest of the test: nothing
-    # before a request (on a subscription that never requests) and nothing beyond demand
-    # requested from on_next.
-    idle = ctx.subscribed(5, name="idle")
-    ctx.closing_quiet(idle, after="before the first request(n)", since=1)  # 1: its on_subscribe
+    probe = ctx.subscribed(5)
+    probe.expect_quiet(after="before the first request(n)")
+    probe.request(1)
+    probe.next_element()
+    probe.expect_quiet(after="beyond the requested 1 element")
+    probe.request(1)
+    probe.request(2)
+    probe.next_elements(3)
+    probe.expect_quiet(after="beyond the requested 4 elements")
+    probe.cancel()
 
     def again(p: ProbeSubscriber, element: Any) -> None:
         if p.received < 5:
@@ -183,16 +188,6 @@ def required_spec101_request_must_result_in_the_correct_number_of_elements(ctx: 
     reentrant.request(1)
     reentrant.next_elements(5)
     ctx.closing_quiet(reentrant, after="beyond the 5 elements requested one by one from on_next")
-
-    probe = ctx.subscribed(5)
-    probe.request(1)
-    probe.next_element()
-    probe.expect_quiet(after="beyond the requested 1 element")
-    probe.request(1)
-    probe.request(2)
-    probe.next_elements(3)
-    probe.expect_quiet(after="beyond the requested 4 elements")
-    probe.cancel()
 
 
 @tck_test("1.2", "required")
