@@ -9,7 +9,7 @@ identity processor):
 
 and for the probe: ``on_next`` recorded per second in a bulk test (unbounded demand on the
 synchronous range publisher) next to a bare counting subscriber on the same publisher, and
-the peak memory of such a run at two stream lengths (each in a fresh process).
+the memory such a run holds at its peak at two stream lengths (each in a fresh process).
 
     python benchmarks/bench.py [--repeat 3] [--json out.json] [--elements 1000000]
 
@@ -213,18 +213,22 @@ def probe_rates(elements: int, repeat: int) -> dict[str, float]:
 
 
 def probe_memory(elements: int) -> dict[str, float]:
-    """Peak RSS of a fresh process that pushes ``elements`` through the probe."""
+    """Memory of a fresh process pushing ``elements`` through the probe.
+
+    ``traced_peak_kb``: the most memory Python held at once during the run, over what it held
+    before (tracemalloc); ``rss_peak_mb``: the process's peak resident size.
+    """
     code = (
-        "import sys, resource; sys.path.insert(0, sys.argv[2]); import bench; "
-        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
-        "rate = bench.probe_run(int(sys.argv[1])); "
-        "print(base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rate)"
+        "import sys, resource, tracemalloc; sys.path.insert(0, sys.argv[2]); import bench; "
+        "tracemalloc.start(); base = tracemalloc.get_traced_memory()[0]; "
+        "rate = bench.probe_run(int(sys.argv[1])); peak = tracemalloc.get_traced_memory()[1]; "
+        "print(peak - base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rate)"
     )
     out = subprocess.run([sys.executable, "-c", code, str(elements), os.path.dirname(__file__)],
                          check=True, capture_output=True, text=True).stdout.split()
-    base, peak, rate = int(out[0]), int(out[1]), float(out[2])
-    return {"elements": elements, "base_mb": base / 1024, "peak_mb": peak / 1024,
-            "growth_mb": (peak - base) / 1024, "rate_per_s": rate}
+    traced, peak, rate = int(out[0]), int(out[1]), float(out[2])
+    return {"elements": elements, "traced_peak_kb": traced / 1024, "rss_peak_mb": peak / 1024,
+            "rate_per_s_traced": rate}
 
 
 def machine() -> dict[str, Any]:
@@ -260,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     memory = [probe_memory(n) for n in args.memory]
     report["memory"] = memory
     for m in memory:
-        print(f"memory: {m['elements']:>11,} elements through the probe: peak {m['peak_mb']:.1f} MB "
-              f"(+{m['growth_mb']:.1f} MB over start)", flush=True)
+        print(f"memory: {m['elements']:>11,} elements through the probe: {m['traced_peak_kb']:.1f} KB "
+              f"held at the peak, process peak RSS {m['rss_peak_mb']:.1f} MB", flush=True)
     report["machine"]["loadavg_1m_end"] = round(os.getloadavg()[0], 2)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -4,7 +4,7 @@ Runs every verification of each reference subject (publishers, blackbox and whit
 subscribers, the identity processor) ``--runs`` times in a row through the engine (no pytest), optionally while ``--load`` busy processes keep the cores occupied, and prints
 runs, failures, wall time per run and the load average. Exit code 1 if anything failed.
 
-    python benchmarks/soak.py --runs 50 --load 2
+    python benchmarks/soak.py --runs 50 --load 2 [--concurrency 8]
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def subjects() -> dict[str, tuple[str, Any]]:
     return out
 
 
-def soak(runs: int, only: list[str] | None = None) -> dict[str, Any]:
+def soak(runs: int, only: list[str] | None = None, concurrency: int = 1) -> dict[str, Any]:
     """Run each selected subject's verification ``runs`` times; per-subject failures and wall times."""
     report: dict[str, Any] = {}
     for label, (verification, subject) in subjects().items():
@@ -69,7 +69,7 @@ def soak(runs: int, only: list[str] | None = None) -> dict[str, Any]:
         walls, failed, results = [], [], []
         for i in range(runs):
             t0 = time.monotonic()
-            results = run_verification(verification, subject)
+            results = run_verification(verification, subject, concurrency=concurrency)
             walls.append(time.monotonic() - t0)
             for r in results:
                 if r.outcome in ("failed", "error"):
@@ -102,12 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", type=int, default=0, help="busy processes to run meanwhile")
     parser.add_argument("--json", metavar="PATH", help="write the per-run numbers here")
     parser.add_argument("--only", action="append", metavar="LABEL", help="soak only this subject (repeatable)")
+    parser.add_argument("--concurrency", type=int, default=1, help="tests run at once (1: the default mode)")
     args = parser.parse_args(argv)
     burners = start_load(args.load)
-    report: dict[str, Any] = {"runs": args.runs, "load": args.load, "loadavg_1m_start": round(os.getloadavg()[0], 2)}
+    report: dict[str, Any] = {"runs": args.runs, "load": args.load, "concurrency": args.concurrency,
+                              "loadavg_1m_start": round(os.getloadavg()[0], 2)}
     start = time.monotonic()
     try:
-        report["subjects"] = soak(args.runs, args.only)
+        report["subjects"] = soak(args.runs, args.only, args.concurrency)
     finally:
         for p in burners:
             p.terminate()
