@@ -13,7 +13,8 @@ from pathlib import Path
 from rstck.results import ResultsFileError
 from rstck.results import load
 
-from . import html_report
+from .files import check_writable
+from .html_report import page as html_report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     output: Path = args.output or args.results.with_suffix(".html")
-    problem = html_report.check_writable("-o", output)
+    problem = check_writable("-o", output)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

@@ -6,8 +6,6 @@ is every ``conftest.py`` that defines an ``rstck_*`` function.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -27,19 +25,6 @@ class Builtins:
         return default_resolve(spec, role)
 
 
-class JsonReportWriter:
-    """``--rs-report-json``: writes the results document, atomically, when the run ends."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @hookimpl
-    def rstck_run_finished(self, document: dict[str, Any]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(self.path)
-
-
 class RstckPluginManager(pluggy.PluginManager):
     """Accepts plain ``rstck_*`` functions as implementations, as pytest does for ``pytest_*``.
 
@@ -55,15 +40,13 @@ class RstckPluginManager(pluggy.PluginManager):
 
 
 def make_manager(*, entry_points: bool = True) -> pluggy.PluginManager:
-    """A manager with our hookspecs, the built-ins, the first-party adapters and entry points."""
-    from .adapters import camelcase
-    from .adapters import rsocket
+    """A manager with our hookspecs, the built-ins and the ``rstck`` entry points.
 
+    The TCK's own adapters come in through the entry points, as everyone else's do.
+    """
     pm = RstckPluginManager("rstck")
     pm.add_hookspecs(hookspecs)
     pm.register(Builtins(), "rstck-builtins")
-    pm.register(camelcase, "rstck-adapter-camelcase")
-    pm.register(rsocket, "rstck-adapter-rsocket")
     if entry_points:
         pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
     pm.check_pending()

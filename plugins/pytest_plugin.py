@@ -10,50 +10,52 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pluggy
 import pytest
+from rstck.contexts import Context
 from rstck.engine import Schedule
 from rstck.engine import select
 from rstck.environment import Environment
 from rstck.errors import SetupError
 from rstck.results import TestResult
-from rstck.results import document
 from rstck.rules import RULES
 from rstck.runner import run_test
 from rstck.settings import KNOBS
 from rstck.settings import Settings
 from rstck.settings import parse_value
-from rstck.subjects import load_processor_subject
 from rstck.subjects import load_publisher_subject
-from rstck.subjects import load_subscriber_subject
-from rstck.subjects import load_whitebox_subject
 from rstck.subjects import smoke_check
 from rstck.subjects import smoke_check_subject
 from rstck.verifications import VERIFICATIONS
-from rstck.verifications._base import Context
 from rstck.verifications._base import TckTest
 
 from . import baseline as rs_baseline
-from . import html_report
+from . import json_report
 from . import terminal
 from . import threads as rs_threads
-from .hooks import JsonReportWriter
 from .hooks import defines_hooks
 from .hooks import make_manager
+from .html_report import options as html_report
+from .state import ResultCollector
+from .state import RsTckState
+from .state import resolver_key
+from .state import result_key
+from .state import state_key
+from .state import state_of
+from .state import threads_key
 
-PUBLISHER_OPTION = "--rs-publisher"
+PUBLISHER_OPTION = VERIFICATIONS["publisher"].option
 FAILED_PUBLISHER_OPTION = "--rs-failed-publisher"
 RULES_OPTION = "--rs-rules"
 SKIP_RULES_OPTION = "--rs-skip-rules"
-REPORT_JSON_OPTION = "--rs-report-json"
 ADAPTER_OPTION = "--rs-adapter"
 
 #: Extra seconds pytest-timeout allows beyond the TCK's own limit: it is only the backstop.
 BACKSTOP_MARGIN_S = 30.0
-
+#: The reporters, each configured from the run's options and state, in this order.
+REPORTERS = (json_report, html_report, rs_baseline, terminal)
 
 
 @dataclass(frozen=True)
@@ -80,24 +82,11 @@ def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
     return subject
 
 
-SUBSCRIBER_OPTION = "--rs-subscriber"
-WHITEBOX_SUBSCRIBER_OPTION = "--rs-whitebox-subscriber"
-PROCESSOR_OPTION = "--rs-processor"
-
-
 def _add_subject_options(group: pytest.OptionGroup) -> None:
-    group.addoption(
-        SUBSCRIBER_OPTION, dest="rs_subscriber", metavar="MODULE:ATTR",
-        help="Subscriber factory f() -> Subscriber (or a SubscriberSubject) to verify as a blackbox",
-    )
-    group.addoption(
-        WHITEBOX_SUBSCRIBER_OPTION, dest="rs_whitebox_subscriber", metavar="MODULE:ATTR",
-        help="Subscriber factory f(probe) -> Subscriber (or a WhiteboxSubject) reporting to the probe",
-    )
-    group.addoption(
-        PROCESSOR_OPTION, dest="rs_processor", metavar="MODULE:ATTR",
-        help="Identity processor factory f() -> Processor (or a ProcessorSubject) to verify",
-    )
+    for verification in VERIFICATIONS.values():
+        if verification.name != "publisher":  # added first, beside --rs-failed-publisher
+            group.addoption(verification.option, dest=verification.dest, metavar="MODULE:ATTR",
+                            help=verification.help)
 
 
 def _subject_loader(
@@ -118,31 +107,17 @@ def _subject_loader(
 
 #: The subject options, in the order their verifications run.
 SUBJECT_OPTIONS: list[SubjectOption] = [
-    SubjectOption("publisher", "rs_publisher", _load_publisher),
-    SubjectOption("subscriber_blackbox", "rs_subscriber",
-                  _subject_loader("rs_subscriber", SUBSCRIBER_OPTION, load_subscriber_subject)),
-    SubjectOption("subscriber_whitebox", "rs_whitebox_subscriber",
-                  _subject_loader("rs_whitebox_subscriber", WHITEBOX_SUBSCRIBER_OPTION,
-                                  load_whitebox_subject)),
-    SubjectOption("processor", "rs_processor",
-                  _subject_loader("rs_processor", PROCESSOR_OPTION, load_processor_subject)),
+    SubjectOption(v.name, v.dest, _load_publisher if v.name == "publisher"
+                  else _subject_loader(v.dest, v.option, v.load_subject))
+    for v in VERIFICATIONS.values()
 ]
-
-state_key = pytest.StashKey["RsTckState"]()
-resolver_key = pytest.StashKey[Callable[[str, str], Any]]()
-threads_key = pytest.StashKey[set[Any]]()
-#: conftest modules defining rstck_* hooks, by the pytest plugin manager they were seen in.
-_pending_conftests: dict[int, list[object]] = {}
-result_key = pytest.StashKey[TestResult]()
-#: Per verification: its schedule, and each not yet reported item's index in it.
-schedules_key = pytest.StashKey[dict[str, tuple[Schedule, dict[str, int]]]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rs-tck", "Reactive Streams TCK")
     group.addoption(
-        PUBLISHER_OPTION, dest="rs_publisher", metavar="MODULE:ATTR",
-        help="Publisher factory f(n) -> Publisher (or a PublisherSubject) to verify",
+        PUBLISHER_OPTION, dest=VERIFICATIONS["publisher"].dest, metavar="MODULE:ATTR",
+        help=VERIFICATIONS["publisher"].help,
     )
     group.addoption(
         FAILED_PUBLISHER_OPTION, dest="rs_failed_publisher", metavar="MODULE:ATTR",
@@ -157,18 +132,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Comma-separated rule ids not to verify",
     )
     group.addoption(
-        REPORT_JSON_OPTION, dest="rs_report_json", metavar="PATH",
-        help="Write the results (schema rs-tck-results/1) to PATH",
-    )
-    group.addoption(
         ADAPTER_OPTION, dest="rs_adapter", metavar="NAME",
         help="Adapt subjects of a foreign API to the binding: camelcase, rsocket, or a plugin's "
         "(env RS_TCK_ADAPTER, ini rs_adapter)",
     )
     parser.addini("rs_adapter", "Adapter applied to every subject (see --rs-adapter)", default=None)
     _add_subject_options(group)
-    html_report.add_options(group)
-    rs_baseline.add_options(group)
+    for reporter in REPORTERS:
+        if hasattr(reporter, "add_options"):
+            reporter.add_options(group)
     for knob in KNOBS:
         if knob.kind == "bool":
             group.addoption(knob.option, dest=knob.ini, action="store_true", default=None,
@@ -177,54 +149,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(knob.option, dest=knob.ini, metavar={"ms": "MS", "choice": "|".join(knob.choices)}.get(knob.kind, "N"),
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         parser.addini(knob.ini, knob.help, default=None)
-
-
-class RsTckState:
-    """Everything the plugin resolved at configure time; also the plugin that keeps results.
-
-    Registered per config, so each run (pytester's in-process runs included) has its own.
-    """
-
-    def __init__(self, subjects: dict[str, Any], settings: Settings, rules: list[str],
-                 skip_rules: list[str], report_json: Path | None, hooks: pluggy.PluginManager) -> None:
-        self.hooks = hooks
-        self.subjects = subjects
-        self.settings = settings
-        self.rules = rules
-        self.skip_rules = skip_rules
-        self.report_json = report_json
-        self.results: list[TestResult] = []
-
-    @property
-    def active(self) -> bool:
-        return bool(self.subjects)
-
-    def settings_for(self, verification: str) -> Settings:
-        """Settings with the subject's declared capabilities applied."""
-        apply = getattr(self.subjects[verification], "apply", None)
-        return apply(self.settings) if callable(apply) else self.settings
-
-    def labels(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for verification, subject in self.subjects.items():
-            out[verification] = str(getattr(subject, "label", subject))
-            failed = getattr(subject, "failed_factory", None)
-            if failed is not None:
-                out["failed_" + verification] = getattr(failed, "__qualname__", repr(failed))
-        return out
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        data = getattr(report, "rs_tck_result", None)
-        if data is not None:
-            result = TestResult.from_json(data)
-            self.results.append(result)
-            self.hooks.hook.rstck_result(result=result)
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if hasattr(session.config, "workerinput") or not self.active:
-            return
-        data = document(self.results, subjects=self.labels(), settings=self.settings.to_json())
-        self.hooks.hook.rstck_run_finished(document=data)
 
 
 def resolve_settings(config: pytest.Config) -> Settings:
@@ -275,8 +199,8 @@ def pytest_configure(config: pytest.Config) -> None:
     rules = _rule_list(config, "rs_rules", RULES_OPTION)
     skip_rules = _rule_list(config, "rs_skip_rules", SKIP_RULES_OPTION)
     hooks = make_manager()
-    for module in _pending_conftests.pop(id(config.pluginmanager), []):
-        hooks.register(module)
+    for _name, plugin in config.pluginmanager.list_name_plugin():
+        _register_conftest(hooks, plugin)
     config.stash[resolver_key] = _resolver(config, hooks)
     subjects: dict[str, Any] = {}
     for option in SUBJECT_OPTIONS:
@@ -286,24 +210,17 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
         if subject is not None:
             subjects[option.verification] = subject
-    report_json = config.getoption("rs_report_json")
-    report_path = Path(report_json) if report_json else None
-    if report_path is not None:
-        problem = html_report.check_writable(REPORT_JSON_OPTION, report_path)
-        if problem:
-            raise pytest.UsageError(problem)
-        hooks.register(JsonReportWriter(report_path), "rs-tck-json-report")
     if settings.concurrency > 1 and (hasattr(config, "workerinput") or config.getoption("numprocesses", None)):
         raise pytest.UsageError(
             "--rs-concurrency cannot be combined with pytest-xdist (-n): both run tests in "
             "parallel; use one of them"
         )
-    state = RsTckState(subjects, settings, rules, skip_rules, report_path, hooks)
+    state = RsTckState(subjects, settings, rules, skip_rules, hooks)
     config.stash[state_key] = state
     config.stash[threads_key] = rs_threads.snapshot()
-    config.pluginmanager.register(state, "rs-tck-state")
-    for reporting in (html_report, rs_baseline, terminal):
-        reporting.configure(config, state)
+    config.pluginmanager.register(ResultCollector(state), "rs-tck-results")
+    for reporter in REPORTERS:
+        reporter.configure(config, state)
 
 
 def _resolver(config: pytest.Config, hooks: pluggy.PluginManager) -> Callable[[str, str], Any]:
@@ -331,19 +248,22 @@ def _resolver(config: pytest.Config, hooks: pluggy.PluginManager) -> Callable[[s
     return resolve
 
 
+def _register_conftest(hooks: pluggy.PluginManager, plugin: object) -> None:
+    """Give a conftest module that implements ``rstck_*`` hooks to our own manager, once."""
+    if (getattr(plugin, "__file__", None) or "").endswith("conftest.py") and defines_hooks(plugin) \
+            and not hooks.is_registered(plugin):
+        hooks.register(plugin)
+
+
 def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
-    """Remember conftest modules that implement ``rstck_*`` hooks, for our own manager."""
-    if getattr(plugin, "__file__", "").endswith("conftest.py") and defines_hooks(plugin):
-        state = _state_of(manager)
-        if state is not None:
-            state.hooks.register(plugin)
-        else:
-            _pending_conftests.setdefault(id(manager), []).append(plugin)
+    """Conftests found after configure (in test directories) join the ``rstck`` hooks too.
 
-
-def _state_of(manager: pytest.PytestPluginManager) -> RsTckState | None:
-    state = manager.get_plugin("rs-tck-state")
-    return state if isinstance(state, RsTckState) else None
+    The ones pytest loaded before configure are taken from its plugin list there.
+    """
+    config = manager.get_plugin("pytestconfig")
+    state = state_of(config) if isinstance(config, pytest.Config) else None
+    if state is not None:
+        _register_conftest(state.hooks, plugin)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -404,6 +324,10 @@ class RsTckItem(pytest.Item):
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return self.test.verification, None, f"{self.test.verification}::{self.test.test_id}"
+
+
+#: Per verification: its schedule, and each not yet reported item's index in it.
+schedules_key = pytest.StashKey[dict[str, tuple[Schedule, dict[str, int]]]]()
 
 
 def _scheduled(item: RsTckItem) -> TestResult:
@@ -500,5 +424,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         tr = config.pluginmanager.get_plugin("terminalreporter")
         rs_threads.release_leaked(config.stash.get(threads_key, set()),
                                   tr.write_line if tr is not None else print)
-    if state is not None and config.pluginmanager.is_registered(state):
-        config.pluginmanager.unregister(state)
+    collector = config.pluginmanager.get_plugin("rs-tck-results")
+    if collector is not None:
+        config.pluginmanager.unregister(collector)

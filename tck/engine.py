@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import Any
 
+from .contexts import Context
 from .environment import Environment
 from .results import TestResult
 from .runner import run_test
@@ -24,7 +25,6 @@ from .settings import Settings
 from .subjects import PublisherSubject
 from .verifications import VERIFICATIONS
 from .verifications import publisher
-from .verifications._base import Context
 from .verifications._base import TckTest
 
 

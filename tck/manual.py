@@ -118,9 +118,9 @@ class ManualSubscription:
                     self.demand = min(MAX_DEMAND, self.demand + n)
                 demand = self.demand
                 pub._cond.notify_all()
-            pub.env.trace.add(self.name, "request", f"{short_repr(n)}{state}", demand)
+            record = pub.env.trace.add(self.name, "request", f"{short_repr(n)}{state}", demand)
             for rule, expected, observed in problems:
-                pub.env.violation(rule, expected, observed)
+                pub.env.violation(rule, expected, observed, evidence=(record.seq,))
             pub._pause()
             if pub.inline and not state:
                 pub._drain(self)
@@ -142,9 +142,9 @@ class ManualSubscription:
                 self.cancelled = True
                 demand = self.demand
                 pub._cond.notify_all()
-            pub.env.trace.add(self.name, "cancel", state, demand)
+            record = pub.env.trace.add(self.name, "cancel", state, demand)
             for rule, expected, observed in problems:
-                pub.env.violation(rule, expected, observed)
+                pub.env.violation(rule, expected, observed, evidence=(record.seq,))
             pub._pause()
         finally:
             self._exit(entered)
@@ -304,7 +304,7 @@ class ManualPublisher:
                 rule or self.env.rule,
                 f"a request(n) for element {sub.sent + 1} within {_ms(timeout)}",
                 f"no outstanding demand ({seen})",
-                hint="the subscriber must request (rule 2.1) before the TCK may send",
+                hint="the subscriber must request (rule 2.1) before the TCK may send", setting="timeout",
             )
         return self._next(sub, rule)
 
@@ -345,7 +345,7 @@ class ManualPublisher:
         if demand <= 0:
             raise RuleViolation(
                 rule or self.env.rule, f"{what or 'a request(n)'} within {_ms(timeout)}",
-                f"none came ({sub.describe()})", hint=hint,
+                f"none came ({sub.describe()})", hint=hint, setting="timeout",
             )
         return demand
 
@@ -361,7 +361,7 @@ class ManualPublisher:
         if not done:
             raise RuleViolation(rule or self.env.rule,
                                 f"{what or f'requests adding up to {total}'} within {_ms(timeout)}",
-                                seen)
+                                seen, setting="timeout")
 
     def expect_request(self, *, subscription: ManualSubscription | None = None,
                             timeout: float | None = None, rule: str | None = None,
@@ -378,7 +378,8 @@ class ManualPublisher:
             seen = sub.describe()
         if not done:
             raise RuleViolation(rule or self.env.rule,
-                                f"{what or 'a request(n)'} within {_ms(timeout)}", f"none came ({seen})")
+                                f"{what or 'a request(n)'} within {_ms(timeout)}", f"none came ({seen})",
+                                setting="timeout")
 
     def expect_cancel(self, *, subscription: ManualSubscription | None = None,
                       timeout: float | None = None, rule: str | None = None, what: str = "",
@@ -387,7 +388,7 @@ class ManualPublisher:
         timeout = self.env.settings.timeout if timeout is None else timeout
         if not self.wait_cancel(subscription=sub, timeout=timeout):
             raise RuleViolation(rule or self.env.rule, f"{what or 'cancel()'} within {_ms(timeout)}",
-                                f"no cancel() ({sub.describe()})", hint=hint)
+                                f"no cancel() ({sub.describe()})", hint=hint, setting="timeout")
 
     def wait_cancel(self, *, subscription: ManualSubscription | None = None,
                     timeout: float | None = None) -> bool:
@@ -505,13 +506,14 @@ class ManualPublisher:
             with self._cond:
                 sub.broken = True
                 self._cond.notify_all()
-            self.env.trace.note(f"{signal}({detail}) raised {short_repr(exc)}")
+            note = self.env.trace.note(f"{signal}({detail}) raised {short_repr(exc)}")
             violation = RuleViolation(
                 rule or self.signal_rule or "2.13",
                 f"{signal}({detail}) to return normally",
                 f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
                 hint="a subscriber raises only TypeError, for a None argument; any other failure "
                 "it signals by cancelling its subscription (rule 2.13)",
+                evidence=(note.seq,),
             )
             violation.__cause__ = exc
             self.env.flop(violation)

@@ -28,7 +28,6 @@ VERDICTS = (
     "untested",
     "deselected",
 )
-VERIFICATIONS = ("publisher", "subscriber_blackbox", "subscriber_whitebox", "processor")
 LEVELS = ("required", "optional", "stochastic", "untested", "fuzz")
 
 

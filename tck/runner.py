@@ -8,6 +8,7 @@ blocked call and its thread is abandoned, so one hostile subject cannot hang a w
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -15,6 +16,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .contexts import Context
 from .environment import Environment
 from .environment import Problem
 from .environment import as_violation
@@ -27,8 +29,8 @@ from .rules import rule as lookup_rule
 from .settings import KNOBS_BY_NAME
 from .settings import Settings
 from .trace import short_repr
-from .verifications._base import Context
 from .verifications._base import TckTest
+from .worker import Worker
 
 #: How often the watchdog looks at a running verification (it wakes at once when it ends).
 _WATCH_INTERVAL = 0.05
@@ -68,43 +70,33 @@ def run_test(
 
         env.dispatch = shared_loop(env, settings.timeout).call
     started_at, start = time.time(), time.monotonic()
-    outcome: dict[str, BaseException | None] = {"error": None}
-    done = threading.Event()
 
     def body() -> None:
         env.body_ident = threading.get_ident()
         env.threads.add(env.body_ident)
+        context = make_context(env)
         try:
-            context = make_context(env)
-            try:
-                test.func(context)
-            except BaseException as exc:  # the subject may raise anything, KeyboardInterrupt included
-                outcome["error"] = exc
+            test.func(context)
+        except BaseException:  # the subject may raise anything, KeyboardInterrupt included
             # Always clean up; the body's own finding stays the headline, and whatever the
             # probes recorded is listed beside it (finish raises only the first of those).
-            context.finish()
-        except BaseException as exc:
-            if outcome["error"] is None:
-                outcome["error"] = exc
-        finally:
-            done.set()
+            with contextlib.suppress(BaseException):
+                context.finish()
+            raise
+        context.finish()
 
-    worker = threading.Thread(target=body, name="rs-tck-body", daemon=True)
-    stalled: _Stalled | None = None
     with env:
-        worker.start()
-        stalled = _watch(env, worker, done, start, settings)
+        worker = Worker(body, "rs-tck-body")
+        stalled = _watch(env, worker, start, settings)
     duration = time.monotonic() - start
-    error = stalled if stalled is not None else outcome["error"]
+    error = stalled if stalled is not None else worker.error
     return _result(test, env, error, started_at, duration, subject_label)
 
 
-def _watch(
-    env: Environment, worker: threading.Thread, done: threading.Event, start: float, settings: Settings
-) -> _Stalled | None:
+def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -> _Stalled | None:
     limit = stall_limit(settings)
     seen, changed = env.progress, time.monotonic()
-    while not done.wait(_WATCH_INTERVAL):
+    while not worker.wait(_WATCH_INTERVAL):
         now = time.monotonic()
         if env.progress != seen:
             seen, changed = env.progress, now
@@ -113,14 +105,14 @@ def _watch(
             return _Stalled(
                 f"`{call[0]}` neither returned nor signalled for {limit * 1000:.0f} ms: the subject "
                 f"blocked its caller (rules 3.4/3.5: request and cancel return promptly; 1.9: "
-                f"subscribe returns normally)\n  blocked at:\n{_stack(worker)}",
+                f"subscribe returns normally)\n  blocked at:\n{_stack(worker.thread)}",
                 "timeout",
             )
         if now - start > settings.test_limit:
             where = f" inside `{call[0]}`" if call else ""
             return _Stalled(
                 f"the verification did not finish within its limit of {settings.test_limit:.1f} s"
-                f"{where} (--rs-test-limit-ms)\n  it was at:\n{_stack(worker)}",
+                f"{where} (--rs-test-limit-ms)\n  it was at:\n{_stack(worker.thread)}",
                 "test_limit",
             )
     return None
@@ -169,9 +161,11 @@ def _result(
     elif problems:
         primary = as_violation(problems[0], test.rule_id)
     if primary is not None:
-        shown = getattr(primary, "problem", None)
-        others = [p for p in problems if p.error is not primary and p is not shown]
-        found = [_Found(primary, None, error if _unanticipated(error) else None)]
+        made_from: Problem | None = getattr(primary, "problem", None)
+        shown = next((p for p in problems if p.error is primary or p is made_from), None)
+        others = [p for p in problems if p is not shown]
+        raised = error if _unanticipated(error) else made_from.error if made_from is not None else None
+        found = [_Found(primary, shown, raised)]
         found += [_Found(as_violation(p, test.rule_id), p, None if isinstance(p.error, RuleViolation) else p.error)
                   for p in others]
         failures = [f.violation.failure() for f in found]
@@ -239,6 +233,8 @@ def _failure_message(test: TckTest, found: list[_Found], env: Environment, subje
     """The human-readable report of a failed test: the one place its failures become text."""
     first, others = found[0], found[1:]
     lines = _failure_lines(first.violation.failure(), first.raised)
+    if first.problem is not None:
+        lines.append(f"  where   : {first.problem.origin}")
     if subject:
         lines.append(f"  subject : {subject}")
     if others:

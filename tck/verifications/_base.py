@@ -1,17 +1,14 @@
-"""What every verification is made of: a registry of rule tests and the context they run in."""
+"""What every verification is made of: a registry of rule tests, each a function of a context."""
 
 from __future__ import annotations
 
-import gc
+import inspect
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..environment import Environment
 from ..errors import NotVerified
-from ..probe import ProbeSubscriber
 from ..results import LEVELS
 from ..rules import Rule
 from ..rules import rule as lookup_rule
@@ -65,6 +62,16 @@ class Registry:
 
         self._add(name, rule_id, "untested", body, reason, untested_reason=reason)
 
+    def include(self, tests: list[TckTest], *, via: Callable[[Any], Any] | None = None) -> None:
+        """Run another verification's ``tests`` here too, under their own names and rules.
+
+        ``via`` gives each test the view of this verification's context that it was written
+        for (a processor's publisher view runs the publisher tests).
+        """
+        for test in tests:
+            func = test.func if via is None else _through(via, test.func)
+            self._add(test.name, test.rule_id, test.level, func, test.doc, test.untested_reason)
+
     def _add(self, name: str, rule_id: str | None, level: str, func: Callable[[Any], None], doc: str,
              untested_reason: str = "") -> None:
         match = _NAME.match(name)
@@ -80,75 +87,14 @@ class Registry:
         self.tests.append(TckTest(name, self.verification, rule, level, func, _dedent(doc), untested_reason))
 
 
+def _through(via: Callable[[Any], Any], func: Callable[[Any], None]) -> Callable[[Any], None]:
+    def body(ctx: Any) -> None:
+        func(via(ctx))
+
+    body.__name__ = body.__qualname__ = func.__name__
+    body.__doc__ = func.__doc__
+    return body
+
+
 def _dedent(doc: str) -> str:
-    import inspect
-
     return inspect.cleandoc(doc) if doc else ""
-
-
-class Context:
-    """What a test body gets: the environment, the subject and probe factories."""
-
-    def __init__(self, env: Environment) -> None:
-        self.env = env
-        self.settings = env.settings
-        self._probes: list[ProbeSubscriber] = []
-        self._closing: list[Callable[[], object]] = []
-
-    def probe(self, name: str = "probe", **options: Any) -> ProbeSubscriber:
-        probe = ProbeSubscriber(self.env, name, **options)
-        self._probes.append(probe)
-        return probe
-
-    def call(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
-        """Call into the subject from the verification thread, visible to the watchdog."""
-        return self.env.invoke(label, fn, *args)
-
-    def closing_quiet(self, probe: ProbeSubscriber, *, after: str = "", since: int | None = None,
-                      rule: str | None = None) -> None:
-        """The test's last claim: nothing more arrives on ``probe`` for a no-signal window.
-
-        The window starts now and is waited out by ``finish``, together with the test's other
-        closing claims (one window for all of them), while the engine may already start the
-        next test: nothing the TCK does afterwards can make this probe's publisher signal.
-        Only for claims the test body makes nothing else after.
-        """
-        start = probe.mark() if since is None else since
-        deadline = time.monotonic() + self.settings.no_signal_window
-        rule = self.env.rule if rule is None else rule
-
-        def claim() -> None:
-            probe.expect_quiet(window=max(0.0, deadline - time.monotonic()), since=start, after=after,
-                               rule=rule)
-
-        self._closing.append(claim)
-
-    def closing_drain(self, probe: ProbeSubscriber) -> None:
-        """Let ``probe``'s in-flight signals arrive before the verdict (bounded), as the test's
-        last step, so that the probe's live checks see them; waited out by ``finish``."""
-
-        def drain() -> None:
-            probe.wait_quiet()
-
-        self._closing.append(drain)
-
-    def at_close(self, check: Callable[[], object]) -> None:
-        """Run ``check`` in ``finish``, after the closing claims made before it: a test's last
-        step that only waits (a drain, a settle), so the next test may start meanwhile."""
-        self._closing.append(check)
-
-    def finish(self) -> None:
-        """Wait out the closing claims, cancel what the test left open, raise what was recorded."""
-        try:
-            if self._closing:
-                if self.env.on_closing is not None:
-                    self.env.on_closing()
-                for claim in self._closing:
-                    claim()
-        finally:
-            for probe in self._probes:
-                probe.close()
-            # Collect now, so that errors raised while this test's garbage is finalised (an
-            # abandoned asyncio task, a __del__) are reported here and not in a later test.
-            gc.collect()
-        self.env.check()
