@@ -79,6 +79,12 @@ class Context:
         step that only waits (a drain, a settle), so the next test may start meanwhile."""
         self._closing.append(check)
 
+    def adopt(self, *views: Context) -> None:
+        """Make the closing claims of ``views`` (contexts a test body sees instead of this one)
+        part of this context's, so ``finish`` waits them out and checks them."""
+        for view in views:
+            view._closing = self._closing
+
     def close(self) -> None:
         """Cancel whatever the test left open."""
         for probe in self._probes:
