@@ -212,23 +212,25 @@ def probe_rates(elements: int, repeat: int) -> dict[str, float]:
     return {"elements": elements, "bare_per_s": bare, "probe_per_s": probe, "ratio": probe / bare}
 
 
-def probe_memory(elements: int) -> dict[str, float]:
+def probe_memory(elements: int, traced: bool) -> dict[str, float]:
     """Memory of a fresh process pushing ``elements`` through the probe.
 
-    ``traced_peak_kb``: the most memory Python held at once during the run, over what it held
-    before (tracemalloc); ``rss_peak_mb``: the process's peak resident size.
+    ``traced``: the most memory Python held at once during the run, over what it held before
+    (tracemalloc; exact but slow, so for shorter streams). Otherwise the process's peak
+    resident size before and after the run (the run may not raise it at all).
     """
     code = (
         "import sys, resource, tracemalloc; sys.path.insert(0, sys.argv[2]); import bench; "
-        "tracemalloc.start(); base = tracemalloc.get_traced_memory()[0]; "
+        "traced = sys.argv[3] == '1'; traced and tracemalloc.start(); "
+        "base = tracemalloc.get_traced_memory()[0]; rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
         "rate = bench.probe_run(int(sys.argv[1])); peak = tracemalloc.get_traced_memory()[1]; "
-        "print(peak - base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rate)"
+        "print(peak - base, rss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rate)"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(elements), os.path.dirname(__file__)],
+    out = subprocess.run([sys.executable, "-c", code, str(elements), os.path.dirname(__file__), str(int(traced))],
                          check=True, capture_output=True, text=True).stdout.split()
-    traced, peak, rate = int(out[0]), int(out[1]), float(out[2])
-    return {"elements": elements, "traced_peak_kb": traced / 1024, "rss_peak_mb": peak / 1024,
-            "rate_per_s_traced": rate}
+    held, rss_before, rss_after, rate = int(out[0]), int(out[1]), int(out[2]), float(out[3])
+    return {"elements": elements, "traced": traced, "held_kb": held / 1024 if traced else None,
+            "rss_before_mb": rss_before / 1024, "rss_peak_mb": rss_after / 1024, "rate_per_s": rate}
 
 
 def machine() -> dict[str, Any]:
@@ -248,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8, help="concurrent tests in the concurrent mode")
     parser.add_argument("--elements", type=int, default=1_000_000, help="stream length for the probe rate")
     parser.add_argument("--memory", type=int, nargs=2, default=(1_000_000, 10_000_000),
-                        metavar=("SMALL", "LARGE"), help="stream lengths for the memory comparison")
+                        metavar=("SMALL", "LARGE"), help="stream lengths for the peak-RSS comparison")
+    parser.add_argument("--traced", type=int, nargs=2, default=(100_000, 1_000_000),
+                        metavar=("SMALL", "LARGE"), help="stream lengths for the tracemalloc comparison")
     parser.add_argument("--skip-classes", action="store_true")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
@@ -261,11 +265,12 @@ def main(argv: list[str] | None = None) -> int:
     report["probe"] = rates
     print(f"probe: {rates['probe_per_s']:,.0f} on_next/s, bare subscriber {rates['bare_per_s']:,.0f}/s "
           f"(ratio {rates['ratio']:.2f}) over {args.elements:,} elements", flush=True)
-    memory = [probe_memory(n) for n in args.memory]
+    memory = [probe_memory(n, True) for n in args.traced] + [probe_memory(n, False) for n in args.memory]
     report["memory"] = memory
     for m in memory:
-        print(f"memory: {m['elements']:>11,} elements through the probe: {m['traced_peak_kb']:.1f} KB "
-              f"held at the peak, process peak RSS {m['rss_peak_mb']:.1f} MB", flush=True)
+        held = f"{m['held_kb']:.1f} KB held at the peak (tracemalloc), " if m["traced"] else ""
+        print(f"memory: {m['elements']:>11,} elements through the probe: {held}peak RSS "
+              f"{m['rss_before_mb']:.1f} MB before, {m['rss_peak_mb']:.1f} MB after", flush=True)
     report["machine"]["loadavg_1m_end"] = round(os.getloadavg()[0], 2)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
