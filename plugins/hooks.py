@@ -6,9 +6,11 @@ is every ``conftest.py`` that defines an ``rstck_*`` function.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pluggy
+from rstck.errors import SetupError
 from rstck.subjects import default_resolve
 
 from . import hookspecs
@@ -51,6 +53,31 @@ def make_manager(*, entry_points: bool = True) -> pluggy.PluginManager:
         pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
     pm.check_pending()
     return pm
+
+
+def make_resolver(hooks: pluggy.PluginManager, adapter: str | None) -> Callable[[str, str], Any]:
+    """Subject lookup through the ``rstck`` hooks, then the chosen adapter, if any.
+
+    One resolution for every front end: the pytest plugin and campaign units load subjects alike.
+    """
+
+    def resolve(spec: str, role: str) -> Any:
+        option = f"--rs-{role.replace('_', '-')}"
+        obj = hooks.hook.rstck_resolve_subject(spec=spec, role=role)
+        if obj is None:
+            raise SetupError(f"{option}={spec}: no plugin could resolve it")
+        if not adapter:
+            return obj
+        adapted = hooks.hook.rstck_adapt_subject(subject=obj, role=role, adapter=adapter)
+        if adapted is None:
+            names = sorted({n for names in hooks.hook.rstck_adapter_names() for n in names})
+            raise SetupError(
+                f"--rs-adapter={adapter}: no adapter of that name handles a {role}; "
+                f"available: {', '.join(names) or 'none'}"
+            )
+        return adapted
+
+    return resolve
 
 
 def defines_hooks(plugin: object) -> bool:
