@@ -254,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traced", type=int, nargs=2, default=(100_000, 1_000_000),
                         metavar=("SMALL", "LARGE"), help="stream lengths for the tracemalloc comparison")
     parser.add_argument("--skip-classes", action="store_true")
+    parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {"machine": machine()}
@@ -265,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     report["probe"] = rates
     print(f"probe: {rates['probe_per_s']:,.0f} on_next/s, bare subscriber {rates['bare_per_s']:,.0f}/s "
           f"(ratio {rates['ratio']:.2f}) over {args.elements:,} elements", flush=True)
-    memory = [probe_memory(n, True) for n in args.traced] + [probe_memory(n, False) for n in args.memory]
+    memory = [] if args.skip_memory else (
+        [probe_memory(n, True) for n in args.traced] + [probe_memory(n, False) for n in args.memory])
     report["memory"] = memory
     for m in memory:
         held = f"{m['held_kb']:.1f} KB held at the peak (tracemalloc), " if m["traced"] else ""
