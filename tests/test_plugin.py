@@ -167,10 +167,11 @@ def test_overlapping_tests_keep_their_own_verdicts(project: pytest.Pytester, con
     result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, f"--rs-report-json={path}",
                                "--rs-rules=1.5,1.6,1.7,3.6,3.7,3.9", f"--rs-concurrency={concurrency}",
                                "--rs-timeout-ms=300")
-    result.assert_outcomes(passed=8, failed=2, skipped=1)
+    result.assert_outcomes(passed=9, failed=3, skipped=2)
     results = json.loads(path.read_text())["results"]
     failed = sorted(r["test"] for r in results if r["outcome"] == "failed")
     assert failed == ["required_spec309_request_negative_number_must_signal_value_error",
+                      "required_spec309_request_zero_from_inside_on_next_must_signal_value_error",
                       "required_spec309_request_zero_must_signal_value_error"]
     spans = sorted((r["started_at"], r["finished_at"]) for r in results)
     assert all(0 < start <= end for start, end in spans)
