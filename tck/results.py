@@ -29,7 +29,7 @@ VERDICTS = (
     "deselected",
 )
 VERIFICATIONS = ("publisher", "subscriber_blackbox", "subscriber_whitebox", "processor")
-LEVELS = ("required", "optional", "stochastic", "untested")
+LEVELS = ("required", "optional", "stochastic", "untested", "fuzz")
 
 
 @dataclass
@@ -51,6 +51,8 @@ class TestResult:
     subject: str = ""
     #: ``"known"`` when a baseline lists this failure as a known deviation; absent otherwise.
     baseline: str | None = None
+    #: For a failed fuzz test: the shrunk scenario as steps, its replay token, what finding it took.
+    fuzz: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -68,6 +70,8 @@ class TestResult:
         }
         if self.baseline is not None:
             data["baseline"] = self.baseline
+        if self.fuzz is not None:
+            data["fuzz"] = self.fuzz
         return data
 
     @classmethod
@@ -85,6 +89,7 @@ class TestResult:
             trace_total=int(data.get("trace_total", len(data.get("trace", [])))),
             subject=data.get("subject", ""),
             baseline=data.get("baseline"),
+            fuzz=data.get("fuzz"),
         )
 
 

@@ -156,10 +156,13 @@ def _result(
         if verdict == "optional_unsupported":
             message = "optional, not supported: " + message
     records = env.trace.records()
+    rule = test.rule_id
+    if test.level == "fuzz" and primary is not None and primary.rule is not None:
+        rule = primary.rule.id  # a fuzz test verifies no single rule: it reports the one broken
     return TestResult(
         test=test.name,
         verification=test.verification,
-        rule=test.rule_id,
+        rule=rule,
         level=test.level,
         outcome=outcome,
         verdict=verdict,
@@ -168,6 +171,7 @@ def _result(
         trace=[r.to_json() for r in records],
         trace_total=env.trace.total,
         subject=subject,
+        fuzz=getattr(primary, "fuzz", None),
     )
 
 

@@ -14,8 +14,10 @@ from ..probe import ProbeSubscriber
 from ..rules import Rule
 from ..rules import rule as lookup_rule
 
-LEVELS = ("required", "optional", "stochastic", "untested")
+LEVELS = ("required", "optional", "stochastic", "untested", "fuzz")
 _NAME = re.compile(r"^(required|optional|stochastic|untested)_(spec(\d)(\d\d)|sanity)_[a-z0-9_]+$")
+#: Fuzz tests check every rule they can observe, so they name none: ``fuzz_<what>``.
+_FUZZ_NAME = re.compile(r"^fuzz_[a-z0-9_]+$")
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,9 @@ class TckTest:
 
     @property
     def test_id(self) -> str:
-        """The id shown to users, carrying the rule: ``required_spec309_...[3.9]``."""
+        """The id shown to users, carrying the rule: ``required_spec309_...[3.9]``, ``fuzz_...[fuzz]``."""
+        if self.level == "fuzz":
+            return f"{self.name}[fuzz]"
         return f"{self.name}[{self.rule.id if self.rule else 'sanity'}]"
 
 
@@ -66,6 +70,13 @@ class Registry:
 
     def _add(self, name: str, rule_id: str | None, level: str, func: Callable[[Any], None], doc: str,
              untested_reason: str = "") -> None:
+        if level == "fuzz":
+            if not _FUZZ_NAME.match(name) or rule_id is not None:
+                raise ValueError(f"fuzz test name {name!r} must start with 'fuzz_' and name no rule")
+            if any(t.name == name for t in self.tests):
+                raise ValueError(f"duplicate test name {name!r}")
+            self.tests.append(TckTest(name, self.verification, None, level, func, _dedent(doc)))
+            return
         match = _NAME.match(name)
         if level not in LEVELS or not match or match.group(1) != level:
             raise ValueError(f"test name {name!r} must start with '{level}_spec<rule>_' or '{level}_sanity_'")

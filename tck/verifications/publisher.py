@@ -905,3 +905,22 @@ def required_spec317_must_not_signal_on_error_when_pending_above_long_max_value(
     if probe.received < 10:
         raise RuleViolation("3.17", "elements to keep flowing under a demand above 2**63-1",
                             f"only {probe.received} arrived")
+
+
+# -- fuzzing -----------------------------------------------------------------------------------
+
+
+@tck_test(None, "fuzz")
+def fuzz_demand_cancel_orders(ctx: PublisherContext) -> None:
+    """Generated request/cancel orders, shrunk to the smallest scenario that breaks a rule.
+
+    Scenarios request small, boundary, non-positive and huge amounts (sums crossing 2**63-1),
+    cancel, from the test thread, another thread or re-entrantly from on_subscribe/on_next,
+    add subscribers, pause, and keep calling after terminal signals. Every probe check holds,
+    plus: nothing after cancel beyond what was in flight (3.6/1.8), demand served (3.8/3.17),
+    on_error after a non-positive request (3.9), no element lost, duplicated or reordered. If
+    this fails, replay the scenario it prints (--rs-fuzz-replay) and follow its numbered steps.
+    """
+    from ..fuzz.verify import fuzz_publisher
+
+    fuzz_publisher(ctx)

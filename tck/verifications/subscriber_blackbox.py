@@ -513,3 +513,18 @@ tck_test.untested(
     "an obligation of the subscription, which the TCK plays here; the publisher verification "
     "checks it",
 )
+
+
+@tck_test(None, "fuzz")
+def fuzz_signal_orders(ctx: BlackboxContext) -> None:
+    """Generated legal signal orders, shrunk to the smallest scenario that breaks a rule.
+
+    The TCK's upstream sends elements within demand in bursts or one by one, from the test
+    thread, another thread or inside request(), and on_complete/on_error at any point. Every
+    live check holds (2.3, 2.7, 3.9, 2.13), and the subscriber keeps asking for elements as it
+    does when fed one at a time (2.1). If this fails, replay the printed scenario
+    (--rs-fuzz-replay) and follow its numbered steps.
+    """
+    from ..fuzz.verify import fuzz_subscriber
+
+    fuzz_subscriber(ctx, whitebox=False)

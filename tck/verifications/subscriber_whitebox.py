@@ -615,3 +615,15 @@ tck_test.untested(
     "an obligation of the subscription, which the TCK plays here; the publisher verification "
     "checks it",
 )
+
+
+@tck_test(None, "fuzz")
+def fuzz_signal_orders(ctx: WhiteboxStages) -> None:
+    """Generated legal signal orders and puppet calls, shrunk to the smallest failing scenario.
+
+    As the blackbox fuzz verification, plus puppet.request(k)/puppet.cancel() at any point and
+    the probe's check that each signal is processed exactly once (2.11).
+    """
+    from ..fuzz.verify import fuzz_subscriber
+
+    fuzz_subscriber(ctx, whitebox=True)
