@@ -541,12 +541,28 @@ def _failure_article(r: TestResult, anchor: str) -> str:
         f'<article class="failure {kind}{" known" if known else ""}" id="{anchor}">'
         f"<header>{_badge(_verdict(r), known)}<h3>{_esc(title)} · {_esc(r.verification)} · "
         f'<span class="mono">{_esc(r.test)}</span></h3></header>'
-        f'<dl class="facts">{dl}</dl>'
+        f'<dl class="facts">{dl}</dl>{_fuzz_scenario(r)}'
         f"<details><summary>the full message</summary><pre>{_esc(parsed.details)}</pre></details>"
         f'<h4>Signal trace <span class="muted">({_esc(total)})</span></h4>{_LEGEND}'
         f'<div class="tracebox">{trace_svg(r.trace, r.trace_total, f"{r.verification}::{r.test}")}</div>'
         f"{raw}</article>"
     )
+
+
+def _fuzz_scenario(r: TestResult) -> str:
+    """A fuzz failure's shrunk scenario as numbered steps, with the option that replays it."""
+    fuzz = r.fuzz if isinstance(r.fuzz, Mapping) else None
+    if fuzz is None:
+        return ""
+    steps = [str(step).split(". ", 1)[-1] for step in fuzz.get("scenario", []) or []]
+    race = fuzz.get("race")
+    note = ""
+    if isinstance(race, Mapping):
+        note = (f'<p class="muted">a race: the scenario failed {_esc(str(race.get("failed")))} of '
+                f'{_esc(str(race.get("replays")))} replays</p>')
+    items = "".join(f"<li>{_esc(step)}</li>" for step in steps)
+    return (f'<section class="fuzz"><h4>Shrunk scenario</h4><ol class="mono">{items}</ol>{note}'
+            f'<p>replay: <code>{_esc(str(fuzz.get("replay_option", "")))}</code></p></section>')
 
 
 def _results(doc: Mapping[str, Any]) -> list[TestResult]:
