@@ -22,11 +22,11 @@ from typing import Any
 
 from rstck.catalogue import coverage
 from rstck.results import SCHEMA
-from rstck.results import VERIFICATIONS
 from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.rules import SPEC_URL
 from rstck.rules import Rule
+from rstck.verifications import VERIFICATIONS
 
 from .hooks import hookimpl
 

@@ -24,10 +24,7 @@ from rstck.runner import run_test
 from rstck.settings import KNOBS
 from rstck.settings import Settings
 from rstck.settings import parse_value
-from rstck.subjects import load_processor_subject
 from rstck.subjects import load_publisher_subject
-from rstck.subjects import load_subscriber_subject
-from rstck.subjects import load_whitebox_subject
 from rstck.subjects import smoke_check
 from rstck.subjects import smoke_check_subject
 from rstck.verifications import VERIFICATIONS
@@ -41,7 +38,7 @@ from .hooks import JsonReportWriter
 from .hooks import defines_hooks
 from .hooks import make_manager
 
-PUBLISHER_OPTION = "--rs-publisher"
+PUBLISHER_OPTION = VERIFICATIONS["publisher"].option
 FAILED_PUBLISHER_OPTION = "--rs-failed-publisher"
 RULES_OPTION = "--rs-rules"
 SKIP_RULES_OPTION = "--rs-skip-rules"
@@ -77,24 +74,11 @@ def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
     return subject
 
 
-SUBSCRIBER_OPTION = "--rs-subscriber"
-WHITEBOX_SUBSCRIBER_OPTION = "--rs-whitebox-subscriber"
-PROCESSOR_OPTION = "--rs-processor"
-
-
 def _add_subject_options(group: pytest.OptionGroup) -> None:
-    group.addoption(
-        SUBSCRIBER_OPTION, dest="rs_subscriber", metavar="MODULE:ATTR",
-        help="Subscriber factory f() -> Subscriber (or a SubscriberSubject) to verify as a blackbox",
-    )
-    group.addoption(
-        WHITEBOX_SUBSCRIBER_OPTION, dest="rs_whitebox_subscriber", metavar="MODULE:ATTR",
-        help="Subscriber factory f(probe) -> Subscriber (or a WhiteboxSubject) reporting to the probe",
-    )
-    group.addoption(
-        PROCESSOR_OPTION, dest="rs_processor", metavar="MODULE:ATTR",
-        help="Identity processor factory f() -> Processor (or a ProcessorSubject) to verify",
-    )
+    for verification in VERIFICATIONS.values():
+        if verification.name != "publisher":  # added first, beside --rs-failed-publisher
+            group.addoption(verification.option, dest=verification.dest, metavar="MODULE:ATTR",
+                            help=verification.help)
 
 
 def _subject_loader(
@@ -115,14 +99,9 @@ def _subject_loader(
 
 #: The subject options, in the order their verifications run.
 SUBJECT_OPTIONS: list[SubjectOption] = [
-    SubjectOption("publisher", "rs_publisher", _load_publisher),
-    SubjectOption("subscriber_blackbox", "rs_subscriber",
-                  _subject_loader("rs_subscriber", SUBSCRIBER_OPTION, load_subscriber_subject)),
-    SubjectOption("subscriber_whitebox", "rs_whitebox_subscriber",
-                  _subject_loader("rs_whitebox_subscriber", WHITEBOX_SUBSCRIBER_OPTION,
-                                  load_whitebox_subject)),
-    SubjectOption("processor", "rs_processor",
-                  _subject_loader("rs_processor", PROCESSOR_OPTION, load_processor_subject)),
+    SubjectOption(v.name, v.dest, _load_publisher if v.name == "publisher"
+                  else _subject_loader(v.dest, v.option, v.load_subject))
+    for v in VERIFICATIONS.values()
 ]
 
 state_key = pytest.StashKey["RsTckState"]()
@@ -136,8 +115,8 @@ result_key = pytest.StashKey[TestResult]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rs-tck", "Reactive Streams TCK")
     group.addoption(
-        PUBLISHER_OPTION, dest="rs_publisher", metavar="MODULE:ATTR",
-        help="Publisher factory f(n) -> Publisher (or a PublisherSubject) to verify",
+        PUBLISHER_OPTION, dest=VERIFICATIONS["publisher"].dest, metavar="MODULE:ATTR",
+        help=VERIFICATIONS["publisher"].help,
     )
     group.addoption(
         FAILED_PUBLISHER_OPTION, dest="rs_failed_publisher", metavar="MODULE:ATTR",

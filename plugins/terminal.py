@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 from rstck.catalogue import coverage
-from rstck.results import VERIFICATIONS
 from rstck.results import TestResult
 from rstck.rules import RULES
+from rstck.verifications import VERIFICATIONS
 
 from .html_report import LABELS
 from .html_report import SEVERITY

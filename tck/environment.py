@@ -12,8 +12,8 @@ import contextlib
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
@@ -37,19 +37,16 @@ class Problem:
     thread: str
     source: str  # "probe", "thread", "unraisable"
 
-    def describe(self) -> str:
-        if isinstance(self.error, RuleViolation):
-            text = "\n    ".join(self.error.details())
-        else:
-            tb = "".join(traceback.format_exception(self.error)).rstrip()
-            text = tb.replace("\n", "\n    ")
-        origin = {
+    @property
+    def origin(self) -> str:
+        """Where the problem was seen, for the report."""
+        where = {
             "probe": "seen by a probe",
             "thread": "uncaught in a thread",
             "unraisable": "unraisable (e.g. in __del__ or a callback)",
             "loop": "raised in an event-loop callback or task",
         }[self.source]
-        return f"{text}\n    ({origin}, on thread {self.thread})"
+        return f"{where}, on thread {self.thread}"
 
 
 class Environment:
@@ -73,6 +70,8 @@ class Environment:
         #: The rule the running verification checks; expectations cite it by default.
         self.rule: str | None = None
         self.closed = False
+        #: Rounds a test that repeats a race ran, and how many showed it (``{"ran", "showed"}``).
+        self.iterations: dict[str, int] | None = None
         #: How calls into the subject are made; the default calls on the current thread.
         self.dispatch: Callable[..., Any] = self._direct
 
@@ -85,9 +84,24 @@ class Environment:
         with self._lock:
             self._keep(Problem(error, threading.current_thread().name, source))
 
-    def violation(self, rule: str | None, expected: str, observed: str, *, hint: str = "") -> None:
-        self.trace.note(f"violation of rule {rule}: {observed}" if rule else f"problem: {observed}")
-        self.flop(RuleViolation(rule, expected, observed, hint=hint))
+    def violation(
+        self,
+        rule: str | None,
+        expected: str,
+        observed: str,
+        *,
+        hint: str = "",
+        evidence: Iterable[int] = (),
+        setting: str | None = None,
+    ) -> None:
+        """Record a violation seen off the verification's thread, citing the records that show it.
+
+        Without ``evidence`` the violation cites the note it leaves in the trace, which marks
+        the moment it was seen.
+        """
+        note = self.trace.note(f"violation of rule {rule}: {observed}" if rule else f"problem: {observed}")
+        cited = tuple(evidence) or (note.seq,)
+        self.flop(RuleViolation(rule, expected, observed, hint=hint, evidence=cited, setting=setting))
 
     def _keep(self, problem: Problem) -> None:
         # Bounded, like the trace: a subject that fails on every element must not turn the
@@ -108,6 +122,10 @@ class Environment:
         problems = self.problems
         if problems:
             raise as_violation(problems[0], self.rule)
+
+    def count_iterations(self, ran: int, showed: int) -> None:
+        """Note how many rounds of a race a test ran so far, and how many showed it."""
+        self.iterations = {"ran": ran, "showed": showed}
 
     # -- progress, for the watchdog ---------------------------------------------------------
 

@@ -6,6 +6,9 @@ maps them to outcomes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from .results import Failure
 from .rules import Rule
 from .rules import rule as _rule
 
@@ -17,8 +20,9 @@ class TckError(Exception):
 class RuleViolation(AssertionError, TckError):
     """The subject broke a rule: expected one thing, observed another.
 
-    The message is assembled here, never by hand at a call site, so every failure reads the
-    same way: rule and expectation first, then what was seen, then what to check.
+    ``evidence`` names the trace records (by ``seq``) that show it, and ``setting`` the
+    heuristic setting the verdict rests on (a timeout, a window), so that reports can point
+    at both. The text is never assembled at a call site: it is the failure's headline.
     """
 
     def __init__(
@@ -28,25 +32,30 @@ class RuleViolation(AssertionError, TckError):
         observed: str,
         *,
         hint: str = "",
+        evidence: Iterable[int] = (),
+        setting: str | None = None,
     ) -> None:
         self.rule = _rule(rule) if isinstance(rule, str) else rule
         self.expected = expected
         self.observed = observed
         self.hint = hint
+        self.evidence = tuple(evidence)
+        self.setting = setting
         super().__init__(self.headline())
 
-    def headline(self) -> str:
-        where = f"rule {self.rule.id}" if self.rule else "sanity"
-        return f"[{where}] expected {self.expected}; observed {self.observed}"
+    def failure(self) -> Failure:
+        """This violation as the data the results carry."""
+        return Failure(
+            rule=self.rule.id if self.rule else None,
+            expected=self.expected,
+            observed=self.observed,
+            hint=self.hint,
+            evidence=self.evidence,
+            setting=self.setting,
+        )
 
-    def details(self) -> list[str]:
-        lines = [self.headline()]
-        if self.hint:
-            lines.append(f"  check   : {self.hint}")
-        if self.rule:
-            lines.append(f"  rule    : {self.rule.id} ({self.rule.strength.value}) {self.rule.summary}")
-            lines.append(f"  spec    : {self.rule.url}")
-        return lines
+    def headline(self) -> str:
+        return self.failure().headline()
 
 
 class NotVerified(TckError):

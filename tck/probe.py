@@ -18,6 +18,7 @@ from .api import MAX_DEMAND
 from .api import Subscription
 from .environment import Environment
 from .errors import RuleViolation
+from .trace import Record
 from .trace import short_repr
 
 
@@ -60,6 +61,8 @@ class ProbeSubscriber:
         self._cond = threading.Condition()
         self._sections: dict[int, int] = {}
         self._sections_lock = threading.Lock()
+        #: The trace record of the signal each thread is (or was last) inside.
+        self._inside_seq: dict[int, int] = {}
         self._local = threading.local()
         self.subscription: Subscription | None = None
         self.subscriptions: list[Subscription] = []
@@ -71,6 +74,8 @@ class ProbeSubscriber:
         self.max_depth = 0
         self.terminal: str | None = None
         self.error: BaseException | None = None
+        #: The trace record of the terminal signal, cited when it came too early.
+        self.terminal_seq: int | None = None
         self.cancelled = False
         self.elements: collections.deque[Any] = collections.deque()
         self.concurrent_entries = 0
@@ -84,7 +89,7 @@ class ProbeSubscriber:
     # -- the Subscriber side (called by the publisher, on any thread) ------------------------
 
     def on_subscribe(self, subscription: Subscription) -> None:
-        self._enter("on_subscribe")
+        overlap = self._enter("on_subscribe")
         try:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
@@ -106,10 +111,9 @@ class ProbeSubscriber:
                     self.subscriptions.append(subscription)
                     if first:
                         self.subscription = subscription
-                self.env.trace.add(self.name, "on_subscribe", short_repr(subscription), self.demand)
+                record = self._record("on_subscribe", short_repr(subscription))
                 self._cond.notify_all()
-            for rule, expected, observed in problems:
-                self.env.violation(rule, expected, observed)
+            self._flag(problems, overlap, record)
             if subscription is not None and not first:
                 # Behave as rule 2.5 asks of a subscriber: cancel the extra subscription.
                 self._call("cancel", subscription.cancel)
@@ -124,7 +128,7 @@ class ProbeSubscriber:
             # The verification is over (its thread may have been abandoned): stop whoever
             # still emits, so a runaway publisher does not burn a core for the rest of the run.
             raise ProbeAbort(f"{self.name}: signal after its verification ended")
-        self._enter("on_next")
+        overlap = self._enter("on_next")
         depth = getattr(self._local, "depth", 0) + 1
         self._local.depth = depth
         try:
@@ -159,12 +163,11 @@ class ProbeSubscriber:
                     self.demand = before - 1
                 if self.keep_elements:
                     self.elements.append(element)
-                self.env.trace.add(self.name, "on_next", short_repr(element), before)
+                record = self._record("on_next", short_repr(element), before)
                 self._cond.notify_all()
                 flood = max(self.excess, self.after_terminal)
                 after_cancel = self.after_cancel
-            for rule, expected, observed in problems:
-                self.env.violation(rule, expected, observed)
+            self._flag(problems, overlap, record)
             if flood > self.storm_limit:
                 raise ProbeAbort(f"{self.name}: {flood} elements beyond demand or after a terminal signal")
             if after_cancel > self.storm_limit:
@@ -190,7 +193,7 @@ class ProbeSubscriber:
     def _terminate(self, signal: str, exc: BaseException | None) -> None:
         if self.env.closed:
             raise ProbeAbort(f"{self.name}: signal after its verification ended")
-        self._enter(signal)
+        overlap = self._enter(signal)
         try:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
@@ -205,20 +208,21 @@ class ProbeSubscriber:
                         problems.append(("1.7", f"no signal after {self.terminal}", f"{shown} after {self.terminal}"))
                 elif signal == "on_error" and exc is None:
                     problems.append(("2.13", "on_error with an exception", "on_error(None)"))
+                record = self._record(signal, short_repr(exc) if signal == "on_error" else "")
                 if self.terminal is None:
                     self.terminal = signal
                     self.error = exc
-                self.env.trace.add(self.name, signal, short_repr(exc) if signal == "on_error" else "", self.demand)
+                    self.terminal_seq = record.seq
                 self._cond.notify_all()
-            for rule, expected, observed in problems:
-                self.env.violation(rule, expected, observed)
+            self._flag(problems, overlap, record)
             self._pause()
         finally:
             self._exit()
 
     # -- rule 1.3: serial signalling ---------------------------------------------------------
 
-    def _enter(self, what: str) -> None:
+    def _enter(self, what: str) -> tuple[str, str, str, tuple[int, ...]] | None:
+        """Note this thread inside a signal method; the first overlap is returned as a problem."""
         me = threading.get_ident()
         with self._sections_lock:
             sections = self._sections
@@ -226,16 +230,39 @@ class ProbeSubscriber:
             busy = len(sections) > (1 if count else 0)
             sections[me] = count + 1
             others = [t for t in sections if t != me] if busy else []
-        if others:
-            self.concurrent_entries += 1
-            if self.concurrent_entries == 1:
-                names = ", ".join(_thread_name(t) for t in others)
-                self.env.violation(
-                    "1.3",
-                    "signals delivered one at a time (never two threads inside the subscriber at once)",
-                    f"{what} entered on thread {threading.current_thread().name} while thread {names} "
-                    "was still inside a signal method of the same subscriber",
-                )
+            inside = tuple(sorted(self._inside_seq[t] for t in others if t in self._inside_seq))
+        if not others:
+            return None
+        self.concurrent_entries += 1
+        if self.concurrent_entries > 1:
+            return None
+        names = ", ".join(_thread_name(t) for t in others)
+        return (
+            "1.3",
+            "signals delivered one at a time (never two threads inside the subscriber at once)",
+            (f"{what} entered on thread {threading.current_thread().name} while thread {names} "
+             "was still inside a signal method of the same subscriber"),
+            inside,
+        )
+
+    def _record(self, signal: str, detail: str, demand: int | None = None) -> Record:
+        """Trace a signal received, remembering it as the one this thread is inside (rule 1.3)."""
+        record = self.env.trace.add(self.name, signal, detail, self.demand if demand is None else demand)
+        self._inside_seq[threading.get_ident()] = record.seq
+        return record
+
+    def _flag(
+        self,
+        problems: list[tuple[str, str, str]],
+        overlap: tuple[str, str, str, tuple[int, ...]] | None,
+        record: Record,
+    ) -> None:
+        """Record the problems a signal showed, citing its trace record (and, for 1.3, the other's)."""
+        if overlap is not None:
+            rule, expected, observed, inside = overlap
+            self.env.violation(rule, expected, observed, evidence=(*inside, record.seq))
+        for rule, expected, observed in problems:
+            self.env.violation(rule, expected, observed, evidence=(record.seq,))
 
     def _exit(self) -> None:
         me = threading.get_ident()
@@ -285,11 +312,12 @@ class ProbeSubscriber:
         except Exception as exc:
             rule = "3.16" if what == "request" else "3.15"
             shown = f"{what}({', '.join(map(str, args))})"
-            self.env.trace.note(f"{shown} raised {short_repr(exc)}")
+            note = self.env.trace.note(f"{shown} raised {short_repr(exc)}")
             violation = RuleViolation(
                 rule,
                 f"{shown} to return normally (failures go to on_error)",
                 f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
+                evidence=(note.seq,),
             )
             violation.__cause__ = exc
             self.env.flop(violation)
@@ -310,6 +338,7 @@ class ProbeSubscriber:
                 "1.9",
                 f"on_subscribe within {_ms(timeout)} of subscribe()",
                 f"no on_subscribe ({self._seen()})",
+                setting="timeout",
             )
         assert self.subscription is not None
         return self.subscription
@@ -324,8 +353,9 @@ class ProbeSubscriber:
             terminal = self._terminal_text()
         rule = self.env.rule if rule is None else rule
         if terminal:
-            raise RuleViolation(rule, what, f"{terminal} first ({self._seen()})")
-        raise RuleViolation(rule, f"{what} within {_ms(timeout)}", f"nothing arrived ({self._seen()})")
+            raise RuleViolation(rule, what, f"{terminal} first ({self._seen()})", evidence=self._terminal_evidence())
+        raise RuleViolation(rule, f"{what} within {_ms(timeout)}", f"nothing arrived ({self._seen()})",
+                            setting="timeout")
 
     def next_elements(self, count: int, *, timeout: float | None = None, rule: str | None = None) -> list[Any]:
         timeout = self.env.settings.timeout if timeout is None else timeout
@@ -348,8 +378,9 @@ class ProbeSubscriber:
         if terminal == "on_complete":
             return
         if terminal == "on_error":
-            raise RuleViolation(rule, "on_complete", f"{self._terminal_text()}")
-        raise RuleViolation(rule, f"on_complete within {_ms(timeout)}", f"nothing arrived ({self._seen()})")
+            raise RuleViolation(rule, "on_complete", f"{self._terminal_text()}", evidence=self._terminal_evidence())
+        raise RuleViolation(rule, f"on_complete within {_ms(timeout)}", f"nothing arrived ({self._seen()})",
+                            setting="timeout")
 
     def expect_error(
         self, kind: type[BaseException], *, timeout: float | None = None, rule: str | None = None
@@ -361,9 +392,11 @@ class ProbeSubscriber:
         with self._cond:
             terminal, error = self.terminal, self.error
         if terminal is None:
-            raise RuleViolation(rule, f"on_error({kind.__name__}) within {_ms(timeout)}", f"no terminal signal ({self._seen()})")
+            raise RuleViolation(rule, f"on_error({kind.__name__}) within {_ms(timeout)}",
+                                f"no terminal signal ({self._seen()})", setting="timeout")
         if terminal == "on_complete" or not isinstance(error, kind):
-            raise RuleViolation(rule, f"on_error({kind.__name__})", self._terminal_text())
+            raise RuleViolation(rule, f"on_error({kind.__name__})", self._terminal_text(),
+                                evidence=self._terminal_evidence())
         assert error is not None
         return error
 
@@ -393,8 +426,10 @@ class ProbeSubscriber:
             if self.signals == start:
                 return
         rule = self.env.rule if rule is None else rule
-        last = self._last_signal_text()
-        raise RuleViolation(rule, f"no signal {after}".rstrip(), f"{last} ({self._seen()})")
+        last = self._last_signal()
+        shown = f"{last.signal}({last.detail})" if last else "a signal"
+        raise RuleViolation(rule, f"no signal {after}".rstrip(), f"{shown} ({self._seen()})",
+                            evidence=(last.seq,) if last else ())
 
     def wait_quiet(self, *, window: float | None = None, limit: float | None = None) -> tuple[int, bool]:
         """Let in-flight signals drain: return once a whole window passes with no signal.
@@ -432,11 +467,14 @@ class ProbeSubscriber:
             return f"on_error({type(self.error).__name__}: {short_repr(self.error, 120)})"
         return f"{self.terminal}()" if self.terminal else ""
 
-    def _last_signal_text(self) -> str:
+    def _last_signal(self) -> Record | None:
         for record in reversed(self.env.trace.records()):
             if record.actor == self.name and record.signal.startswith("on_"):
-                return f"{record.signal}({record.detail})"
-        return "a signal"
+                return record
+        return None
+
+    def _terminal_evidence(self) -> tuple[int, ...]:
+        return () if self.terminal_seq is None else (self.terminal_seq,)
 
     def _seen(self) -> str:
         return (

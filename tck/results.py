@@ -28,8 +28,48 @@ VERDICTS = (
     "untested",
     "deselected",
 )
-VERIFICATIONS = ("publisher", "subscriber_blackbox", "subscriber_whitebox", "processor")
 LEVELS = ("required", "optional", "stochastic", "untested", "fuzz")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One problem a test found, as data: reports, Spark rows and fuzz reports read these fields.
+
+    ``evidence`` names the trace records (by ``seq``) that show the problem; ``setting`` the
+    heuristic setting (a ``Settings`` field, e.g. ``timeout``) the verdict rests on, if any.
+    """
+
+    rule: str | None  # cited rule id ("3.9"); None for a sanity failure
+    expected: str
+    observed: str
+    hint: str = ""
+    evidence: tuple[int, ...] = ()
+    setting: str | None = None
+
+    def headline(self) -> str:
+        where = f"rule {self.rule}" if self.rule else "sanity"
+        return f"[{where}] expected {self.expected}; observed {self.observed}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "expected": self.expected,
+            "observed": self.observed,
+            "hint": self.hint,
+            "evidence": list(self.evidence),
+            "setting": self.setting,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Failure:
+        return cls(
+            rule=data["rule"],
+            expected=data["expected"],
+            observed=data["observed"],
+            hint=data.get("hint", ""),
+            evidence=tuple(int(seq) for seq in data.get("evidence", [])),
+            setting=data.get("setting"),
+        )
 
 
 @dataclass
@@ -53,6 +93,13 @@ class TestResult:
     baseline: str | None = None
     #: For a failed fuzz test: the shrunk scenario as steps, its replay token, what finding it took.
     fuzz: dict[str, Any] | None = None
+    #: What the test found, headline first; empty when it passed or did not apply.
+    failures: list[Failure] = field(default_factory=list)
+    #: Epoch seconds: when the test started, and when its verdict was final.
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    #: For a test that repeats a race: ``{"ran": N, "showed": M}`` (rounds run, rounds that showed it).
+    iterations: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -67,6 +114,10 @@ class TestResult:
             "trace": self.trace,
             "trace_total": self.trace_total,
             "subject": self.subject,
+            "failures": [f.to_json() for f in self.failures],
+            "started_at": round(self.started_at, 6),
+            "finished_at": round(self.finished_at, 6),
+            "iterations": self.iterations,
         }
         if self.baseline is not None:
             data["baseline"] = self.baseline
@@ -90,7 +141,17 @@ class TestResult:
             subject=data.get("subject", ""),
             baseline=data.get("baseline"),
             fuzz=data.get("fuzz"),
+            failures=[Failure.from_json(f) for f in data.get("failures", [])],
+            started_at=float(data.get("started_at", 0.0)),
+            finished_at=float(data.get("finished_at", 0.0)),
+            iterations=_iterations(data.get("iterations")),
         )
+
+
+def _iterations(value: Any) -> dict[str, int] | None:
+    if value is None:
+        return None
+    return {"ran": int(value["ran"]), "showed": int(value["showed"])}
 
 
 def summarize(results: list[TestResult]) -> dict[str, Any]:

@@ -8,30 +8,40 @@ blocked call and its thread is abandoned, so one hostile subject cannot hang a w
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
+from .contexts import Context
 from .environment import Environment
+from .environment import Problem
 from .environment import as_violation
 from .errors import NotVerified
 from .errors import RuleViolation
 from .errors import SetupError
+from .results import Failure
 from .results import TestResult
+from .rules import rule as lookup_rule
+from .settings import KNOBS_BY_NAME
 from .settings import Settings
 from .trace import short_repr
-from .verifications._base import Context
 from .verifications._base import TckTest
+from .worker import Worker
 
 #: How often the watchdog looks at a running verification (it wakes at once when it ends).
 _WATCH_INTERVAL = 0.05
 
 
 class _Stalled(Exception):
-    pass
+    """The body blocked or overran; ``setting`` is the limit it ran into."""
+
+    def __init__(self, text: str, setting: str) -> None:
+        super().__init__(text)
+        self.setting = setting
 
 
 def stall_limit(settings: Settings) -> float:
@@ -53,43 +63,33 @@ def run_test(
         from .loop import shared_loop
 
         env.dispatch = shared_loop(env, settings.timeout).call
-    start = time.monotonic()
-    outcome: dict[str, BaseException | None] = {"error": None}
-    done = threading.Event()
+    started_at, start = time.time(), time.monotonic()
 
     def body() -> None:
         env.body_ident = threading.get_ident()
+        context = make_context(env)
         try:
-            context = make_context(env)
-            try:
-                test.func(context)
-            except BaseException as exc:  # the subject may raise anything, KeyboardInterrupt included
-                outcome["error"] = exc
+            test.func(context)
+        except BaseException:  # the subject may raise anything, KeyboardInterrupt included
             # Always clean up; the body's own finding stays the headline, and whatever the
             # probes recorded is listed beside it (finish raises only the first of those).
-            context.finish()
-        except BaseException as exc:
-            if outcome["error"] is None:
-                outcome["error"] = exc
-        finally:
-            done.set()
+            with contextlib.suppress(BaseException):
+                context.finish()
+            raise
+        context.finish()
 
-    worker = threading.Thread(target=body, name="rs-tck-body", daemon=True)
-    stalled: _Stalled | None = None
     with env:
-        worker.start()
-        stalled = _watch(env, worker, done, start, settings)
+        worker = Worker(body, "rs-tck-body")
+        stalled = _watch(env, worker, start, settings)
     duration = time.monotonic() - start
-    error = stalled if stalled is not None else outcome["error"]
-    return _result(test, env, error, duration, subject_label)
+    error = stalled if stalled is not None else worker.error
+    return _result(test, env, error, started_at, duration, subject_label)
 
 
-def _watch(
-    env: Environment, worker: threading.Thread, done: threading.Event, start: float, settings: Settings
-) -> _Stalled | None:
+def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -> _Stalled | None:
     limit = stall_limit(settings)
     seen, changed = env.progress, time.monotonic()
-    while not done.wait(_WATCH_INTERVAL):
+    while not worker.wait(_WATCH_INTERVAL):
         now = time.monotonic()
         if env.progress != seen:
             seen, changed = env.progress, now
@@ -98,13 +98,15 @@ def _watch(
             return _Stalled(
                 f"`{call[0]}` neither returned nor signalled for {limit * 1000:.0f} ms: the subject "
                 f"blocked its caller (rules 3.4/3.5: request and cancel return promptly; 1.9: "
-                f"subscribe returns normally)\n  blocked at:\n{_stack(worker)}"
+                f"subscribe returns normally)\n  blocked at:\n{_stack(worker.thread)}",
+                "timeout",
             )
         if now - start > settings.test_limit:
             where = f" inside `{call[0]}`" if call else ""
             return _Stalled(
                 f"the verification did not finish within its limit of {settings.test_limit:.1f} s"
-                f"{where} (--rs-test-limit-ms)\n  it was at:\n{_stack(worker)}"
+                f"{where} (--rs-test-limit-ms)\n  it was at:\n{_stack(worker.thread)}",
+                "test_limit",
             )
     return None
 
@@ -118,19 +120,27 @@ def _stack(thread: threading.Thread) -> str:
 
 
 def _result(
-    test: TckTest, env: Environment, error: BaseException | None, duration: float, subject: str
+    test: TckTest,
+    env: Environment,
+    error: BaseException | None,
+    started_at: float,
+    duration: float,
+    subject: str,
 ) -> TestResult:
     problems = env.problems
     primary: RuleViolation | None = None
     verdict, outcome, message = "passed", "passed", ""
+    failures: list[Failure] = []
     if isinstance(error, NotVerified):
         outcome, verdict = "skipped", error.kind
         message = f"{error.kind.replace('_', ' ')}: {error.reason}"
     elif isinstance(error, SetupError):
         outcome, verdict = "error", "error"
+        failures = [Failure(None, "a subject the TCK can set up", str(error))]
         message = f"[setup] {error}"
     elif isinstance(error, _Stalled):
-        primary = RuleViolation(test.rule, "the verification to run to its end", str(error))
+        primary = RuleViolation(test.rule, "the verification to run to its end", str(error),
+                                setting=error.setting)
     elif isinstance(error, RuleViolation):
         primary = error
     elif error is not None:
@@ -143,16 +153,19 @@ def _result(
         primary.__cause__ = error
     elif problems:
         primary = as_violation(problems[0], test.rule_id)
-    shown = getattr(primary, "problem", None)
-    others = [p for p in problems if p.error is not primary and p is not shown]
     if primary is not None:
+        shown = getattr(primary, "problem", None)
+        others = [p for p in problems if p.error is not primary and p is not shown]
+        found = [_Found(primary, None, error if _unanticipated(error) else None)]
+        found += [_Found(as_violation(p, test.rule_id), p, None if isinstance(p.error, RuleViolation) else p.error)
+                  for p in others]
+        failures = [f.violation.failure() for f in found]
         outcome, verdict = "failed", "failed"
-        cited = {primary.rule.id if primary.rule else None}
-        cited |= {p.error.rule.id if isinstance(p.error, RuleViolation) and p.error.rule else None for p in others}
+        cited = {f.rule for f in failures}
         if test.level == "optional" and cited <= {test.rule_id, None} and not isinstance(error, _Stalled):
             # The optional behaviour is absent; nothing the spec requires was broken.
             outcome, verdict = "skipped", "optional_unsupported"
-        message = _failure_message(test, primary, others, env, subject, error)
+        message = _failure_message(test, found, env, subject)
         if verdict == "optional_unsupported":
             message = "optional, not supported: " + message
     records = env.trace.records()
@@ -172,30 +185,61 @@ def _result(
         trace_total=env.trace.total,
         subject=subject,
         fuzz=getattr(primary, "fuzz", None),
+        failures=failures,
+        started_at=started_at,
+        finished_at=time.time(),
+        iterations=env.iterations,
     )
 
 
-def _failure_message(
-    test: TckTest,
-    primary: RuleViolation,
-    others: list[Any],
-    env: Environment,
-    subject: str,
-    error: BaseException | None,
-) -> str:
-    lines = primary.details()
+@dataclass(frozen=True)
+class _Found:
+    """One problem of a test: as a violation, where it was seen, and what raised it, if anything."""
+
+    violation: RuleViolation
+    problem: Problem | None
+    raised: BaseException | None
+
+
+def _unanticipated(error: BaseException | None) -> bool:
+    return error is not None and not isinstance(error, RuleViolation | _Stalled)
+
+
+def _failure_lines(failure: Failure, raised: BaseException | None) -> list[str]:
+    lines = [failure.headline()]
+    if failure.hint:
+        lines.append(f"  check   : {failure.hint}")
+    if failure.evidence:
+        lines.append(f"  evidence: {', '.join(f'#{seq}' for seq in failure.evidence)} (in the trace below)")
+    if failure.setting:
+        knob = KNOBS_BY_NAME.get(failure.setting)
+        lines.append(f"  setting : {failure.setting}" + (f" ({knob.option})" if knob else ""))
+    if failure.rule:
+        cited = lookup_rule(failure.rule)
+        lines.append(f"  rule    : {cited.id} ({cited.strength.value}) {cited.summary}")
+        lines.append(f"  spec    : {cited.url}")
+    if raised is not None:
+        tb = "".join(traceback.format_exception(raised)[-6:]).rstrip()
+        lines.append("  raised  :\n    " + tb.replace("\n", "\n    "))
+    return lines
+
+
+def _failure_message(test: TckTest, found: list[_Found], env: Environment, subject: str) -> str:
+    """The human-readable report of a failed test: the one place its failures become text."""
+    first, others = found[0], found[1:]
+    lines = _failure_lines(first.violation.failure(), first.raised)
     if subject:
         lines.append(f"  subject : {subject}")
-    if isinstance(error, BaseException) and not isinstance(error, RuleViolation | _Stalled):
-        tb = "".join(traceback.format_exception(error)[-6:]).rstrip()
-        lines.append("  raised  :\n    " + tb.replace("\n", "\n    "))
     if others:
         lines.append(f"  also    : {len(others)} more problem(s) in this verification:")
-        for i, problem in enumerate(others, 2):
-            lines.append(f"    {i}. " + problem.describe().replace("\n", "\n    "))
+        for i, other in enumerate(others, 2):
+            text = "\n    ".join(_failure_lines(other.violation.failure(), other.raised))
+            origin = f"\n    ({other.problem.origin})" if other.problem is not None else ""
+            lines.append(f"    {i}. " + (text + origin).replace("\n", "\n    "))
     if env.problems_dropped:
         lines.append(f"  ... and {env.problems_dropped} more problem(s), not kept")
-    if test.rule is None or primary.rule is None or primary.rule.id != test.rule.id:
+    cited = first.violation.rule
+    if test.rule is None or cited is None or cited.id != test.rule.id:
         lines.append(f"  test    : {test.test_id} ({test.level})")
     lines.append(f"  trace   : {env.trace.total} record(s)")
     lines.append(env.trace.format())

@@ -6,7 +6,6 @@ import importlib
 import inspect
 import os
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import fields
@@ -25,6 +24,7 @@ from .settings import CAPABILITY_KNOBS
 from .settings import Settings
 from .trace import short_repr
 from .whitebox import WhiteboxProbe
+from .worker import Worker
 
 
 def apply_declared(subject: Any, settings: Settings, *, loop: str | None = None) -> Settings:
@@ -145,26 +145,16 @@ def load_publisher_subject(
 
 def _call_bounded(call: Callable[[], Any], label: str, timeout: float, *, hint_loop: bool = False) -> Any:
     """``call()`` on a TCK daemon thread, waiting at most ``timeout``; failures as SetupError."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, name="rs-tck:smoke-check", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
+    worker = Worker(call, "rs-tck:smoke-check")
+    if not worker.wait(timeout):
         raise SetupError(f"{label} did not return within {timeout * 1000:.0f} ms")
-    if "error" in box:
-        error = box["error"]
+    error = worker.error
+    if error is not None:
         hint = ""
         if hint_loop and "event loop" in str(error):
             hint = " (a subject that must be called on an event loop needs --rs-loop=asyncio)"
         raise SetupError(f"{label} raised {type(error).__name__}: {error}{hint}")
-    return box["value"]
+    return worker.value
 
 
 def smoke_check(

@@ -81,8 +81,8 @@ class Trace:
                 self._tail.append(record)
         return record
 
-    def note(self, text: str) -> None:
-        self.add("tck", "note", text)
+    def note(self, text: str) -> Record:
+        return self.add("tck", "note", text)
 
     @property
     def total(self) -> int:

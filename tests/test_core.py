@@ -213,3 +213,92 @@ def test_malformed_results_file_is_named(tmp_path: Path, content: str | None, me
     with pytest.raises(ResultsFileError, match=r"r\.json: ") as info:
         load(path)
     assert message in str(info.value)
+
+
+# -- the structured failure record ---------------------------------------------------------------
+
+
+def _run(subscription: type, rule: str, **settings: Any) -> list[TestResult]:
+    from rstck.engine import run_publisher_verification
+    from rstck.subjects import PublisherSubject
+
+    from tests.broken.publishers import factory
+
+    return run_publisher_verification(
+        PublisherSubject(factory(subscription)), Settings(timeout=0.5, **settings), rules=[rule]
+    )
+
+
+def test_a_live_violation_is_a_failure_citing_the_trace_records_that_show_it() -> None:
+    from tests.broken.publishers import ExtraElement
+
+    result = next(r for r in _run(ExtraElement, "1.1") if r.outcome == "failed")
+    headline = result.failures[0]
+    assert headline.rule == "1.1"
+    assert "no outstanding demand" in headline.observed
+    cited = [r for r in result.trace if r["seq"] in headline.evidence]
+    assert cited
+    assert all(r["signal"] == "on_next" for r in cited)
+    assert result.message.startswith(headline.headline())
+    assert f"#{headline.evidence[0]}" in result.message
+    assert 0 < result.started_at <= result.finished_at
+    assert result.finished_at - result.started_at >= result.duration_s * 0.5
+
+
+def test_every_problem_a_test_collected_is_a_failure_of_its_own() -> None:
+    from tests.broken.publishers import ExtraElement
+
+    result = next(r for r in _run(ExtraElement, "1.1") if r.outcome == "failed")
+    assert len(result.failures) >= 2
+    assert f"also    : {len(result.failures) - 1} more problem(s)" in result.message
+    for failure in result.failures[1:]:
+        assert failure.headline() in result.message
+
+
+def test_a_timed_verdict_names_the_setting_it_rests_on() -> None:
+    from tests.broken.publishers import Noop
+
+    failed = [r for r in _run(Noop, "1.2") if r.outcome == "failed"]
+    assert failed
+    assert failed[0].failures[0].setting == "timeout"
+    assert "setting : timeout (--rs-timeout-ms)" in failed[0].message
+
+
+def test_a_stochastic_test_counts_the_rounds_that_showed_the_race() -> None:
+    from tests.broken.publishers import ConcurrentOnNext
+    from tests.broken.publishers import RangeSubscription
+
+    passed = _run(RangeSubscription, "1.3", stochastic_iterations=6)[0]
+    assert passed.outcome == "passed"
+    assert passed.failures == []
+    assert passed.iterations == {"ran": 6, "showed": 0}
+    racy = _run(ConcurrentOnNext, "1.3")[0]
+    assert racy.outcome == "failed"
+    assert racy.iterations is not None
+    assert racy.iterations["showed"] == 1
+    assert 1 <= racy.iterations["ran"] <= 100
+    assert racy.failures[0].rule == "1.3"
+    inside = {r["seq"]: r for r in racy.trace}
+    threads = {inside[seq]["thread"] for seq in racy.failures[0].evidence if seq in inside}
+    assert len(threads) == 2  # the signal already inside, and the one that entered beside it
+
+
+def test_results_round_trip_the_failures() -> None:
+    from rstck.results import Failure
+
+    failure = Failure("3.9", "on_error(ValueError)", "on_complete()", "validate n", (3, 4), "timeout")
+    result = TestResult("required_spec309_x", "publisher", "3.9", "required", "failed", "failed", 0.5, "m",
+                        failures=[failure], started_at=10.0, finished_at=10.5, iterations={"ran": 2, "showed": 1})
+    data = result.to_json()
+    assert data["failures"] == [{"rule": "3.9", "expected": "on_error(ValueError)", "observed": "on_complete()",
+                                 "hint": "validate n", "evidence": [3, 4], "setting": "timeout"}]
+    assert TestResult.from_json(json.loads(json.dumps(data))) == result
+
+
+def test_results_written_before_the_failure_fields_still_load() -> None:
+    old = {"test": "required_spec309_x", "verification": "publisher", "rule": "3.9", "level": "required",
+           "outcome": "failed", "duration_s": 0.5, "message": "[rule 3.9] expected a; observed b", "trace": []}
+    result = TestResult.from_json(old)
+    assert result.failures == []
+    assert result.iterations is None
+    assert (result.started_at, result.finished_at) == (0.0, 0.0)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from rstck.api import FailedPublisherFactory
 from rstck.api import PublisherFactory
+from rstck.contexts import PublisherContext
 from rstck.reference import async_range_publisher
 from rstck.reference import failed_publisher
 from rstck.reference import range_publisher
@@ -29,7 +30,6 @@ from rstck.settings import Settings
 from rstck.subjects import PublisherSubject
 from rstck.verifications._base import TckTest
 from rstck.verifications.publisher import TESTS
-from rstck.verifications.publisher import make_context
 
 from .broken import publishers as bp
 
@@ -272,7 +272,7 @@ def _spec(param: object) -> Case:
 def test_broken_publisher_fails_its_test(spec: Case) -> None:
     subject = PublisherSubject(spec.factory, spec.failed_factory, label=spec.id)
     settings = SETTINGS if spec.test_limit is None else SETTINGS.replace(test_limit=spec.test_limit)
-    result = run_test(BY_NAME[spec.test], lambda env: make_context(env, subject), settings,
+    result = run_test(BY_NAME[spec.test], lambda env: PublisherContext(env, subject), settings,
                       subject_label=spec.id)
     message = result.message
     headline = message.splitlines()[0] if message else ""
@@ -301,7 +301,7 @@ def _reference_subjects() -> list[object]:
 @pytest.mark.parametrize(("subject", "settings"), _reference_subjects())
 def test_conforming_publisher_passes(test: TckTest, subject: PublisherSubject,
                                      settings: Settings) -> None:
-    result = run_test(test, lambda env: make_context(env, subject), settings,
+    result = run_test(test, lambda env: PublisherContext(env, subject), settings,
                       subject_label=subject.label)
     assert result.verdict in ("passed", "not_applicable"), result.message[:2000]
 

@@ -36,23 +36,51 @@ class ScenarioEnvironment(Environment):
             yield
 
 
+def linked_contexts(ctx: Any) -> list[Any]:
+    """``ctx`` and every context it works through (a processor's views and the processor's own).
+
+    They all hold the environment they record into, so a scenario must switch all of them.
+    """
+    from ..contexts import Context
+
+    found: list[Any] = []
+    stack = [ctx]
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, Context) or any(item is seen for seen in found):
+            continue
+        found.append(item)
+        stack.extend(value for value in vars(item).values() if isinstance(value, Context))
+        subject = getattr(item, "subject", None)
+        makers = [getattr(subject, "factory", None), getattr(subject, "failed_factory", None),
+                  getattr(item, "whitebox_subscriber", None)]
+        stack.extend(getattr(maker, "__self__", None) for maker in makers)
+    return found
+
+
 @contextlib.contextmanager
 def scenario_env(ctx: Any) -> Iterator[ScenarioEnvironment]:
-    """Point ``ctx`` at a fresh scenario environment for the duration; close what it opened."""
+    """Point ``ctx`` (and its linked contexts) at a fresh scenario environment; close what it opened."""
     outer: Environment = ctx.env
     env = ScenarioEnvironment(outer)
-    upstreams = getattr(ctx, "_upstreams", None)
-    opened = len(upstreams) if upstreams is not None else 0
-    ctx.env = env
+    contexts = linked_contexts(ctx)
+    opened = [(len(getattr(c, "_upstreams", ())), len(getattr(c, "_probes", ()))) for c in contexts]
+    for context in contexts:
+        context.env = env
     try:
         with env:
             yield env
     finally:
-        ctx.env = outer
-        if upstreams is not None:
-            for upstream in upstreams[opened:]:
-                upstream.close()
-            del upstreams[opened:]
+        for context, (upstream_count, probe_count) in zip(contexts, opened, strict=True):
+            context.env = outer
+            upstreams = getattr(context, "_upstreams", None)
+            if upstreams is not None:
+                for upstream in upstreams[upstream_count:]:
+                    upstream.close()
+                del upstreams[upstream_count:]
+            probes = getattr(context, "_probes", None)
+            if probes is not None:
+                del probes[probe_count:]  # the scenario's own: closed with its environment
 
 
 def call_on_thread(env: Environment, label: str, fn: Callable[[], Any], timeout: float) -> bool:

@@ -176,9 +176,7 @@ class SubscriberScenario:
         else:
             subscriber = ctx.subscriber()
             ctx.attach(upstream, subscriber)
-            trigger = getattr(ctx.subject, "trigger_request", None)
-            if trigger is not None:
-                ctx.call("trigger_request(subscriber)", trigger, subscriber)
+            ctx.trigger(subscriber)
         upstream.count = n
         return upstream, upstream.subscription
 

@@ -1,4 +1,9 @@
-"""The verification classes, each a registry of rule tests with a context factory."""
+"""The verification kinds: one record each, from which everything that lists them is derived.
+
+The results' ``verification`` names, the subject options of the pytest plugin (``--rs-*``),
+their help, and the schema's enum all come from ``VERIFICATIONS``; a test keeps the schema
+file in step. Adding a kind means a module of rule tests, a context, and a record here.
+"""
 
 from __future__ import annotations
 
@@ -6,39 +11,78 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..contexts import BlackboxContext
+from ..contexts import Context
+from ..contexts import ProcessorContext
+from ..contexts import PublisherContext
+from ..contexts import WhiteboxContext
 from ..environment import Environment
+from ..subjects import load_processor_subject
+from ..subjects import load_publisher_subject
+from ..subjects import load_subscriber_subject
+from ..subjects import load_whitebox_subject
 from . import processor
 from . import publisher
 from . import subscriber_blackbox
 from . import subscriber_whitebox
-from ._base import Context
 from ._base import Registry
 from ._base import TckTest
 
 
 @dataclass(frozen=True)
 class Verification:
-    """One verification class: its tests, and how a test body gets its context."""
+    """One verification kind: its tests, the context they run in, and how its subject is named."""
 
+    #: The ``verification`` field of results, and the subject's role in the results' ``subjects``.
     name: str
+    #: The command-line option naming the subject (``--rs-publisher``); its value is MODULE:ATTR.
+    option: str
+    #: What the option expects, for ``--help``.
+    help: str
     tests: list[TckTest]
+    #: ``make_context(env, subject)``: what a test body gets.
     make_context: Callable[[Environment, Any], Context]
+    #: ``load_subject(spec, *, resolve)``: the subject the option names, checked.
+    load_subject: Callable[..., Any]
+
+    @property
+    def dest(self) -> str:
+        """The option's attribute name (``rs_publisher``), also its ini-style key."""
+        return self.option.removeprefix("--").replace("-", "_")
 
 
-#: Every verification, in run order, by name (the ``verification`` field of results).
+#: Every verification kind, in run order, by name.
 VERIFICATIONS: dict[str, Verification] = {
     v.name: v
     for v in (
-        Verification(publisher.VERIFICATION, publisher.TESTS, publisher.make_context),
-        Verification(subscriber_blackbox.VERIFICATION, subscriber_blackbox.TESTS,
-                     subscriber_blackbox.make_context),
-        Verification(subscriber_whitebox.VERIFICATION, subscriber_whitebox.TESTS,
-                     subscriber_whitebox.make_context),
-        Verification(processor.VERIFICATION, processor.TESTS, processor.make_context),
+        Verification(
+            publisher.VERIFICATION, "--rs-publisher",
+            "Publisher factory f(n) -> Publisher (or a PublisherSubject) to verify",
+            publisher.TESTS, PublisherContext, load_publisher_subject,
+        ),
+        Verification(
+            subscriber_blackbox.VERIFICATION, "--rs-subscriber",
+            "Subscriber factory f() -> Subscriber (or a SubscriberSubject) to verify as a blackbox",
+            subscriber_blackbox.TESTS, BlackboxContext, load_subscriber_subject,
+        ),
+        Verification(
+            subscriber_whitebox.VERIFICATION, "--rs-whitebox-subscriber",
+            "Subscriber factory f(probe) -> Subscriber (or a WhiteboxSubject) reporting to the probe",
+            subscriber_whitebox.TESTS, WhiteboxContext, load_whitebox_subject,
+        ),
+        Verification(
+            processor.VERIFICATION, "--rs-processor",
+            "Identity processor factory f() -> Processor (or a ProcessorSubject) to verify",
+            processor.TESTS, ProcessorContext, load_processor_subject,
+        ),
     )
 }
 
+#: The verification names, in run order.
+NAMES: tuple[str, ...] = tuple(VERIFICATIONS)
+
 __all__ = [
+    "NAMES",
     "VERIFICATIONS",
     "Context",
     "Registry",

@@ -1,21 +1,19 @@
-"""What every verification is made of: a registry of rule tests and the context they run in."""
+"""What every verification is made of: a registry of rule tests, each a function of a context."""
 
 from __future__ import annotations
 
-import gc
+import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..environment import Environment
 from ..errors import NotVerified
-from ..probe import ProbeSubscriber
+from ..results import LEVELS
 from ..rules import Rule
 from ..rules import rule as lookup_rule
 
-LEVELS = ("required", "optional", "stochastic", "untested", "fuzz")
-_NAME = re.compile(r"^(required|optional|stochastic|untested)_(spec(\d)(\d\d)|sanity)_[a-z0-9_]+$")
+_NAME = re.compile(rf"^({'|'.join(LEVELS)})_(spec(\d)(\d\d)|sanity)_[a-z0-9_]+$")
 #: Fuzz tests check every rule they can observe, so they name none: ``fuzz_<what>``.
 _FUZZ_NAME = re.compile(r"^fuzz_[a-z0-9_]+$")
 
@@ -68,6 +66,16 @@ class Registry:
 
         self._add(name, rule_id, "untested", body, reason, untested_reason=reason)
 
+    def include(self, tests: list[TckTest], *, via: Callable[[Any], Any] | None = None) -> None:
+        """Run another verification's ``tests`` here too, under their own names and rules.
+
+        ``via`` gives each test the view of this verification's context that it was written
+        for (a processor's publisher view runs the publisher tests).
+        """
+        for test in tests:
+            func = test.func if via is None else _through(via, test.func)
+            self._add(test.name, test.rule_id, test.level, func, test.doc, test.untested_reason)
+
     def _add(self, name: str, rule_id: str | None, level: str, func: Callable[[Any], None], doc: str,
              untested_reason: str = "") -> None:
         if level == "fuzz":
@@ -90,34 +98,14 @@ class Registry:
         self.tests.append(TckTest(name, self.verification, rule, level, func, _dedent(doc), untested_reason))
 
 
+def _through(via: Callable[[Any], Any], func: Callable[[Any], None]) -> Callable[[Any], None]:
+    def body(ctx: Any) -> None:
+        func(via(ctx))
+
+    body.__name__ = body.__qualname__ = func.__name__
+    body.__doc__ = func.__doc__
+    return body
+
+
 def _dedent(doc: str) -> str:
-    import inspect
-
     return inspect.cleandoc(doc) if doc else ""
-
-
-class Context:
-    """What a test body gets: the environment, the subject and probe factories."""
-
-    def __init__(self, env: Environment) -> None:
-        self.env = env
-        self.settings = env.settings
-        self._probes: list[ProbeSubscriber] = []
-
-    def probe(self, name: str = "probe", **options: Any) -> ProbeSubscriber:
-        probe = ProbeSubscriber(self.env, name, **options)
-        self._probes.append(probe)
-        return probe
-
-    def call(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
-        """Call into the subject from the verification thread, visible to the watchdog."""
-        return self.env.invoke(label, fn, *args)
-
-    def finish(self) -> None:
-        """Cancel whatever the test left open, then raise any problem recorded on the way."""
-        for probe in self._probes:
-            probe.close()
-        # Collect now, so that errors raised while this test's garbage is finalised (an
-        # abandoned asyncio task, a __del__) are reported here and not in a later test.
-        gc.collect()
-        self.env.check()

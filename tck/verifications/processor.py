@@ -20,28 +20,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..api import MAX_DEMAND
-from ..environment import Environment
+from ..contexts import ProcessorContext
+from ..contexts import TckFailure
 from ..errors import RuleViolation
-from ..errors import SetupError
 from ..manual import ManualPublisher
 from ..probe import ProbeSubscriber
-from ..subjects import ProcessorSubject
-from ..subjects import PublisherSubject
 from ..trace import short_repr
-from ..whitebox import WhiteboxProbe
 from . import publisher
 from . import subscriber_whitebox
 from ._base import Registry
-from .publisher import PublisherContext
-from .subscriber_blackbox import TckFailure
-from .subscriber_whitebox import WhiteboxStages
 
 VERIFICATION = "processor"
 tck_test = Registry(VERIFICATION)
 TESTS = tck_test.tests
-
-_PROCESSOR_METHODS = ("subscribe", "on_subscribe", "on_next", "on_error", "on_complete")
 
 #: Rule 4.2 leaves a processor free to recover from an upstream error, as long as it then
 #: treats that subscription as cancelled; swallowing it silently is neither.
@@ -51,118 +42,11 @@ _PROPAGATE_OR_RECOVER = (
 )
 
 
-class _Downstream(ProbeSubscriber):
-    """The TCK's subscriber to a processor in whitebox tests: it is the processor's puppet."""
-
-    def __init__(self, env: Environment, probe: WhiteboxProbe) -> None:
-        super().__init__(env, "downstream", keep_elements=False,
-                         on_subscribe=self._register, on_next=self._report)
-        self._whitebox = probe
-
-    def _register(self, _: ProbeSubscriber, subscription: Any) -> None:
-        self._whitebox.register(request=self.request, cancel=self.cancel)
-
-    def _report(self, _: ProbeSubscriber, element: Any) -> None:
-        with self._whitebox.next(element):
-            pass
-
-    def on_complete(self) -> None:
-        super().on_complete()
-        with self._whitebox.complete():
-            pass
-
-    def on_error(self, exc: BaseException) -> None:
-        super().on_error(exc)
-        with self._whitebox.error(exc):
-            pass
-
-
-class ProcessorContext(WhiteboxStages, PublisherContext):
-    """A test body's view of the processor: as a publisher, as a subscriber, and both at once."""
-
-    #: A processor need not cancel upstream when its only subscriber cancels (advised only).
-    relays_cancel = False
-
-    def __init__(self, env: Environment, subject: ProcessorSubject) -> None:
-        as_publisher = PublisherSubject(
-            self._fed_processor,
-            failed_factory=subject.failed_factory or self._failed_processor,
-            label=subject.label,
-        )
-        PublisherContext.__init__(self, env, as_publisher)
-        self._init_upstreams(subject.element)
-        self.processor_subject = subject
-
-    # -- building blocks ---------------------------------------------------------------------
-
-    def processor(self) -> Any:
-        """A fresh processor from the user's factory, not yet subscribed to anything."""
-        self.env.trace.note("factory()")
-        try:
-            value = self.call("factory()", self.processor_subject.factory)
-        except Exception as exc:
-            raise SetupError(f"the processor factory {self.processor_subject.label} raised "
-                             f"{type(exc).__name__}: {short_repr(exc, 200)}") from exc
-        missing = [m for m in _PROCESSOR_METHODS if not callable(getattr(value, m, None))]
-        if missing:
-            raise SetupError(f"factory() returned {short_repr(value)}, which is not a Processor "
-                             f"(it lacks {', '.join(missing)})")
-        return value
-
-    def _fed_processor(self, elements: int) -> Any:
-        """The processor as the publisher tests see it: fed ``elements`` by a TCK upstream."""
-        processor = self.processor()
-        upstream = self.upstream("upstream", count=elements,
-                                 end="complete" if elements < MAX_DEMAND else None)
-        self.attach(upstream, processor)
-        return processor
-
-    def _failed_processor(self) -> Any:
-        """The failed publisher: a processor whose upstream fails right after on_subscribe."""
-        processor = self.processor()
-        upstream = self.upstream("failed-upstream",
-                                 fail_on_subscribe=TckFailure("the upstream failed, as the TCK asked"))
-        self.attach(upstream, processor)
-        return processor
-
-    def whitebox_subscriber(self, probe: WhiteboxProbe) -> Any:
-        """The processor as the whitebox tests see it: a TCK downstream reports to the probe."""
-        processor = self.processor()
-        downstream = _Downstream(self.env, probe)
-        self._probes.append(downstream)
-        self.subscribe(processor, downstream)
-        return processor
-
-    def relay(self, subscribers: int = 1) -> tuple[ManualPublisher, Any, list[ProbeSubscriber]]:
-        """A processor between a hand-driven upstream and ``subscribers`` probes."""
-        processor = self.processor()
-        probes = []
-        for i in range(subscribers):
-            probe = self.probe(f"sub{i + 1}" if subscribers > 1 else "downstream")
-            self.subscribe(processor, probe)
-            probes.append(probe)
-        upstream = self.upstream("upstream")
-        self.attach(upstream, processor)
-        self.env.check()
-        for probe in probes:
-            probe.expect_subscription()
-        return upstream, processor, probes
-
-    def late_subscriber(self, processor: Any, name: str) -> ProbeSubscriber:
-        probe = self.probe(name)
-        self.subscribe(processor, probe)
-        probe.expect_subscription()
-        return probe
-
-
-def make_context(env: Environment, subject: ProcessorSubject) -> ProcessorContext:
-    return ProcessorContext(env, subject)
-
-
-# The publisher and whitebox tests, unchanged and under their own names, run on this context
-# (the processor is fuzzed as a publisher; its subscriber side through a downstream is not).
-for _test in (*publisher.TESTS, *(t for t in subscriber_whitebox.TESTS if t.level != "fuzz")):
-    tck_test._add(_test.name, _test.rule_id, _test.level, _test.func, _test.doc, _test.untested_reason)
+# The publisher and whitebox tests, unchanged and under their own names, each on its view.
+tck_test.include(publisher.TESTS, via=ProcessorContext.publisher_view)
+# The processor is fuzzed as a publisher; its subscriber side through a downstream is not.
+tck_test.include([t for t in subscriber_whitebox.TESTS if t.level != "fuzz"],
+                 via=ProcessorContext.subscriber_view)
 
 
 # -- the processor's own rules -----------------------------------------------------------------

@@ -17,117 +17,17 @@ from typing import Any
 
 from ..api import MAX_DEMAND
 from ..api import Publisher
-from ..environment import Environment
+from ..contexts import PublisherContext
 from ..errors import NotVerified
 from ..errors import RuleViolation
-from ..errors import SetupError
 from ..probe import ProbeAbort
 from ..probe import ProbeSubscriber
-from ..subjects import PublisherSubject
 from ..trace import short_repr
-from ._base import Context
 from ._base import Registry
 
 VERIFICATION = "publisher"
 tck_test = Registry(VERIFICATION)
 TESTS = tck_test.tests
-
-
-class PublisherContext(Context):
-    """A test body's view of the publisher under test."""
-
-    def __init__(self, env: Environment, subject: PublisherSubject) -> None:
-        super().__init__(env)
-        self.subject = subject
-
-    def publisher(self, elements: int, *, completes: bool = False) -> Publisher[Any]:
-        """A fresh publisher of ``elements`` elements, or "not applicable" if it cannot be made."""
-        limit = self.settings.max_elements
-        if elements > limit:
-            raise NotVerified(
-                f"needs a publisher of {elements} elements; the subject supports at most {limit} "
-                "(max_elements)"
-            )
-        if completes and not self.settings.can_complete:
-            raise NotVerified(
-                "needs a publisher that completes; max_elements=2**63-1 declares it never does"
-            )
-        self.env.trace.note(f"factory({elements})")
-        try:
-            publisher = self.call(f"factory({elements})", self.subject.factory, elements)
-        except Exception as exc:
-            raise SetupError(
-                f"the publisher factory {self.subject.label} raised {type(exc).__name__}: "
-                f"{short_repr(exc, 200)} when called with n={elements}; if it cannot produce "
-                f"{elements} elements, declare max_elements (--rs-max-elements)"
-            ) from exc
-        return self._checked(publisher, f"factory({elements})")
-
-    def failed_publisher(self) -> Publisher[Any]:
-        if self.subject.failed_factory is None:
-            raise NotVerified("needs a failed publisher; none given (--rs-failed-publisher)")
-        self.env.trace.note("failed_factory()")
-        try:
-            publisher = self.call("failed_factory()", self.subject.failed_factory)
-        except Exception as exc:
-            raise SetupError(
-                f"the failed-publisher factory raised {type(exc).__name__}: {short_repr(exc, 200)}"
-            ) from exc
-        return self._checked(publisher, "failed_factory()")
-
-    def _checked(self, publisher: Any, made_by: str) -> Publisher[Any]:
-        if not callable(getattr(publisher, "subscribe", None)):
-            raise SetupError(
-                f"{made_by} returned {short_repr(publisher)}, which has no subscribe() method"
-            )
-        return publisher  # type: ignore[no-any-return]
-
-    def subscribe(self, publisher: Publisher[Any], subscriber: Any) -> None:
-        """``publisher.subscribe(subscriber)``, which must return normally (rule 1.9)."""
-        self.env.trace.add("tck", "subscribe", short_repr(subscriber))
-        try:
-            self.call("subscribe()", publisher.subscribe, subscriber)
-        except ProbeAbort:
-            pass
-        except Exception as exc:
-            raise RuleViolation(
-                "1.9",
-                "subscribe() to return normally (failures are signalled with on_error)",
-                f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
-            ) from exc
-
-    def subscribed(
-        self, elements: int, *, completes: bool = False, name: str = "probe", **options: Any
-    ) -> ProbeSubscriber:
-        """A probe subscribed to a fresh publisher, with its subscription already received."""
-        publisher = self.publisher(elements, completes=completes)
-        probe = self.probe(name, **options)
-        self.subscribe(publisher, probe)
-        probe.expect_subscription()
-        return probe
-
-    def subscribers_needed(self, count: int) -> None:
-        if self.settings.max_subscribers < count:
-            raise NotVerified(
-                f"needs {count} concurrent subscribers; the subject supports "
-                f"{self.settings.max_subscribers} (max_subscribers)"
-            )
-
-    def expect_failure_signal(self, probe: ProbeSubscriber, rule: str) -> BaseException:
-        """Wait for on_error from a failed publisher, requesting once if it waits for demand.
-
-        The spec does not say a failed publisher must signal on_error before any request
-        (reactive-streams-jvm#559), so a publisher that fails lazily, on the first request,
-        passes too.
-        """
-        if probe.expect_terminal() is None:
-            self.env.trace.note("no on_error without demand; requesting 1 in case it fails lazily")
-            probe.request(1)
-        return probe.expect_error(BaseException, rule=rule)
-
-
-def make_context(env: Environment, subject: PublisherSubject) -> PublisherContext:
-    return PublisherContext(env, subject)
 
 
 # -- sanity ------------------------------------------------------------------------------------
@@ -218,6 +118,7 @@ def stochastic_spec103_must_signal_on_methods_sequentially(ctx: PublisherContext
     if elements < 2:
         raise NotVerified("needs a publisher of at least 2 elements (max_elements)")
     completes = ctx.settings.can_complete
+    showed = 0
     for i in range(ctx.settings.stochastic_iterations):
         bulk = i % 2 == 1
 
@@ -229,13 +130,17 @@ def stochastic_spec103_must_signal_on_methods_sequentially(ctx: PublisherContext
                 p.request(1)
 
         probe = ctx.probe(f"run{i}", on_subscribe=first, on_next=more, yield_s=0.0002)
-        ctx.subscribe(ctx.publisher(elements, completes=completes), probe)
-        probe.expect_subscription()
-        probe.next_elements(elements)
-        if completes:
-            probe.expect_completion()
-        else:
-            probe.cancel()
+        try:
+            ctx.subscribe(ctx.publisher(elements, completes=completes), probe)
+            probe.expect_subscription()
+            probe.next_elements(elements)
+            if completes:
+                probe.expect_completion()
+            else:
+                probe.cancel()
+        finally:
+            showed += probe.concurrent_entries > 0
+            ctx.env.count_iterations(i + 1, showed)
         ctx.env.check()  # stop at the first iteration that showed a race
 
 
@@ -246,11 +151,7 @@ def required_spec104_must_signal_on_error_when_failing(ctx: PublisherContext) ->
     If this fails, check that a publisher that cannot serve a subscriber calls on_error on
     it (after on_subscribe) rather than raising from subscribe() or staying silent.
     """
-    publisher = ctx.failed_publisher()
-    probe = ctx.probe()
-    ctx.subscribe(publisher, probe)
-    probe.expect_subscription(timeout=ctx.settings.timeout)
-    ctx.expect_failure_signal(probe, "1.4")
+    probe = ctx.failed_subscription("1.4")
     probe.expect_quiet(after="after on_error")
 
 
@@ -304,11 +205,7 @@ def required_spec106_must_consider_subscription_cancelled_after_on_complete(ctx:
 @tck_test("1.6", "required")
 def required_spec106_must_consider_subscription_cancelled_after_on_error(ctx: PublisherContext) -> None:
     """After the failed publisher's on_error, request and cancel are no-ops."""
-    publisher = ctx.failed_publisher()
-    probe = ctx.probe()
-    ctx.subscribe(publisher, probe)
-    probe.expect_subscription()
-    ctx.expect_failure_signal(probe, "1.4")
+    probe = ctx.failed_subscription("1.4")
     mark = probe.mark()
     for n in (1, 0, -1):
         probe.request(n)
@@ -331,11 +228,7 @@ def required_spec107_must_not_emit_further_signals_once_on_complete_has_been_sig
 @tck_test("1.7", "required")
 def required_spec107_must_not_emit_further_signals_once_on_error_has_been_signalled(ctx: PublisherContext) -> None:
     """After the failed publisher's on_error nothing else may arrive, even on request."""
-    publisher = ctx.failed_publisher()
-    probe = ctx.probe()
-    ctx.subscribe(publisher, probe)
-    probe.expect_subscription()
-    ctx.expect_failure_signal(probe, "1.4")
+    probe = ctx.failed_subscription("1.4")
     mark = probe.mark()
     probe.request(10)
     probe.expect_quiet(after="after on_error", since=mark)
@@ -418,11 +311,7 @@ def required_spec109_must_issue_on_subscribe_for_non_null_subscriber(ctx: Publis
 @tck_test("1.9", "required")
 def required_spec109_may_reject_subscribe_with_on_error_after_on_subscribe(ctx: PublisherContext) -> None:
     """The failed publisher rejects a subscriber with on_subscribe first, then on_error once."""
-    publisher = ctx.failed_publisher()
-    probe = ctx.probe()
-    ctx.subscribe(publisher, probe)
-    probe.expect_subscription()
-    ctx.expect_failure_signal(probe, "1.9")
+    probe = ctx.failed_subscription("1.9")
     probe.expect_quiet(after="after on_error")
 
 
@@ -596,6 +485,7 @@ def required_spec303_must_not_allow_unbounded_recursion(ctx: PublisherContext) -
                     f"on_next nested at most {bound} deep when request() is called from on_next",
                     f"on_next #{p.received} ran {depth} calls deep on thread {threading.current_thread().name}",
                     hint="trampoline: let a re-entrant request() only add demand for the running loop",
+                    setting="recursion_depth",
                 )
             return  # stop feeding the recursion
         if p.received < elements:
@@ -645,9 +535,11 @@ def required_spec305_cancel_must_be_idempotent_and_thread_safe(ctx: PublisherCon
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
     stuck = [t.name for t in threads if t.is_alive()]
+    ctx.env.count_iterations(len(threads), len(stuck))
     if stuck:
         raise RuleViolation("3.5", "concurrent cancel() calls to return promptly",
-                            f"{len(stuck)} of 8 did not return within {ctx.settings.timeout * 1000 + 1000:.0f} ms")
+                            f"{len(stuck)} of 8 did not return within {ctx.settings.timeout * 1000 + 1000:.0f} ms",
+                            setting="timeout")
     probe.wait_quiet()
     probe.request(5)
     probe.expect_quiet(after="after cancel() and a further request(5)")
@@ -782,6 +674,7 @@ def required_spec313_cancel_must_make_the_publisher_eventually_drop_all_referenc
             f"the cancelled subscriber to be garbage-collectable within {ctx.settings.gc_window * 1000:.0f} ms",
             f"it is still referenced (after receiving {received} element(s)); referrers include: "
             + ("; ".join(holders) or "unknown"),
+            setting="gc_window",
         )
     ctx.env.check()
 

@@ -10,143 +10,16 @@ only ever sent within the demand the subscriber signalled.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from ..environment import Environment
+from ..contexts import BlackboxContext
+from ..contexts import TckFailure
 from ..errors import NotVerified
 from ..errors import RuleViolation
-from ..errors import SetupError
-from ..manual import ManualPublisher
-from ..manual import ManualSubscription
-from ..subjects import SubscriberSubject
-from ..trace import short_repr
-from ._base import Context
 from ._base import Registry
 
 VERIFICATION = "subscriber_blackbox"
 tck_test = Registry(VERIFICATION)
 TESTS = tck_test.tests
 
-_SUBSCRIBER_METHODS = ("on_subscribe", "on_next", "on_error", "on_complete")
-
-
-class TckFailure(RuntimeError):
-    """The exception the TCK signals with on_error: recognisable in traces and reports."""
-
-
-def _identity(index: int) -> Any:
-    return index
-
-
-class SubscriberContext(Context):
-    """What every verification of a subscriber shares: TCK-driven upstreams, closed at the end."""
-
-    def __init__(self, env: Environment, element: Callable[[int], Any] | None = None) -> None:
-        super().__init__(env)
-        self._init_upstreams(element)
-
-    def _init_upstreams(self, element: Callable[[int], Any] | None) -> None:
-        self.element = element or _identity
-        self._upstreams: list[ManualPublisher] = []
-
-    def upstream(self, name: str = "upstream", **options: Any) -> ManualPublisher:
-        """A fresh ManualPublisher whose elements come from the element hook."""
-        taken = {u.name for u in self._upstreams}
-        unique, n = name, 2
-        while unique in taken:
-            unique, n = f"{name}{n}", n + 1
-        upstream = ManualPublisher(self.env, unique, element=self.element, **options)
-        self._upstreams.append(upstream)
-        return upstream
-
-    def attach(self, upstream: ManualPublisher, subscriber: Any, *,
-               must_reject: str | None = None) -> ManualSubscription:
-        """Subscribe ``subscriber`` to ``upstream``; on_subscribe runs here, on this thread."""
-        return upstream.attach(subscriber, must_reject=must_reject)
-
-    def checked_subscriber(self, value: Any, made_by: str) -> Any:
-        missing = [m for m in _SUBSCRIBER_METHODS if not callable(getattr(value, m, None))]
-        if missing:
-            raise SetupError(
-                f"{made_by} returned {short_repr(value)}, which is not a Subscriber "
-                f"(it lacks {', '.join(missing)})"
-            )
-        return value
-
-    def expect_type_error(self, label: str, fn: Callable[..., Any], *args: Any) -> None:
-        """Rule 2.13: a None argument must be refused with TypeError, raised to the caller."""
-        self.env.trace.add("tck", label.split("(")[0], "None")
-        try:
-            self.call(label, fn, *args)
-        except TypeError:
-            return
-        except Exception as exc:
-            raise RuleViolation("2.13", f"{label} to raise TypeError",
-                                f"it raised {type(exc).__name__}: {short_repr(exc)}") from exc
-        raise RuleViolation("2.13", f"{label} to raise TypeError", "it returned normally",
-                            hint="check arguments for None first and raise TypeError")
-
-    def finish(self) -> None:
-        for upstream in self._upstreams:
-            upstream.close()
-        super().finish()
-
-
-class BlackboxContext(SubscriberContext):
-    """A test body's view of the blackbox subscriber under test."""
-
-    def __init__(self, env: Environment, subject: SubscriberSubject) -> None:
-        super().__init__(env, subject.element)
-        self.subject = subject
-
-    def subscriber(self) -> Any:
-        """A fresh subscriber from the user's factory."""
-        self.env.trace.note("factory()")
-        try:
-            value = self.call("factory()", self.subject.factory)
-        except Exception as exc:
-            raise SetupError(f"the subscriber factory {self.subject.label} raised "
-                             f"{type(exc).__name__}: {short_repr(exc, 200)}") from exc
-        return self.checked_subscriber(value, "factory()")
-
-    def stage(self, name: str = "upstream", **options: Any) -> tuple[Any, ManualPublisher]:
-        """A fresh subscriber subscribed to a fresh upstream; on_subscribe has returned."""
-        subscriber = self.subscriber()
-        upstream = self.upstream(name, **options)
-        self.attach(upstream, subscriber)
-        self.env.check()
-        return subscriber, upstream
-
-    def trigger(self, subscriber: Any) -> None:
-        """The user's trigger_request hook, for subscribers that request on an outside event."""
-        if self.subject.trigger_request is not None:
-            self.env.trace.add("tck", "trigger_request")
-            self.call("trigger_request()", self.subject.trigger_request, subscriber)
-
-    def requested(self, subscriber: Any, upstream: ManualPublisher, rule: str | None = None) -> int:
-        """Trigger, then wait for the demand the subscriber must signal (rule 2.1)."""
-        self.trigger(subscriber)
-        return upstream.expect_demand(
-            rule=rule or "2.1", what="a request(n) after on_subscribe",
-            hint="a subscriber signals demand with request(n); one that waits for an outside "
-            "event can be started by a SubscriberSubject's trigger_request hook",
-        )
-
-    def warm_up(self, subscriber: Any, upstream: ManualPublisher, most: int = 1) -> int:
-        """Trigger; if demand comes, send up to ``most`` elements. Returns how many were sent."""
-        self.trigger(subscriber)
-        demand = upstream.wait_demand()
-        sent = 0
-        while sent < min(demand, most):
-            upstream.send_next()
-            self.env.check()
-            sent += 1
-        return sent
-
-
-def make_context(env: Environment, subject: SubscriberSubject) -> BlackboxContext:
-    return BlackboxContext(env, subject)
 
 
 # -- section 2: Subscriber ---------------------------------------------------------------------
@@ -286,10 +159,11 @@ def stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_p
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
     subscriber, upstream = ctx.stage(yield_s=0.0005)
     ctx.requested(subscriber, upstream)
-    for _ in range(64):
+    for i in range(64):
         if upstream.wait_demand() <= 0:
             break
         upstream.send_next()
+        ctx.env.count_iterations(i + 1, upstream.subscription.overlaps)
         ctx.env.check()
     upstream.settle()
     upstream.send_complete()

@@ -10,138 +10,19 @@ too, and each report is matched against the signals really sent (2.11).
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from ..environment import Environment
+from ..contexts import TckFailure
+from ..contexts import WhiteboxStages
 from ..errors import NotVerified
 from ..errors import RuleViolation
-from ..errors import SetupError
-from ..manual import ManualPublisher
-from ..manual import ManualSubscription
-from ..subjects import WhiteboxSubject
-from ..trace import short_repr
-from ..whitebox import Puppet
 from ..whitebox import WhiteboxProbe
+from ..worker import Worker
 from ._base import Registry
-from .subscriber_blackbox import SubscriberContext
-from .subscriber_blackbox import TckFailure
 
 VERIFICATION = "subscriber_whitebox"
 tck_test = Registry(VERIFICATION)
 TESTS = tck_test.tests
-
-
-class WhiteboxStage:
-    """One subscriber under test, its probe and puppet, and the upstream it is subscribed to."""
-
-    def __init__(self, ctx: WhiteboxStages, probe: WhiteboxProbe, subscriber: Any,
-                 upstream: ManualPublisher, puppet: Puppet, sent: list[Any]) -> None:
-        self.ctx = ctx
-        self.probe = probe
-        self.subscriber = subscriber
-        self.upstream = upstream
-        self.puppet = puppet
-        #: Every element the upstream delivered, in order (inline delivery included).
-        self.sent = sent
-
-    @property
-    def subscription(self) -> ManualSubscription:
-        return self.upstream.subscription
-
-    def request(self, n: int) -> None:
-        """Pull the puppet: the subscriber should request ``n`` more, possibly in parts."""
-        self.ctx.env.trace.add("tck", "puppet.request", str(n))
-        self.ctx.call(f"puppet.request({n})", self.puppet.request, n)
-        self.ctx.env.check()
-
-    def cancel(self) -> None:
-        """Pull the puppet: the subscriber should cancel its subscription."""
-        self.ctx.env.trace.add("tck", "puppet.cancel")
-        self.ctx.call("puppet.cancel()", self.puppet.cancel)
-        self.ctx.env.check()
-
-    def expect_demand(self, *, rule: str | None = None) -> int:
-        return self.upstream.expect_demand(
-            rule=rule, what="a request(n) after puppet.request(n)",
-            hint="puppet.request(n) must make the subscriber call request on its subscription",
-        )
-
-    def send_next(self, *, rule: str | None = None) -> Any:
-        element = self.upstream.send_next(rule=rule)
-        self.ctx.env.check()
-        return element
-
-    def send_complete(self, *, rule: str | None = None) -> None:
-        self.upstream.send_complete(rule=rule)
-        self.ctx.env.check()
-
-    def send_error(self, error: BaseException, *, rule: str | None = None) -> None:
-        self.upstream.send_error(error, rule=rule)
-        self.ctx.env.check()
-
-    def expect_upstream_cancel(self, *, rule: str | None = None, needed: bool = True) -> bool:
-        """After puppet.cancel(): the subscription must see cancel().
-
-        A processor is not obliged to cancel its upstream when its only subscriber cancels
-        (the spec only advises it), so there a missing cancel makes a test that needs it not
-        applicable instead of failing it.
-        """
-        if not self.ctx.relays_cancel:
-            if self.upstream.wait_cancel():
-                return True
-            if needed:
-                raise NotVerified("needs the processor to cancel its upstream when its only "
-                                  "subscriber cancels, which it does not do")
-            self.ctx.env.trace.note("the processor did not cancel its upstream (advised, not required)")
-            return False
-        self.upstream.expect_cancel(rule=rule, what="cancel() after puppet.cancel()",
-                                    hint="puppet.cancel() must make the subscriber cancel its subscription")
-        return True
-
-
-class WhiteboxStages(SubscriberContext):
-    """Builds whitebox stages; a processor context reuses it with its own subscriber factory."""
-
-    #: Whether the puppet's cancel must reach the upstream (false for processors, see above).
-    relays_cancel = True
-
-    def whitebox_subscriber(self, probe: WhiteboxProbe) -> Any:
-        raise NotImplementedError
-
-    def stage(self, name: str = "upstream", **options: Any) -> WhiteboxStage:
-        """A fresh subscriber subscribed to a fresh upstream, its puppet registered."""
-        probe = WhiteboxProbe(self.env)
-        subscriber = self.whitebox_subscriber(probe)
-        upstream = self.upstream(name, **options)
-        sent: list[Any] = []
-        upstream.listen(probe.signalled)
-        upstream.listen(lambda signal, value: sent.append(value) if signal == "on_next" else None)
-        self.attach(upstream, subscriber)
-        self.env.check()
-        puppet = probe.expect_puppet()
-        return WhiteboxStage(self, probe, subscriber, upstream, puppet, sent)
-
-
-class WhiteboxContext(WhiteboxStages):
-    """A test body's view of the whitebox subscriber under test."""
-
-    def __init__(self, env: Environment, subject: WhiteboxSubject) -> None:
-        super().__init__(env, subject.element)
-        self.subject = subject
-
-    def whitebox_subscriber(self, probe: WhiteboxProbe) -> Any:
-        self.env.trace.note("factory(probe)")
-        try:
-            value = self.call("factory(probe)", self.subject.factory, probe)
-        except Exception as exc:
-            raise SetupError(f"the whitebox subscriber factory {self.subject.label} raised "
-                             f"{type(exc).__name__}: {short_repr(exc, 200)}") from exc
-        return self.checked_subscriber(value, "factory(probe)")
-
-
-def make_context(env: Environment, subject: WhiteboxSubject) -> WhiteboxContext:
-    return WhiteboxContext(env, subject)
 
 
 def _failure(rule: str) -> TckFailure:
@@ -323,8 +204,10 @@ def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from
     stage = ctx.stage(yield_s=0.0005)
     stage.request(32)
     sent = []
-    for _ in range(32):
-        sent.append(stage.send_next())
+    for i in range(32):
+        sent.append(stage.upstream.send_next())
+        ctx.env.count_iterations(i + 1, stage.subscription.overlaps)
+        ctx.env.check()
     for element in sent:
         stage.probe.expect_next(element)
     stage.upstream.settle()
@@ -433,22 +316,11 @@ def required_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_
 
 def _on_other_thread(ctx: WhiteboxStages, fn: Any) -> Any:
     """Run ``fn`` on a fresh TCK thread and wait for it: signals still serial, threads differ."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, name="rs-tck:sender", daemon=True)
-    worker.start()
-    worker.join(2 * ctx.settings.timeout + 1.0)
-    if worker.is_alive():
-        raise RuleViolation(None, "a signal to return promptly", "on_next did not return (sender thread)")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    sender = Worker(fn, "rs-tck:sender")
+    if not sender.wait(2 * ctx.settings.timeout + 1.0):
+        raise RuleViolation(None, "a signal to return promptly", "on_next did not return (sender thread)",
+                            setting="timeout")
+    return sender.result()
 
 
 @tck_test("2.12", "required")

@@ -1,0 +1,108 @@
+"""The publisher tests' view of the publisher under test: fresh publishers, subscribed probes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..api import Publisher
+from ..environment import Environment
+from ..errors import NotVerified
+from ..errors import RuleViolation
+from ..errors import SetupError
+from ..probe import ProbeAbort
+from ..probe import ProbeSubscriber
+from ..subjects import PublisherSubject
+from ..trace import short_repr
+from .base import Context
+
+
+class PublisherContext(Context):
+    """A test body's view of the publisher under test."""
+
+    def __init__(self, env: Environment, subject: PublisherSubject) -> None:
+        super().__init__(env)
+        self.subject = subject
+
+    def publisher(self, elements: int, *, completes: bool = False) -> Publisher[Any]:
+        """A fresh publisher of ``elements`` elements, or "not applicable" if it cannot be made."""
+        limit = self.settings.max_elements
+        if elements > limit:
+            raise NotVerified(
+                f"needs a publisher of {elements} elements; the subject supports at most {limit} "
+                "(max_elements)"
+            )
+        if completes and not self.settings.can_complete:
+            raise NotVerified(
+                "needs a publisher that completes; max_elements=2**63-1 declares it never does"
+            )
+        publisher = self.made(
+            f"factory({elements})", f"the publisher factory {self.subject.label}", self.subject.factory,
+            elements, advice=f" when called with n={elements}; if it cannot produce {elements} elements, "
+            "declare max_elements (--rs-max-elements)",
+        )
+        return self._checked(publisher, f"factory({elements})")
+
+    def failed_publisher(self) -> Publisher[Any]:
+        if self.subject.failed_factory is None:
+            raise NotVerified("needs a failed publisher; none given (--rs-failed-publisher)")
+        publisher = self.made("failed_factory()", "the failed-publisher factory", self.subject.failed_factory)
+        return self._checked(publisher, "failed_factory()")
+
+    def _checked(self, publisher: Any, made_by: str) -> Publisher[Any]:
+        if not callable(getattr(publisher, "subscribe", None)):
+            raise SetupError(
+                f"{made_by} returned {short_repr(publisher)}, which has no subscribe() method"
+            )
+        return publisher  # type: ignore[no-any-return]
+
+    def subscribe(self, publisher: Publisher[Any], subscriber: Any) -> None:
+        """``publisher.subscribe(subscriber)``, which must return normally (rule 1.9)."""
+        self.env.trace.add("tck", "subscribe", short_repr(subscriber))
+        try:
+            self.call("subscribe()", publisher.subscribe, subscriber)
+        except ProbeAbort:
+            pass
+        except Exception as exc:
+            raise RuleViolation(
+                "1.9",
+                "subscribe() to return normally (failures are signalled with on_error)",
+                f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
+            ) from exc
+
+    def subscribed(
+        self, elements: int, *, completes: bool = False, name: str = "probe", **options: Any
+    ) -> ProbeSubscriber:
+        """A probe subscribed to a fresh publisher, with its subscription already received."""
+        publisher = self.publisher(elements, completes=completes)
+        probe = self.probe(name, **options)
+        self.subscribe(publisher, probe)
+        probe.expect_subscription()
+        return probe
+
+    def subscribers_needed(self, count: int) -> None:
+        if self.settings.max_subscribers < count:
+            raise NotVerified(
+                f"needs {count} concurrent subscribers; the subject supports "
+                f"{self.settings.max_subscribers} (max_subscribers)"
+            )
+
+    def expect_failure_signal(self, probe: ProbeSubscriber, rule: str) -> BaseException:
+        """Wait for on_error from a failed publisher, requesting once if it waits for demand.
+
+        The spec does not say a failed publisher must signal on_error before any request
+        (reactive-streams-jvm#559), so a publisher that fails lazily, on the first request,
+        passes too.
+        """
+        if probe.expect_terminal() is None:
+            self.env.trace.note("no on_error without demand; requesting 1 in case it fails lazily")
+            probe.request(1)
+        return probe.expect_error(BaseException, rule=rule)
+
+    def failed_subscription(self, rule: str) -> ProbeSubscriber:
+        """A probe subscribed to the failed publisher that has received its on_error."""
+        publisher = self.failed_publisher()
+        probe = self.probe()
+        self.subscribe(publisher, probe)
+        probe.expect_subscription()
+        self.expect_failure_signal(probe, rule)
+        return probe

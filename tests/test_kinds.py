@@ -1,0 +1,81 @@
+"""One record per verification kind: the names, the schema and the plugin's options follow it."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+import rstck.results
+from rstck.environment import Environment
+from rstck.settings import Settings
+from rstck.verifications import NAMES
+from rstck.verifications import VERIFICATIONS
+from rstck_plugins import pytest_plugin
+
+
+def _schema() -> dict[str, object]:
+    text = resources.files("rstck").joinpath("schemas/rs-tck-results-1.schema.json").read_text()
+    schema: dict[str, object] = json.loads(text)
+    return schema
+
+
+def test_the_schema_enum_is_the_records_names() -> None:
+    result = _schema()["$defs"]["result"]  # type: ignore[index]
+    assert result["properties"]["verification"]["enum"] == list(NAMES)
+    assert list(NAMES) == list(VERIFICATIONS)
+
+
+def test_the_schema_levels_and_name_pattern_follow_the_results_contract() -> None:
+    properties = _schema()["$defs"]["result"]["properties"]  # type: ignore[index]
+    assert properties["level"]["enum"] == list(rstck.results.LEVELS)
+    assert properties["test"]["pattern"].startswith(f"^({'|'.join(rstck.results.LEVELS)})_")
+
+
+def test_no_second_list_of_names_shadows_the_records() -> None:
+    assert not hasattr(rstck.results, "VERIFICATIONS")
+
+
+def test_every_record_holds_its_own_tests() -> None:
+    for name, verification in VERIFICATIONS.items():
+        assert verification.name == name
+        assert verification.tests
+        assert {t.verification for t in verification.tests} == {name}
+        assert verification.option.startswith("--rs-")
+
+
+def test_the_plugins_subject_options_are_the_records() -> None:
+    options = pytest_plugin.SUBJECT_OPTIONS
+    assert [o.verification for o in options] == list(NAMES)
+    assert [o.dest for o in options] == [v.dest for v in VERIFICATIONS.values()]
+
+
+def test_help_lists_each_records_option_and_text(pytester: pytest.Pytester) -> None:
+    out = pytester.runpytest("--help").stdout.str()
+    for verification in VERIFICATIONS.values():
+        assert f"{verification.option}=MODULE:ATTR" in out
+        assert verification.help.split()[0] in out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_records_context_factory_builds_a_context(name: str) -> None:
+    from rstck.reference import failed_publisher
+    from rstck.reference import range_publisher
+    from rstck.reference.processors import identity_processor
+    from rstck.reference.subscribers import sync_subscriber
+    from rstck.reference.subscribers import sync_whitebox_subscriber
+    from rstck.subjects import ProcessorSubject
+    from rstck.subjects import PublisherSubject
+    from rstck.subjects import SubscriberSubject
+    from rstck.subjects import WhiteboxSubject
+
+    subjects = {
+        "publisher": PublisherSubject(range_publisher, failed_publisher),
+        "subscriber_blackbox": SubscriberSubject(sync_subscriber),
+        "subscriber_whitebox": WhiteboxSubject(sync_whitebox_subscriber),
+        "processor": ProcessorSubject(identity_processor),
+    }
+    with Environment(Settings()) as env:
+        context = VERIFICATIONS[name].make_context(env, subjects[name])
+        assert context.env is env
+        context.finish()
