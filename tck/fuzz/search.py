@@ -77,8 +77,12 @@ class Budget:
     examples: int
     #: Seconds of shrinking after the first failure; past it the best scenario so far stands.
     shrink_s: float
+    #: Seconds of generating: a loaded machine runs fewer examples, never a longer search.
+    explore_s: float = 60.0
     database: str | None = None
     derandomize: bool = field(default_factory=ci_profile)
+    #: Examples actually run by the last search (fewer than ``examples`` when time ran out).
+    ran: int = 0
 
 
 class _Failed(Exception):
@@ -142,10 +146,13 @@ def search(
     removed, amounts, sizes and threads simplified, as long as the same rule still breaks.
     """
     start = time.monotonic()
-    counts = {"runs": 0}
+    counts = {"runs": 0, "skipped": 0}
     failed_at: list[float] = []
 
     def run(rng: random.Random) -> None:
+        if time.monotonic() - start > budget.explore_s:
+            counts["skipped"] += 1  # out of time: the remaining examples are not run
+            return
         scenario = generate(rng)
         counts["runs"] += 1
         outcome = execute(scenario)
@@ -168,6 +175,7 @@ def search(
     test = settings(hypothesis.given(st.randoms(use_true_random=True))(run))
     found: Outcome | None = None
     race = False
+    budget.ran = 0
     try:
         with with_reporter(lambda *_: None):
             test()
@@ -176,6 +184,7 @@ def search(
     except Flaky as flaky:
         race = True
         found = _flaky_outcome(flaky)
+    budget.ran = counts["runs"]
     if found is None:
         return None
     examples = counts["runs"]

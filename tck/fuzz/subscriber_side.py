@@ -213,7 +213,7 @@ class SubscriberScenario:
                     if kind == "complete":
                         upstream.send_complete(subscription=sub)
                     else:
-                        from ..verifications.subscriber_blackbox import TckFailure
+                        from ..contexts import TckFailure
 
                         upstream.send_error(TckFailure("failure signalled by the TCK (fuzz scenario)"),
                                             subscription=sub)

@@ -37,12 +37,12 @@ class FuzzViolation(RuleViolation):
 
     def __init__(self, violation: RuleViolation, side: str, scenario: Scenario, steps: list[str],
                  finding: Finding | None) -> None:
-        super().__init__(violation.rule, violation.expected, violation.observed, hint=violation.hint)
+        super().__init__(violation.rule, violation.expected, violation.observed, hint=violation.hint,
+                         evidence=violation.evidence, setting=violation.setting)
         self.__cause__ = violation.__cause__
         self.replay = encode(side, scenario)
-        self.steps = steps
         race = finding.race if finding is not None else None
-        #: What the results JSON carries under ``"fuzz"``.
+        #: What the results JSON carries under ``"fuzz"``, and the runner renders in the message.
         self.fuzz: dict[str, Any] = {
             "side": side,
             "scenario": steps,
@@ -55,24 +55,16 @@ class FuzzViolation(RuleViolation):
             "race": {"failed": race[0], "replays": race[1]} if race else None,
         }
 
-    def details(self) -> list[str]:
-        lines = super().details()
-        race = self.fuzz["race"]
-        if race is not None:
-            lines.append(f"  race    : the failure did not repeat on every run of this scenario: it failed "
-                         f"{race['failed']} of {race['replays']} replays")
-        if self.fuzz["runs"] > 1:
-            lines.append(f"  found   : after {self.fuzz['examples']} generated scenario(s) "
-                         f"({self.fuzz['seconds_to_find']:.2f} s), shrunk in {self.fuzz['runs']} run(s) in all")
-        lines.append("  scenario: the smallest found; the trace below is its last run")
-        lines += ["    " + step for step in self.steps]
-        lines.append(f"  replay  : pytest ... --rs-fuzz-replay={self.replay}")
-        return lines
+
+#: Seconds of generating per example asked for: 100 examples may take 3 s, however slow the
+#: machine; a failure found in that time is then shrunk for at most ``SHRINK_S``.
+EXPLORE_S_PER_EXAMPLE = 0.03
 
 
 def _budget(settings: Any) -> Budget:
-    return Budget(examples=settings.fuzz_examples, shrink_s=min(SHRINK_S, settings.test_limit / 3),
-                  database=settings.fuzz_db or None)
+    explore = max(2.0, settings.fuzz_examples * EXPLORE_S_PER_EXAMPLE)
+    return Budget(examples=settings.fuzz_examples, shrink_s=min(SHRINK_S, settings.test_limit / 4),
+                  explore_s=min(explore, settings.test_limit / 2), database=settings.fuzz_db or None)
 
 
 def _replay_scenario(settings: Any, side: str) -> Scenario | None:
@@ -116,9 +108,13 @@ def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
                 _report(ctx, side, outcome, render, None)
         ctx.env.trace.note(f"the replayed scenario passed {RACE_REPLAYS} runs")
         return
-    finding = search(generate, candidates, execute, _budget(settings))
+    budget = _budget(settings)
+    finding = search(generate, candidates, execute, budget)
     if finding is None:
-        ctx.env.trace.note(f"{settings.fuzz_examples} generated scenario(s) ({side} side): no violation")
+        cut = "" if budget.ran >= settings.fuzz_examples else \
+            f" (of {settings.fuzz_examples} asked: the time budget of {budget.explore_s:.1f} s ran out)"
+        ctx.env.trace.note(f"{budget.ran} generated scenario(s) ({side} side){cut}: no violation")
+        ctx.env.count_iterations(budget.ran, 0)
         return
     _report(ctx, side, finding.outcome, render, finding)
 
@@ -141,6 +137,9 @@ def _report(ctx: Any, side: str, outcome: Outcome, render: Callable[[Scenario], 
             if problem.error is not violation and getattr(violation, "problem", None) is not problem:
                 with ctx.env._lock:
                     ctx.env._keep(problem)
+    if finding is not None:
+        race = finding.race
+        ctx.env.count_iterations(*(race[::-1] if race else (finding.examples, 1)))
     raise FuzzViolation(violation, side, outcome.scenario, render(outcome.scenario), finding)
 
 

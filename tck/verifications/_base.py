@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
+import sys
 from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +19,23 @@ from ..rules import rule as lookup_rule
 _NAME = re.compile(rf"^({'|'.join(LEVELS)})_(spec(\d)(\d\d)|sanity)_[a-z0-9_]+$")
 #: Fuzz tests check every rule they can observe, so they name none: ``fuzz_<what>``.
 _FUZZ_NAME = re.compile(r"^fuzz_[a-z0-9_]+$")
+
+
+#: The thread switch interval while a test hunts a race. The interpreter's default (5 ms) lets
+#: one thread run a whole signal method before another gets the lock, hiding most overlaps;
+#: 10 us interleaves them. The runner restores the previous interval even if a test is abandoned.
+RACE_SWITCH_INTERVAL = 1e-5
+
+
+@contextlib.contextmanager
+def aggressive_switching(interval: float = RACE_SWITCH_INTERVAL) -> Iterator[None]:
+    """Switch threads as often as ``interval`` for the duration (never less often than now)."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(min(previous, interval))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ..probe import ProbeAbort
 from ..probe import ProbeSubscriber
 from ..trace import short_repr
 from ._base import Registry
+from ._base import aggressive_switching
 
 VERIFICATION = "publisher"
 tck_test = Registry(VERIFICATION)
@@ -118,6 +119,11 @@ def stochastic_spec103_must_signal_on_methods_sequentially(ctx: PublisherContext
     if elements < 2:
         raise NotVerified("needs a publisher of at least 2 elements (max_elements)")
     completes = ctx.settings.can_complete
+    with aggressive_switching():
+        _signal_sequentially(ctx, elements, completes)
+
+
+def _signal_sequentially(ctx: PublisherContext, elements: int, completes: bool) -> None:
     showed = 0
     for i in range(ctx.settings.stochastic_iterations):
         bulk = i % 2 == 1
@@ -529,11 +535,12 @@ def required_spec305_cancel_must_be_idempotent_and_thread_safe(ctx: PublisherCon
         probe._call("cancel", subscription.cancel)
 
     threads = [threading.Thread(target=cancel, name=f"rs-tck-cancel-{i}", daemon=True) for i in range(8)]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + ctx.settings.timeout + 1.0
-    for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
+    with aggressive_switching():
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + ctx.settings.timeout + 1.0
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
     stuck = [t.name for t in threads if t.is_alive()]
     ctx.env.count_iterations(len(threads), len(stuck))
     if stuck:

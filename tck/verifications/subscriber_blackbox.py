@@ -15,6 +15,7 @@ from ..contexts import TckFailure
 from ..errors import NotVerified
 from ..errors import RuleViolation
 from ._base import Registry
+from ._base import aggressive_switching
 
 VERIFICATION = "subscriber_blackbox"
 tck_test = Registry(VERIFICATION)
@@ -159,12 +160,13 @@ def stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_p
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
     subscriber, upstream = ctx.stage(yield_s=0.0005)
     ctx.requested(subscriber, upstream)
-    for i in range(64):
-        if upstream.wait_demand() <= 0:
-            break
-        upstream.send_next()
-        ctx.env.count_iterations(i + 1, upstream.subscription.overlaps)
-        ctx.env.check()
+    with aggressive_switching():
+        for i in range(64):
+            if upstream.wait_demand() <= 0:
+                break
+            upstream.send_next()
+            ctx.env.count_iterations(i + 1, upstream.subscription.overlaps)
+            ctx.env.check()
     upstream.settle()
     upstream.send_complete()
     upstream.settle()

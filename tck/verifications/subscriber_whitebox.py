@@ -19,6 +19,7 @@ from ..errors import RuleViolation
 from ..whitebox import WhiteboxProbe
 from ..worker import Worker
 from ._base import Registry
+from ._base import aggressive_switching
 
 VERIFICATION = "subscriber_whitebox"
 tck_test = Registry(VERIFICATION)
@@ -204,10 +205,11 @@ def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from
     stage = ctx.stage(yield_s=0.0005)
     stage.request(32)
     sent = []
-    for i in range(32):
-        sent.append(stage.upstream.send_next())
-        ctx.env.count_iterations(i + 1, stage.subscription.overlaps)
-        ctx.env.check()
+    with aggressive_switching():
+        for i in range(32):
+            sent.append(stage.upstream.send_next())
+            ctx.env.count_iterations(i + 1, stage.subscription.overlaps)
+            ctx.env.check()
     for element in sent:
         stage.probe.expect_next(element)
     stage.upstream.settle()
