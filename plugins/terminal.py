@@ -49,7 +49,7 @@ def _cell(results: list[TestResult]) -> tuple[str, str, str]:
     verdict = "FAILED" if worst in _FAILING and not known else LABELS.get(worst, worst)
     if known:
         verdict = "known deviation"
-    tests = _counts((r.level for r in results), ("required", "optional", "stochastic", "untested"))
+    tests = _counts((r.level for r in results), ("required", "optional", "stochastic", "untested", "fuzz"))
     if len({_verdict(r) for r in results}) > 1:
         tests += ": " + _counts((_verdict(r) for r in results), SEVERITY)
     colour = {"passed": "green", "failed": "red", "error": "red", "optional_unsupported": "yellow"}.get(worst, "")
@@ -80,14 +80,14 @@ def table(results: list[TestResult]) -> list[tuple[str, str]]:
     by_rule: dict[str, dict[str, list[TestResult]]] = {}
     elsewhere: dict[str, set[str]] = {}
     for r in results:
-        key = r.rule if r.rule in RULES else "sanity"
+        key = r.rule if r.rule in RULES else "fuzz" if r.level == "fuzz" else "sanity"
         by_rule.setdefault(key, {}).setdefault(r.verification, []).append(r)
         cited = cited_rule(r.message) if r.outcome in _FAILING else None
         if cited in RULES and cited != r.rule:
             elsewhere.setdefault(cited, set()).add(r.rule or "sanity")
 
     rows: list[tuple[list[str], str]] = []
-    for rid in ["sanity", *RULES]:
+    for rid in ["sanity", *RULES, "fuzz"]:
         if rid not in by_rule:
             continue
         cells: list[str] = []
