@@ -270,6 +270,11 @@ class _Subscriber:
             return
         try:
             self.run.env.trace.note(f"{self.name}: from {where}: {action_text(action)}")
+            if action[-1] == "thread" and self.run.env.settings.loop == "asyncio":
+                # Every call runs on the subject's event loop, which this signal occupies: a
+                # call handed to another thread would wait for it. "Here" is the same context.
+                self.run.env.trace.note("on an event loop every call runs on the loop: made here")
+                action = (*action[:-1], "here")
             self.perform(action)
         finally:
             self.lock.release()
