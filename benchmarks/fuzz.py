@@ -22,23 +22,23 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rstck.reference import async_range_publisher  # noqa: E402
-from rstck.reference import async_subscriber  # noqa: E402
-from rstck.reference import async_whitebox_subscriber  # noqa: E402
-from rstck.reference import identity_processor  # noqa: E402
-from rstck.reference import range_publisher  # noqa: E402
-from rstck.reference import sync_subscriber  # noqa: E402
-from rstck.reference import sync_whitebox_subscriber  # noqa: E402
-from rstck.results import TestResult  # noqa: E402
-from rstck.runner import run_test  # noqa: E402
-from rstck.settings import Settings  # noqa: E402
-from rstck.subjects import ProcessorSubject  # noqa: E402
-from rstck.subjects import PublisherSubject  # noqa: E402
-from rstck.subjects import SubscriberSubject  # noqa: E402
-from rstck.subjects import WhiteboxSubject  # noqa: E402
-from rstck.verifications import VERIFICATIONS  # noqa: E402
+from rstck.reference import async_range_publisher
+from rstck.reference import async_subscriber
+from rstck.reference import async_whitebox_subscriber
+from rstck.reference import identity_processor
+from rstck.reference import range_publisher
+from rstck.reference import sync_subscriber
+from rstck.reference import sync_whitebox_subscriber
+from rstck.results import TestResult
+from rstck.runner import run_test
+from rstck.settings import Settings
+from rstck.subjects import ProcessorSubject
+from rstck.subjects import PublisherSubject
+from rstck.subjects import SubscriberSubject
+from rstck.subjects import WhiteboxSubject
+from rstck.verifications import VERIFICATIONS
 
-from tests.broken import order_dependent as od  # noqa: E402
+from tests.broken import order_dependent as od
 
 FUZZ = {"publisher": "fuzz_demand_cancel_orders", "processor": "fuzz_demand_cancel_orders",
         "subscriber_blackbox": "fuzz_signal_orders", "subscriber_whitebox": "fuzz_signal_orders"}

@@ -96,14 +96,16 @@ def test_default_fuzz_budget_catches_it_on_its_rule(case: Case) -> None:
     assert result.failures[0].rule == case.rule
     assert result.message.startswith(f"[rule {case.rule}]"), result.message
     fuzz = result.fuzz
-    assert fuzz is not None and fuzz["scenario"][0].startswith("1. ")
+    assert fuzz is not None
+    assert fuzz["scenario"][0].startswith("1. ")
     assert "  scenario: the smallest found" in result.message
     assert fuzz["replay_option"] in result.message
     # The token replays exactly that scenario, and it breaks the same rule again.
     again = run(case.verification, FUZZ_TEST[case.verification], case.subject,
                 FAST.replace(fuzz_replay=fuzz["replay"]))
     assert (again.outcome, again.rule) == ("failed", case.rule), again.message
-    assert again.fuzz is not None and again.fuzz["scenario"] == fuzz["scenario"]
+    assert again.fuzz is not None
+    assert again.fuzz["scenario"] == fuzz["scenario"]
 
 
 CONFORMING = [
@@ -120,7 +122,9 @@ CONFORMING = [
 def test_conforming_references_are_never_flagged(verification: str, subject: Any) -> None:
     result = run(verification, FUZZ_TEST[verification], subject, Settings())
     assert result.outcome == "passed", result.message
-    assert result.iterations is not None and result.iterations["ran"] > 0 and result.iterations["showed"] == 0
+    assert result.iterations is not None
+    assert result.iterations["ran"] > 0
+    assert result.iterations["showed"] == 0
 
 
 def test_conforming_references_are_never_flagged_under_load() -> None:
@@ -174,8 +178,10 @@ def test_a_failure_that_does_not_repeat_is_reported_as_a_race_with_its_rate() ->
 
     finding = fuzz_search.search(lambda rng: (rng.randint(0, 9), ()), lambda s: iter(()), execute,
                                  Budget(examples=20, shrink_s=1.0, derandomize=True))
-    assert finding is not None and finding.race == (0, fuzz_search.RACE_REPLAYS)
-    assert finding.outcome.violation is not None and finding.outcome.violation.rule is not None
+    assert finding is not None
+    assert finding.race == (0, fuzz_search.RACE_REPLAYS)
+    assert finding.outcome.violation is not None
+    assert finding.outcome.violation.rule is not None
     assert finding.outcome.violation.rule.id == "1.3"
 
 
@@ -183,7 +189,7 @@ def test_shrinking_keeps_the_rule_and_drops_what_does_not_matter() -> None:
     from rstck.errors import RuleViolation
 
     def execute(scenario: Any) -> Outcome:
-        n, first, reactions, steps = scenario
+        n, _first, _reactions, steps = scenario
         broke = n >= 3 and ("request", 0, 2, "here") in steps
         return Outcome(scenario, RuleViolation("3.8", "served", "lost") if broke else None)
 
@@ -253,8 +259,10 @@ def test_default_run_includes_the_fuzz_verification_and_json_carries_the_scenari
                                  "*scenario: the smallest found*", "*--rs-fuzz-replay=rsfz1-publisher-*"])
     data = json.loads((pytester.path / "out.json").read_text())
     (fuzz,) = [r for r in data["results"] if r["level"] == "fuzz"]
-    assert fuzz["rule"] == "3.8" and fuzz["failures"][0]["rule"] == "3.8"
-    assert fuzz["fuzz"]["replay"].startswith("rsfz1-publisher-") and fuzz["fuzz"]["scenario"]
+    assert fuzz["rule"] == "3.8"
+    assert fuzz["failures"][0]["rule"] == "3.8"
+    assert fuzz["fuzz"]["replay"].startswith("rsfz1-publisher-")
+    assert fuzz["fuzz"]["scenario"]
 
 
 def test_fuzz_options_have_ini_and_env_forms(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -291,7 +299,8 @@ def test_no_example_database_is_written_unless_asked(pytester: pytest.Pytester) 
 def _load_soak() -> Any:
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "soak.py"
     spec = importlib.util.spec_from_file_location("rstck_soak_fuzz", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

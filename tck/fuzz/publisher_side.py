@@ -122,6 +122,16 @@ def generator(settings: Settings, *, subscribers: int, failed: bool) -> Callable
 def candidates(scenario: Scenario) -> Iterator[Scenario]:
     """Simpler variants of a failing scenario, the most promising first (for the shrinker)."""
     n, first, reactions, steps = scenario
+    # Steps aimed at a subscriber not subscribed yet, and reactions of one never subscribed,
+    # do nothing: gone at once, before any costlier attempt.
+    subscribers, live = 1, []
+    for step in steps:
+        subscribers += step[0] == "subscribe"
+        if step[0] in ("subscribe", "run") or step[1] < subscribers:
+            live.append(step)
+    used = tuple(r for r in reactions if r[0] < subscribers)
+    if len(live) < len(steps) or len(used) < len(reactions):
+        yield (n, first, used, tuple(live))
     for shorter in drop_chunks(steps):
         yield (n, first, reactions, shorter)
     for fewer in drop_chunks(reactions):
