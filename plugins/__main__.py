@@ -1,4 +1,5 @@
-"""Command line: ``python -m rstck_plugins report results.json -o report.html``.
+"""Command line: ``python -m rstck_plugins report results.json -o report.html``; also ``campaign``,
+``ingest`` and ``summary``, as ``rs-tck`` offers them.
 
 Renders the HTML report from a saved results file, so a report can be made after the run (on
 another machine, from a CI artifact) without running anything again.
@@ -13,12 +14,20 @@ from pathlib import Path
 from rstck.results import ResultsFileError
 from rstck.results import load
 
-from . import html_report
+from .files import check_writable
+from .html_report import page as html_report
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if given and given[0] in ("campaign", "ingest", "summary"):
+        from .campaign import cli
+
+        return cli.main(given)
     parser = argparse.ArgumentParser(prog="python -m rstck_plugins", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("campaign", "ingest", "summary"):
+        sub.add_parser(name, help=f"same as rs-tck {name} (Spark campaigns; see rs-tck {name} --help)")
     report = sub.add_parser("report", help="render the HTML report of a results file (--rs-report-json)")
     report.add_argument("results", type=Path, help="results file (schema rs-tck-results/1)")
     report.add_argument("-o", "--output", type=Path,
@@ -30,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     output: Path = args.output or args.results.with_suffix(".html")
-    problem = html_report.check_writable("-o", output)
+    problem = check_writable("-o", output)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

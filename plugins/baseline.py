@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING
 from typing import Any
 
 import pytest
@@ -22,17 +21,17 @@ from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 
-from .html_report import check_writable
-
-if TYPE_CHECKING:
-    from .pytest_plugin import RsTckState
+from .files import write_atomic
+from .hooks import hookimpl
+from .outputs import requested_path
+from .state import RsTckState
+from .verdicts import FAILING
 
 BASELINE_OPTION = "--rs-baseline"
 BASELINE_WRITE_OPTION = "--rs-baseline-write"
 
 _RULE_ID = re.compile(r"^\d+\.\d+$")
 _PYTEST_ID = re.compile(r"\[[^\]]*\]$")
-_FAILING = ("failed", "error")
 
 HEADER = """\
 # Reactive Streams TCK baseline: known deviations, one per line.
@@ -130,7 +129,7 @@ def _passing(baseline: Baseline, results: list[TestResult]) -> list[tuple[Entry,
     for entry in baseline.entries:
         matched = [r for r in results if entry.matches(r)]
         passed = [r for r in matched if r.outcome == "passed"]
-        if passed and not any(r.outcome in _FAILING for r in matched):
+        if passed and not any(r.outcome in FAILING for r in matched):
             out.append((entry, passed))
     return out
 
@@ -162,12 +161,12 @@ def _sort_key(result: TestResult) -> tuple[tuple[int, int], str, str]:
 
 def render(results: Iterable[TestResult], subjects: dict[str, str]) -> str:
     """A baseline listing every failure of ``results``, one test per line, in rule order."""
-    failures = sorted((r for r in results if r.outcome in _FAILING), key=_sort_key)
+    failures = sorted((r for r in results if r.outcome in FAILING), key=_sort_key)
     about = ", ".join(f"{role} {label}" for role, label in subjects.items()) or "no subject"
     lines = [HEADER.rstrip("\n"), f"# Written by {BASELINE_WRITE_OPTION} from a run against {about}.", ""]
     width = max((len(r.verification) + 2 + len(r.test) for r in failures), default=0)
     for r in failures:
-        headline = r.message.split("\n", 1)[0]
+        headline = r.failures[0].headline() if r.failures else r.message.split("\n", 1)[0]
         headline = headline if len(headline) <= 110 else headline[:107] + "..."
         lines.append(f"{r.verification}::{r.test}".ljust(width) + f"  # {r.rule or 'sanity'}: {headline}")
     return "\n".join(lines) + "\n"
@@ -193,6 +192,12 @@ class BaselinePlugin:
         self.lucky: list[Entry] = []
         self.known = 0
         self.written = 0
+        self.write_problem = ""
+        self.results: list[TestResult] = []
+
+    @hookimpl
+    def rstck_result(self, result: TestResult) -> None:
+        self.results.append(result)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -211,7 +216,12 @@ class BaselinePlugin:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(session.config, "workerinput"):
             return
-        results = self.state.results
+        results = self.results
+        if self.state.interrupted:
+            # A partial run proves nothing about the tests it did not run: no gate, no baseline.
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
         if self.baseline is not None:
             self.stale = stale(self.baseline, results)
             self.unmatched = unmatched(self.baseline, results)
@@ -219,16 +229,24 @@ class BaselinePlugin:
             if self.stale and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.write_path is not None:
-            text = render(results, self.state.labels())
-            tmp = self.write_path.with_name(self.write_path.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(self.write_path)
-            self.written = sum(1 for r in results if r.outcome in _FAILING)
+            try:
+                write_atomic(self.write_path, render(results, self.state.labels()))
+            except OSError as exc:
+                self.write_problem = exc.strerror or str(exc)
+            self.written = sum(1 for r in results if r.outcome in FAILING)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
+        if self.state.interrupted:
+            not_run = f"{self.state.not_run} test(s) not run, " if self.state.not_run else ""
+            refused = " and ".join(
+                what for what, given in (("gated", self.baseline), ("written", self.write_path)) if given
+            )
+            tr.write_line(f"rs-tck baseline: not {refused}: the run was {self.state.interrupted} ({not_run}"
+                          "a partial run proves nothing about the missing tests); rerun it to the end", red=True)
+            return
         if self.baseline is not None:
-            new = sum(1 for r in self.state.results if r.outcome in _FAILING and r.baseline != "known")
+            new = sum(1 for r in self.results if r.outcome in FAILING and r.baseline != "known")
             tr.write_sep("-", f"rs-tck baseline {self.baseline.path}")
             tr.write_line(f"{self.known} known deviation(s), {new} new failure(s), "
                           f"{len(self.stale)} stale entr{'y' if len(self.stale) == 1 else 'ies'}",
@@ -242,7 +260,9 @@ class BaselinePlugin:
                               "counted as stale; remove it once the race is fixed)", yellow=True)
             for entry in self.unmatched:
                 tr.write_line(f"not run: {self.baseline.where(entry)}: {entry.text} matched no test of this run")
-        if self.write_path is not None:
+        if self.write_path is not None and self.write_problem:
+            tr.write_line(f"rs-tck: baseline not written: {self.write_path}: {self.write_problem}", red=True)
+        elif self.write_path is not None:
             tr.write_line(f"rs-tck: wrote baseline {self.write_path} with {self.written} entr"
                           f"{'y' if self.written == 1 else 'ies'}")
 
@@ -259,9 +279,7 @@ def configure(config: pytest.Config, state: RsTckState) -> None:
             baseline = read(Path(raw))
         except BaselineError as exc:
             raise pytest.UsageError(f"{BASELINE_OPTION}: {exc}") from None
-    write_path = Path(raw_write) if raw_write else None
-    if write_path is not None:
-        problem = check_writable(BASELINE_WRITE_OPTION, write_path)
-        if problem:
-            raise pytest.UsageError(problem)
-    config.pluginmanager.register(BaselinePlugin(state, baseline, write_path), "rs-tck-baseline")
+    write_path = requested_path(config, "rs_baseline_write", BASELINE_WRITE_OPTION)
+    plugin = BaselinePlugin(state, baseline, write_path)
+    state.hooks.register(plugin, "rs-tck-baseline")
+    config.pluginmanager.register(plugin, "rs-tck-baseline")

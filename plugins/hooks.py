@@ -6,11 +6,11 @@ is every ``conftest.py`` that defines an ``rstck_*`` function.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pluggy
+from rstck.errors import SetupError
 from rstck.subjects import default_resolve
 
 from . import hookspecs
@@ -25,19 +25,6 @@ class Builtins:
     @hookimpl(trylast=True)
     def rstck_resolve_subject(self, spec: str, role: str) -> Any:
         return default_resolve(spec, role)
-
-
-class JsonReportWriter:
-    """``--rs-report-json``: writes the results document, atomically, when the run ends."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @hookimpl
-    def rstck_run_finished(self, document: dict[str, Any]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(self.path)
 
 
 class RstckPluginManager(pluggy.PluginManager):
@@ -55,19 +42,42 @@ class RstckPluginManager(pluggy.PluginManager):
 
 
 def make_manager(*, entry_points: bool = True) -> pluggy.PluginManager:
-    """A manager with our hookspecs, the built-ins, the first-party adapters and entry points."""
-    from .adapters import camelcase
-    from .adapters import rsocket
+    """A manager with our hookspecs, the built-ins and the ``rstck`` entry points.
 
+    The TCK's own adapters come in through the entry points, as everyone else's do.
+    """
     pm = RstckPluginManager("rstck")
     pm.add_hookspecs(hookspecs)
     pm.register(Builtins(), "rstck-builtins")
-    pm.register(camelcase, "rstck-adapter-camelcase")
-    pm.register(rsocket, "rstck-adapter-rsocket")
     if entry_points:
         pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
     pm.check_pending()
     return pm
+
+
+def make_resolver(hooks: pluggy.PluginManager, adapter: str | None) -> Callable[[str, str], Any]:
+    """Subject lookup through the ``rstck`` hooks, then the chosen adapter, if any.
+
+    One resolution for every front end: the pytest plugin and campaign units load subjects alike.
+    """
+
+    def resolve(spec: str, role: str) -> Any:
+        option = f"--rs-{role.replace('_', '-')}"
+        obj = hooks.hook.rstck_resolve_subject(spec=spec, role=role)
+        if obj is None:
+            raise SetupError(f"{option}={spec}: no plugin could resolve it")
+        if not adapter:
+            return obj
+        adapted = hooks.hook.rstck_adapt_subject(subject=obj, role=role, adapter=adapter)
+        if adapted is None:
+            names = sorted({n for names in hooks.hook.rstck_adapter_names() for n in names})
+            raise SetupError(
+                f"--rs-adapter={adapter}: no adapter of that name handles a {role}; "
+                f"available: {', '.join(names) or 'none'}"
+            )
+        return adapted
+
+    return resolve
 
 
 def defines_hooks(plugin: object) -> bool:

@@ -71,7 +71,11 @@ def rstck_modify_tests(verification: str, tests: list[Any], settings: Any) -> No
 
 @hookspec
 def rstck_result(result: Any) -> None:
-    """Receive each verification's ``rstck.TestResult`` as soon as it is known (reporters)."""
+    """Receive each verification's ``rstck.TestResult`` as soon as it is known (reporters).
+
+    Read ``result.failures`` (``rstck.results.Failure``: rule, expected, observed, hint,
+    evidence, setting), not ``result.message``, which is text for people.
+    """
 
 
 @hookspec

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -18,7 +17,6 @@ import pytest
 from rstck.engine import select
 from rstck.errors import SetupError
 from rstck.results import TestResult
-from rstck.results import document
 from rstck.rules import RULES
 from rstck.runner import run_test
 from rstck.settings import KNOBS
@@ -31,23 +29,31 @@ from rstck.verifications import VERIFICATIONS
 from rstck.verifications._base import TckTest
 
 from . import baseline as rs_baseline
-from . import html_report
+from . import json_report
 from . import terminal
 from . import threads as rs_threads
-from .hooks import JsonReportWriter
 from .hooks import defines_hooks
 from .hooks import make_manager
+from .hooks import make_resolver
+from .html_report import options as html_report
+from .state import ResultCollector
+from .state import RsTckState
+from .state import resolver_key
+from .state import result_key
+from .state import state_key
+from .state import state_of
+from .state import threads_key
 
 PUBLISHER_OPTION = VERIFICATIONS["publisher"].option
 FAILED_PUBLISHER_OPTION = "--rs-failed-publisher"
 RULES_OPTION = "--rs-rules"
 SKIP_RULES_OPTION = "--rs-skip-rules"
-REPORT_JSON_OPTION = "--rs-report-json"
 ADAPTER_OPTION = "--rs-adapter"
 
 #: Extra seconds pytest-timeout allows beyond the TCK's own limit: it is only the backstop.
 BACKSTOP_MARGIN_S = 30.0
-
+#: The reporters, each configured from the run's options and state, in this order.
+REPORTERS = (json_report, html_report, rs_baseline, terminal)
 
 
 @dataclass(frozen=True)
@@ -104,13 +110,6 @@ SUBJECT_OPTIONS: list[SubjectOption] = [
     for v in VERIFICATIONS.values()
 ]
 
-state_key = pytest.StashKey["RsTckState"]()
-resolver_key = pytest.StashKey[Callable[[str, str], Any]]()
-threads_key = pytest.StashKey[set[Any]]()
-#: conftest modules defining rstck_* hooks, by the pytest plugin manager they were seen in.
-_pending_conftests: dict[int, list[object]] = {}
-result_key = pytest.StashKey[TestResult]()
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rs-tck", "Reactive Streams TCK")
@@ -131,18 +130,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Comma-separated rule ids not to verify",
     )
     group.addoption(
-        REPORT_JSON_OPTION, dest="rs_report_json", metavar="PATH",
-        help="Write the results (schema rs-tck-results/1) to PATH",
-    )
-    group.addoption(
         ADAPTER_OPTION, dest="rs_adapter", metavar="NAME",
         help="Adapt subjects of a foreign API to the binding: camelcase, rsocket, or a plugin's "
         "(env RS_TCK_ADAPTER, ini rs_adapter)",
     )
     parser.addini("rs_adapter", "Adapter applied to every subject (see --rs-adapter)", default=None)
     _add_subject_options(group)
-    html_report.add_options(group)
-    rs_baseline.add_options(group)
+    for reporter in REPORTERS:
+        if hasattr(reporter, "add_options"):
+            reporter.add_options(group)
     for knob in KNOBS:
         if knob.kind == "bool":
             group.addoption(knob.option, dest=knob.ini, action="store_true", default=None,
@@ -151,54 +147,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(knob.option, dest=knob.ini, metavar={"ms": "MS", "choice": "|".join(knob.choices), "text": "VALUE"}.get(knob.kind, "N"),
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         parser.addini(knob.ini, knob.help, default=None)
-
-
-class RsTckState:
-    """Everything the plugin resolved at configure time; also the plugin that keeps results.
-
-    Registered per config, so each run (pytester's in-process runs included) has its own.
-    """
-
-    def __init__(self, subjects: dict[str, Any], settings: Settings, rules: list[str],
-                 skip_rules: list[str], report_json: Path | None, hooks: pluggy.PluginManager) -> None:
-        self.hooks = hooks
-        self.subjects = subjects
-        self.settings = settings
-        self.rules = rules
-        self.skip_rules = skip_rules
-        self.report_json = report_json
-        self.results: list[TestResult] = []
-
-    @property
-    def active(self) -> bool:
-        return bool(self.subjects)
-
-    def settings_for(self, verification: str) -> Settings:
-        """Settings with the subject's declared capabilities applied."""
-        apply = getattr(self.subjects[verification], "apply", None)
-        return apply(self.settings) if callable(apply) else self.settings
-
-    def labels(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for verification, subject in self.subjects.items():
-            out[verification] = str(getattr(subject, "label", subject))
-            failed = getattr(subject, "failed_factory", None)
-            if failed is not None:
-                out["failed_" + verification] = getattr(failed, "__qualname__", repr(failed))
-        return out
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        data = getattr(report, "rs_tck_result", None)
-        if data is not None:
-            result = TestResult.from_json(data)
-            self.results.append(result)
-            self.hooks.hook.rstck_result(result=result)
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if hasattr(session.config, "workerinput") or not self.active:
-            return
-        data = document(self.results, subjects=self.labels(), settings=self.settings.to_json())
-        self.hooks.hook.rstck_run_finished(document=data)
 
 
 def resolve_settings(config: pytest.Config) -> Settings:
@@ -249,8 +197,8 @@ def pytest_configure(config: pytest.Config) -> None:
     rules = _rule_list(config, "rs_rules", RULES_OPTION)
     skip_rules = _rule_list(config, "rs_skip_rules", SKIP_RULES_OPTION)
     hooks = make_manager()
-    for module in _pending_conftests.pop(id(config.pluginmanager), []):
-        hooks.register(module)
+    for _name, plugin in config.pluginmanager.list_name_plugin():
+        _register_conftest(hooks, plugin)
     config.stash[resolver_key] = _resolver(config, hooks)
     subjects: dict[str, Any] = {}
     for option in SUBJECT_OPTIONS:
@@ -260,19 +208,37 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
         if subject is not None:
             subjects[option.verification] = subject
-    report_json = config.getoption("rs_report_json")
-    report_path = Path(report_json) if report_json else None
-    if report_path is not None:
-        problem = html_report.check_writable(REPORT_JSON_OPTION, report_path)
-        if problem:
-            raise pytest.UsageError(problem)
-        hooks.register(JsonReportWriter(report_path), "rs-tck-json-report")
-    state = RsTckState(subjects, settings, rules, skip_rules, report_path, hooks)
+    count = getattr(config.option, "count", None)  # pytest-repeat's option, when installed
+    if subjects and isinstance(count, int) and count > 1:
+        raise pytest.UsageError(
+            f"--count={count} (pytest-repeat) does not repeat the TCK's verifications: hunt a race with "
+            "--rs-stochastic-iterations=N, or rerun the command in a loop (docs/ci.md, gating a release on races)"
+        )
+    failed_spec = config.getoption("rs_failed_publisher")
+    state = RsTckState(subjects, settings, rules, skip_rules, hooks,
+                       failed_specs={"publisher": failed_spec} if failed_spec else None)
     config.stash[state_key] = state
     config.stash[threads_key] = rs_threads.snapshot()
-    config.pluginmanager.register(state, "rs-tck-state")
-    for reporting in (html_report, rs_baseline, terminal):
-        reporting.configure(config, state)
+    config.pluginmanager.register(ResultCollector(state, lambda item: isinstance(item, RsTckItem)),
+                                  "rs-tck-results")
+    if subjects:
+        _show_skip_reasons(config)
+    for reporter in REPORTERS:
+        reporter.configure(config, state)
+
+
+def _show_skip_reasons(config: pytest.Config) -> None:
+    """Untested and not-applicable rules are verdicts: list their reasons as ``-rs`` would.
+
+    Unless the user chose what to list with ``-r`` letters that include ``N`` (none) or ``s``.
+    """
+    chars = str(getattr(config.option, "reportchars", "") or "")
+    if any(c in chars for c in "sNaA"):
+        return
+    config.option.reportchars = chars + "s"
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None and "s" not in tr.reportchars:
+        tr.reportchars += "s"
 
 
 def _resolver(config: pytest.Config, hooks: pluggy.PluginManager) -> Callable[[str, str], Any]:
@@ -281,38 +247,25 @@ def _resolver(config: pytest.Config, hooks: pluggy.PluginManager) -> Callable[[s
         config.getoption("rs_adapter") or os.environ.get("RS_TCK_ADAPTER") or config.getini("rs_adapter")
     )
 
-    def resolve(spec: str, role: str) -> Any:
-        option = f"--rs-{role.replace('_', '-')}"
-        obj = hooks.hook.rstck_resolve_subject(spec=spec, role=role)
-        if obj is None:
-            raise SetupError(f"{option}={spec}: no plugin could resolve it")
-        if not adapter:
-            return obj
-        adapted = hooks.hook.rstck_adapt_subject(subject=obj, role=role, adapter=adapter)
-        if adapted is None:
-            names = sorted({n for names in hooks.hook.rstck_adapter_names() for n in names})
-            raise SetupError(
-                f"{ADAPTER_OPTION}={adapter}: no adapter of that name handles a {role}; "
-                f"available: {', '.join(names) or 'none'}"
-            )
-        return adapted
+    return make_resolver(hooks, adapter)
 
-    return resolve
+
+def _register_conftest(hooks: pluggy.PluginManager, plugin: object) -> None:
+    """Give a conftest module that implements ``rstck_*`` hooks to our own manager, once."""
+    if (getattr(plugin, "__file__", None) or "").endswith("conftest.py") and defines_hooks(plugin) \
+            and not hooks.is_registered(plugin):
+        hooks.register(plugin)
 
 
 def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
-    """Remember conftest modules that implement ``rstck_*`` hooks, for our own manager."""
-    if getattr(plugin, "__file__", "").endswith("conftest.py") and defines_hooks(plugin):
-        state = _state_of(manager)
-        if state is not None:
-            state.hooks.register(plugin)
-        else:
-            _pending_conftests.setdefault(id(manager), []).append(plugin)
+    """Conftests found after configure (in test directories) join the ``rstck`` hooks too.
 
-
-def _state_of(manager: pytest.PytestPluginManager) -> RsTckState | None:
-    state = manager.get_plugin("rs-tck-state")
-    return state if isinstance(state, RsTckState) else None
+    The ones pytest loaded before configure are taken from its plugin list there.
+    """
+    config = manager.get_plugin("pytestconfig")
+    state = state_of(config) if isinstance(config, pytest.Config) else None
+    if state is not None:
+        _register_conftest(state.hooks, plugin)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -320,7 +273,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if state is None or not state.active:
         return None
     s = state.settings
-    subjects = ", ".join(f"{k} {v}" for k, v in state.labels().items())
+    subjects = ", ".join(f"{role.replace('_', ' ')} {label}" for role, label in state.labels().items())
     return [
         f"rs-tck: {subjects}",
         (
@@ -439,6 +392,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         result = item.stash.get(result_key, None)
         if result is not None:
             report.rs_tck_result = result.to_json()
+        if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            # pytest places a skip where pytest.skip was called (this module); the reader
+            # wants the rule's test: its node id, which carries the rule, in place of a path.
+            where = item.config.invocation_params.dir / item.nodeid
+            report.longrepr = (str(where), None, report.longrepr[2])
     return report
 
 
@@ -448,5 +406,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         tr = config.pluginmanager.get_plugin("terminalreporter")
         rs_threads.release_leaked(config.stash.get(threads_key, set()),
                                   tr.write_line if tr is not None else print)
-    if state is not None and config.pluginmanager.is_registered(state):
-        config.pluginmanager.unregister(state)
+    collector = config.pluginmanager.get_plugin("rs-tck-results")
+    if collector is not None:
+        config.pluginmanager.unregister(collector)

@@ -6,54 +6,38 @@ verdict per verification (the worst one), with how many tests of which level gav
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
 import pytest
 from rstck.catalogue import coverage
 from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 
-from .html_report import LABELS
-from .html_report import SEVERITY
-from .html_report import cited_rule
-
-if TYPE_CHECKING:
-    from .pytest_plugin import RsTckState
-
-_FAILING = ("failed", "error")
-
-
-def _verdict(r: TestResult) -> str:
-    return r.verdict if r.verdict in LABELS else r.outcome
-
-
-def _worst(results: list[TestResult]) -> str:
-    verdicts = {_verdict(r) for r in results}
-    return next((v for v in SEVERITY if v in verdicts), "passed")
-
-
-def _counts(items: Iterable[str], order: Iterable[str]) -> str:
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item] = counts.get(item, 0) + 1
-    ranked = [k for k in order if k in counts] + sorted(k for k in counts if k not in order)
-    return ", ".join(f"{counts[k]} {LABELS.get(k, k)}" for k in ranked)
+from .hooks import hookimpl
+from .state import RsTckState
+from .verdicts import FAILING
+from .verdicts import LABELS
+from .verdicts import broken_rules
+from .verdicts import counts
+from .verdicts import race_count
+from .verdicts import verdict
+from .verdicts import worst
 
 
 def _cell(results: list[TestResult]) -> tuple[str, str, str]:
     """(verdict, tests, colour) for one rule and one verification."""
-    worst = _worst(results)
-    known = worst == "failed" and all(r.baseline == "known" for r in results if _verdict(r) == "failed")
-    verdict = "FAILED" if worst in _FAILING and not known else LABELS.get(worst, worst)
+    bad = worst(results)
+    known = bad == "failed" and all(r.baseline == "known" for r in results if verdict(r) == "failed")
+    text = "FAILED" if bad in FAILING and not known else LABELS.get(bad, bad)
     if known:
-        verdict = "known deviation"
-    tests = _counts((r.level for r in results), ("required", "optional", "stochastic", "untested", "fuzz"))
-    if len({_verdict(r) for r in results}) > 1:
-        tests += ": " + _counts((_verdict(r) for r in results), SEVERITY)
-    colour = {"passed": "green", "failed": "red", "error": "red", "optional_unsupported": "yellow"}.get(worst, "")
-    return verdict, tests, "yellow" if known else colour
+        text = "known deviation"
+    tests = counts((r.level for r in results), ("required", "optional", "stochastic", "untested", "fuzz"))
+    if len({verdict(r) for r in results}) > 1:
+        tests += ": " + counts(verdict(r) for r in results)
+    races = race_count(results)
+    if races:
+        tests += f"; {races}"
+    colour = {"passed": "green", "failed": "red", "error": "red", "optional_unsupported": "yellow"}.get(bad, "")
+    return text, tests, "yellow" if known else colour
 
 
 def ranges(ids: list[str]) -> str:
@@ -82,20 +66,20 @@ def table(results: list[TestResult]) -> list[tuple[str, str]]:
     for r in results:
         key = r.rule if r.rule in RULES else "fuzz" if r.level == "fuzz" else "sanity"
         by_rule.setdefault(key, {}).setdefault(r.verification, []).append(r)
-        cited = cited_rule(r.message) if r.outcome in _FAILING else None
-        if cited in RULES and cited != r.rule:
-            elsewhere.setdefault(cited, set()).add(r.rule or "sanity")
+        for cited in broken_rules(r):
+            if cited in RULES and cited != r.rule:
+                elsewhere.setdefault(cited, set()).add(r.rule or "sanity")
 
     rows: list[tuple[list[str], str]] = []
     for rid in ["sanity", *RULES, "fuzz"]:
-        if rid not in by_rule:
+        if rid not in by_rule and rid not in elsewhere:  # a rule broken in other tests gets its row
             continue
         cells: list[str] = []
         colours: list[str] = []
         for v in columns:
-            if v in by_rule[rid]:
-                verdict, tests, colour = _cell(by_rule[rid][v])
-                cells += [verdict, tests]
+            if v in by_rule.get(rid, {}):
+                shown, tests, colour = _cell(by_rule[rid][v])
+                cells += [shown, tests]
                 colours.append(colour)
             else:
                 cells += ["-", ""]
@@ -118,7 +102,7 @@ def table(results: list[TestResult]) -> list[tuple[str, str]]:
 
     out = [(line(header), "")] + [(line(cells), colour) for cells, colour in rows]
     cov = coverage()
-    missing = [rid for rid in RULES if rid not in by_rule]
+    missing = [rid for rid in RULES if rid not in by_rule and rid not in elsewhere]
     not_selected = [rid for rid in missing if any(v in cov[rid] for v in columns)]
     no_test = [rid for rid in missing if rid not in not_selected]
     if not_selected:
@@ -133,19 +117,46 @@ def _rule_order(rid: str) -> tuple[int, int]:
 
 
 class TerminalSummary:
-    """Prints the per-rule table after pytest's own summary sections."""
+    """Prints the per-rule table after pytest's own summary sections.
+
+    Takes results as every reporter does, from the ``rstck_result`` hook; prints through pytest's.
+    """
 
     def __init__(self, state: RsTckState) -> None:
         self.state = state
+        self.results: list[TestResult] = []
+
+    @hookimpl
+    def rstck_result(self, result: TestResult) -> None:
+        self.results.append(result)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if not self.state.active or not self.state.results:
-            return
         tr = terminalreporter
-        tr.write_sep("=", "rs-tck conformance by rule")
-        for text, colour in table(self.state.results):
+        if self.results:
+            tr.write_sep("=", "rs-tck conformance by rule")
+            for text, colour in table(self.results):
+                tr.write_line(text, **({colour: True} if colour else {}))
+        for text, colour in files_and_problems(self.state):
             tr.write_line(text, **({colour: True} if colour else {}))
 
 
+def files_and_problems(state: RsTckState) -> list[tuple[str, str]]:
+    """Whether the run was complete, and where each report file went or why it did not."""
+    out: list[tuple[str, str]] = []
+    if state.interrupted:
+        missing = f", {state.not_run} test(s) not run" if state.not_run else ""
+        out.append(((f"rs-tck: INCOMPLETE run: {state.interrupted}{missing}; the results file and the "
+                    "HTML report say so"), "red"))
+    for report in state.report_files:
+        if report.problem == "":
+            out.append((f"rs-tck: {report.kind} written to {report.path}", ""))
+        elif report.problem is not None:
+            out.append((f"rs-tck: {report.kind} not written: {report.path}: {report.problem}", "red"))
+    out += [(f"rs-tck: {problem}", "red") for problem in state.finish_problems]
+    return out
+
+
 def configure(config: pytest.Config, state: RsTckState) -> None:
-    config.pluginmanager.register(TerminalSummary(state), "rs-tck-terminal-summary")
+    summary = TerminalSummary(state)
+    state.hooks.register(summary, "rs-tck-terminal-summary")
+    config.pluginmanager.register(summary, "rs-tck-terminal-summary")

@@ -17,6 +17,7 @@ from .engine import run_verification
 from .errors import NotVerified
 from .errors import RuleViolation
 from .errors import SetupError
+from .results import Failure
 from .results import TestResult
 from .rules import RULES
 from .rules import Rule
@@ -33,6 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "MAX_DEMAND",
     "RULES",
+    "Failure",
     "NotVerified",
     "Processor",
     "ProcessorSubject",

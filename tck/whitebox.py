@@ -220,6 +220,7 @@ class WhiteboxProbe:
                 rule or self._env.rule,
                 f"probe.register(...) within {timeout * 1000:.0f} ms of on_subscribe",
                 "no puppet was registered",
+                setting="timeout",
                 hint="the whitebox subscriber must call probe.register(request=..., cancel=...) "
                 "once it has its subscription; see docs/whitebox.md",
             )
@@ -266,7 +267,7 @@ class WhiteboxProbe:
         self._check_unused()
         if not done:
             raise RuleViolation(rule or self._env.rule, f"{what} within {timeout * 1000:.0f} ms",
-                                f"no such report ({status})", hint=hint)
+                                f"no such report ({status})", hint=hint, setting="timeout")
 
     def _check_unused(self) -> None:
         if self._unused:

@@ -302,3 +302,58 @@ def test_results_written_before_the_failure_fields_still_load() -> None:
     assert result.failures == []
     assert result.iterations is None
     assert (result.started_at, result.finished_at) == (0.0, 0.0)
+
+
+def test_a_worker_is_abandoned_at_its_deadline_and_keeps_what_it_raised() -> None:
+    from rstck.worker import Worker
+
+    release = threading.Event()
+    stuck = Worker(lambda: release.wait(5), "stuck")
+    assert not stuck.wait(0.05)
+    assert stuck.thread.daemon
+    release.set()
+    assert stuck.wait(2)
+    assert stuck.result() is True
+
+    def fail() -> None:
+        raise KeyError("boom")
+
+    failing = Worker(fail, "failing")
+    assert failing.wait(2)
+    assert isinstance(failing.error, KeyError)
+    with pytest.raises(KeyError):
+        failing.result()
+
+
+def test_an_included_test_keeps_its_name_and_rule_and_runs_on_the_view_given() -> None:
+    from rstck.verifications import Registry
+
+    seen: list[object] = []
+    source = Registry("publisher")
+
+    @source("1.2", "required")
+    def required_spec102_x(ctx: object) -> None:
+        """Doc."""
+        seen.append(ctx)
+
+    target = Registry("processor")
+    target.include(source.tests, via=lambda ctx: ("view of", ctx))
+    (test,) = target.tests
+    assert (test.name, test.rule_id, test.level, test.verification, test.doc) == (
+        "required_spec102_x", "1.2", "required", "processor", "Doc.")
+    test.func("ctx")
+    assert seen == [("view of", "ctx")]
+
+
+def test_a_setup_error_is_a_failure_citing_no_rule() -> None:
+    from rstck.engine import run_publisher_verification
+    from rstck.subjects import PublisherSubject
+
+    def factory(n: int) -> object:
+        raise OSError("no database")
+
+    result = run_publisher_verification(PublisherSubject(factory), Settings(timeout=0.2), rules=["1.2"])[0]
+    assert result.outcome == "error"
+    (failure,) = result.failures
+    assert failure.rule is None
+    assert "raised OSError" in failure.observed

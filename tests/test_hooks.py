@@ -62,6 +62,24 @@ def test_conftest_hooks_veto_report_and_finish(pytester: pytest.Pytester) -> Non
     assert sorted(map(tuple, finished["seen"])) == [("3.9", "passed")] * 3
 
 
+def test_conftest_found_during_collection_joins_the_hooks(pytester: pytest.Pytester) -> None:
+    # A conftest below the given path is loaded after configure, when its directory is collected.
+    pytester.mkdir("suite")
+    sub = pytester.mkdir("suite/deeper")
+    (sub / "conftest.py").write_text(textwrap.dedent('''
+        import json
+
+        def rstck_result(result):
+            with open("late.jsonl", "a") as out:
+                out.write(json.dumps([result.rule, result.outcome]) + "\\n")
+    '''))
+    (sub / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    result = pytester.runpytest("suite", "--rs-publisher=rstck.reference:range_publisher", "--rs-rules=3.9")
+    result.assert_outcomes(passed=4)
+    lines = (pytester.path / "late.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)[1] for line in lines) == ["passed"] * 3
+
+
 def test_entry_point_plugin_resolves_its_own_specs(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(myext=textwrap.dedent('''
         from rstck_plugins import hookimpl
@@ -100,3 +118,55 @@ def test_unknown_adapter_is_a_usage_error(pytester: pytest.Pytester) -> None:
     assert "--rs-adapter=kotlin: no adapter of that name handles a publisher; available: camelcase, rsocket" in (
         result.stderr.str()
     )
+
+
+def test_third_party_adapter_record_from_an_entry_point(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(tagged=textwrap.dedent('''
+        from rstck_plugins.adapters import Adapter
+
+        SEEN = []
+
+        def tag(obj):
+            SEEN.append(type(obj).__name__)
+            return obj
+
+        ADAPTER = Adapter("tagged", publisher=tag, subscriber=tag)
+    '''))
+    pytester.makeconftest('''
+        def rstck_run_finished(document):
+            import tagged
+            with open("tagged.txt", "w") as out:
+                out.write(",".join(sorted(set(tagged.SEEN))))
+    ''')
+    dist = pytester.path / "tagged-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: tagged\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[rstck]\ntagged = tagged:ADAPTER\n")
+    pytester.syspathinsert()
+    result = pytester.runpytest("--rs-publisher=rstck.reference:range_publisher", "--rs-rules=3.9",
+                                "--rs-adapter=tagged")
+    result.assert_outcomes(passed=3)
+    assert (pytester.path / "tagged.txt").read_text() == "RangePublisher"
+    unknown = pytester.runpytest("--rs-publisher=rstck.reference:range_publisher", "--rs-adapter=kotlin")
+    assert "available: camelcase, rsocket, tagged" in unknown.stderr.str()
+
+
+def test_builtin_adapters_come_from_the_entry_point_group() -> None:
+    # Registered as any third party's adapter is: hooks.py names none of them.
+    import tomllib
+    from importlib.metadata import entry_points
+    from pathlib import Path
+
+    from rstck_plugins import hooks
+    from rstck_plugins.adapters import Adapter
+
+    root = Path(__file__).resolve().parents[1]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"]["rstck"]
+    installed = {ep.name: ep.value for ep in entry_points(group="rstck") if ep.name in declared}
+    assert installed == declared, "the installed metadata is stale: run `pip install -e .`"
+    for name, ep in ((ep.name, ep) for ep in entry_points(group="rstck") if ep.name in declared):
+        adapter = ep.load()
+        assert isinstance(adapter, Adapter)
+        assert adapter.name == name
+    source = Path(hooks.__file__).read_text()
+    assert not any(name in source for name in declared), "hooks.py must not name the built-in adapters"

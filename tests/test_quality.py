@@ -75,3 +75,29 @@ def test_every_package_directory_is_packaged() -> None:
         for init in (ROOT / top).rglob("__init__.py")
     }
     assert found == packages, "pyproject.toml [tool.setuptools] packages must list every package"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a source file imports, relative imports resolved to their last name."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            names.add(base)
+            names |= {f"{base}.{alias.name}".lstrip(".") for alias in node.names}
+    return names
+
+
+def test_no_plugin_module_imports_the_pytest_plugin() -> None:
+    # The pytest plugin imports the reporters; state they share lives in rstck_plugins.state.
+    offenders = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "plugins").rglob("*.py")
+        if path.name != "pytest_plugin.py"
+        and any(name.split(".")[-1] == "pytest_plugin" for name in _imported_modules(path))
+    )
+    assert not offenders, f"these modules import the pytest plugin back: {offenders}"

@@ -81,11 +81,14 @@ def hostile(n):
     return HostilePublisher(n)
 
 
+from tests.broken.publishers import ExtraElement
 from tests.broken.publishers import IgnoresRequestZero
 from tests.broken.publishers import factory
 
 #: Drops request(n) for n <= 0 silently: breaks rule 3.9 (the catalogue's own case).
 ignores_zero = factory(IgnoresRequestZero)
+#: One element more than requested: breaks rule 1.1, and the probe cites the on_next that did.
+extra = factory(ExtraElement)
 '''
 
 
@@ -200,6 +203,87 @@ def test_failures_show_expected_observed_and_trace_timeline(project: pytest.Pyte
     banner = text(root)
     assert "2 failed test(s)" in banner
     assert "Rules broken: 3.9" in banner
+
+
+def _facts(element: ET.Element) -> list[dict[str, str]]:
+    """The term -> text of each fact list in ``element``, in order."""
+    return [{text(dt): text(dd) for dt, dd in zip(dl.iter("dt"), dl.iter("dd"), strict=True)}
+            for dl in element.iter("dl")]
+
+
+def test_each_problem_shows_its_rule_evidence_and_setting(project: pytest.Pytester) -> None:
+    out = project.path / "report.html"
+    results = project.path / "results.json"
+    result = project.runpytest("--rs-publisher=subjects:extra", "--rs-rules=1.1", FAST, f"--rs-report-html={out}",
+                               f"--rs-report-json={results}")
+    assert result.parseoutcomes()["failed"] >= 1
+    data = json.loads(results.read_text())
+    root = parse(out)
+    cited = 0
+    for r in data["results"]:
+        if r["outcome"] != "failed":
+            continue
+        article = by_id(root, "fail-publisher-" + r["test"])
+        findings = [e for e in article.iter("section") if "finding" in (e.get("class") or "")]
+        assert len(findings) == len(r["failures"]) >= 1
+        for finding, failure in zip(findings, r["failures"], strict=True):
+            facts = _facts(finding)[0]
+            assert facts["expected"] == failure["expected"]
+            assert facts["observed"] == failure["observed"]
+            if failure["rule"] != r["rule"]:
+                assert failure["rule"] in facts["broke rule"]
+            links = [a.get("href", "") for a in finding.iter("a") if a.get("href", "").startswith("#")]
+            kept = {rec["seq"] for rec in r["trace"]}
+            assert links == [f"#fail-publisher-{r['test']}-rec-{seq}" for seq in failure["evidence"] if seq in kept]
+            for link in links:  # each goes to the highlighted row of that record in the timeline
+                target = by_id(root, link[1:])
+                assert target.tag == f"{SVG}rect"
+                assert "band" in (target.get("class") or "")
+            cited += len(links)
+    assert cited >= 1, "a 1.1 violation cites the on_next that broke it"
+
+
+def test_a_verdict_that_rests_on_a_setting_names_it_with_its_value(project: pytest.Pytester) -> None:
+    out = project.path / "report.html"
+    project.runpytest("--rs-publisher=subjects:ignores_zero", "--rs-rules=3.9", FAST, f"--rs-report-html={out}")
+    zero = by_id(parse(out), "fail-publisher-required_spec309_request_zero_must_signal_value_error")
+    rests_on = [facts["rests on"] for facts in _facts(zero) if "rests on" in facts]
+    assert len(rests_on) == 1
+    assert "timeout = 300 ms" in rests_on[0]
+    assert "--rs-timeout-ms" in rests_on[0]
+
+
+def test_reports_read_the_failures_not_the_message() -> None:
+    from rstck.results import Failure
+    from rstck_plugins.terminal import table
+
+    trace = [_record(0, "request", "1", demand=1), _record(1, "on_next", "0"), _record(2, "on_next", "1")]
+    misleading = "[rule 2.2] expected nothing; observed nothing\n  check   : not this"
+    r = TestResult("required_spec309_x", "publisher", "3.9", "required", "failed", "failed", 0.01,
+                   message=misleading, trace=trace, trace_total=500, subject="s",
+                   failures=[Failure("1.1", "at most 1 on_next", "on_next #2 without demand", hint="count demand",
+                                     evidence=(2,)),
+                             Failure("3.9", "on_error(ValueError)", "nothing", evidence=(400,), setting="timeout")],
+                   iterations={"ran": 10, "showed": 3})
+    root = html5lib.parse(render(document([r], subjects={"publisher": "s"}, settings={"timeout_ms": 250.0})),
+                          namespaceHTMLElements=False)
+    article = by_id(root, "fail-publisher-required_spec309_x")
+    first, second = (_facts(e)[0] for e in article.iter("section") if "finding" in (e.get("class") or ""))
+    assert "1.1" in first["broke rule"]
+    assert first["expected"] == "at most 1 on_next"
+    assert first["check"] == "count demand"
+    assert "#2" in first["evidence"]
+    assert "broke rule" not in second
+    assert "#400 (not kept in the trace)" in second["evidence"]
+    assert "timeout = 250 ms" in second["rests on"]
+    assert "Problem 2 of 2" in text(article)
+    assert "10 run, 3 of them showed the race" in text(article)
+    assert "Rules broken: 1.1, 3.9" in text(root)
+    assert "broken as well while verifying rule 3.9" in text(cells(rule_rows(root)["1.1"])[3])
+    assert "broken as well" not in text(cells(rule_rows(root)["2.2"])[3])
+    lines = [line for line, _colour in table([r])]
+    assert any(line.startswith("1.1") and "also broken in tests of 3.9" in line for line in lines)
+    assert not any(line.startswith("2.2") for line in lines)
 
 
 def test_hostile_subject_cannot_inject_markup(project: pytest.Pytester) -> None:
@@ -349,7 +433,9 @@ def test_every_field_of_a_crafted_results_file_is_escaped() -> None:
         {"test": evil, "verification": evil, "rule": rule, "level": evil, "outcome": "failed", "verdict": evil,
          "duration_s": 0.1, "message": f"[rule 1.1] expected {evil}; observed {evil}\n  check   : {evil}",
          "trace": [record, {**record, "seq": 7, "signal": "note", "detail": "violation " + evil}],
-         "trace_total": 9, "subject": evil, "baseline": "known"}
+         "trace_total": 9, "subject": evil, "baseline": "known",
+         "failures": [{"rule": evil, "expected": evil, "observed": evil, "hint": evil, "evidence": [0, 7, 99],
+                       "setting": evil}]}
         for rule in ("1.1", evil)
     ]
     doc = {"schema": evil, "tck_version": evil, "python": evil, "subjects": {evil: evil, "publisher": evil},

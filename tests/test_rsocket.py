@@ -22,7 +22,7 @@ from rstck.engine import run_verification
 from rstck.results import TestResult
 from rstck.settings import Settings
 from rstck.subjects import SubscriberSubject
-from rstck_plugins.adapters.rsocket import rstck_adapt_subject
+from rstck_plugins.adapters.rsocket import ADAPTER as RSOCKET
 
 from tests.subjects import rsocket_subjects as rs
 
@@ -132,10 +132,10 @@ def verified(request: pytest.FixtureRequest) -> tuple[str, dict[str, TestResult]
     logging.disable(logging.CRITICAL)  # rsocket-py logs every stream error it swallows
     try:
         if verification == "publisher":
-            subject = rstck_adapt_subject(FACTORIES[name], "publisher", "rsocket")
-            subject.failed_factory = rstck_adapt_subject(rs.error_stream, "failed_publisher", "rsocket")
+            subject = RSOCKET.adapt(FACTORIES[name], "publisher")
+            subject.failed_factory = RSOCKET.adapt(rs.error_stream, "failed_publisher")
         else:
-            subject = rstck_adapt_subject(FACTORIES[name], "subscriber", "rsocket")
+            subject = RSOCKET.adapt(FACTORIES[name], "subscriber")
             if not isinstance(subject, SubscriberSubject):
                 subject = SubscriberSubject(subject)
         subject.label = name

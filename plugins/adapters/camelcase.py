@@ -8,54 +8,40 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hooks import hookimpl
-from . import adapt_factory_subject
-from . import adapt_publisher_subject
-from . import wrap_factory
-
-NAME = "camelcase"
+from . import Adapter
+from . import PublisherWrapper
+from . import Wrapper
 
 
-class CamelCasePublisher:
-    """A camelCase publisher seen through the binding: our subscribers are shown in camelCase."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def subscribe(self, subscriber: Any) -> None:
-        self._inner.subscribe(None if subscriber is None else CamelCaseView(subscriber))
-
-    def __repr__(self) -> str:
-        return f"camelcase({self._inner!r})"
-
-
-class CamelCaseView:
+class CamelCaseView(Wrapper):
     """One of our subscribers, with camelCase method names for a camelCase publisher."""
 
-    def __init__(self, subscriber: Any) -> None:
-        self._subscriber = subscriber
+    label = "camelcase-view"
 
     def onSubscribe(self, subscription: Any) -> None:
-        self._subscriber.on_subscribe(subscription)
+        self._inner.on_subscribe(subscription)
 
     def onNext(self, element: Any) -> None:
-        self._subscriber.on_next(element)
+        self._inner.on_next(element)
 
     def onError(self, exc: BaseException) -> None:
-        self._subscriber.on_error(exc)
+        self._inner.on_error(exc)
 
     def onComplete(self) -> None:
-        self._subscriber.on_complete()
-
-    def __repr__(self) -> str:
-        return f"camelcase-view({self._subscriber!r})"
+        self._inner.on_complete()
 
 
-class CamelCaseSubscriber:
+class CamelCasePublisher(PublisherWrapper):
+    """A camelCase publisher seen through the binding: our subscribers are shown in camelCase."""
+
+    label = "camelcase"
+    view = CamelCaseView
+
+
+class CamelCaseSubscriber(Wrapper):
     """A camelCase subscriber (or the subscriber side of a processor) seen through the binding."""
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
+    label = "camelcase"
 
     def on_subscribe(self, subscription: Any) -> None:
         self._inner.onSubscribe(subscription)
@@ -69,30 +55,10 @@ class CamelCaseSubscriber:
     def on_complete(self) -> None:
         self._inner.onComplete()
 
-    def __repr__(self) -> str:
-        return f"camelcase({self._inner!r})"
 
-
-class CamelCaseProcessor(CamelCaseSubscriber):
+class CamelCaseProcessor(CamelCaseSubscriber, CamelCasePublisher):
     """Both sides of a camelCase processor."""
 
-    def subscribe(self, subscriber: Any) -> None:
-        self._inner.subscribe(None if subscriber is None else CamelCaseView(subscriber))
 
-
-@hookimpl
-def rstck_adapter_names() -> list[str]:
-    return [NAME]
-
-
-@hookimpl
-def rstck_adapt_subject(subject: Any, role: str, adapter: str) -> Any:
-    if adapter != NAME:
-        return None
-    if role in ("publisher", "failed_publisher"):
-        return adapt_publisher_subject(subject, CamelCasePublisher) if role == "publisher" else wrap_factory(
-            subject, CamelCasePublisher
-        )
-    if role == "processor":
-        return adapt_factory_subject(subject, CamelCaseProcessor)
-    return adapt_factory_subject(subject, CamelCaseSubscriber)
+ADAPTER = Adapter("camelcase", publisher=CamelCasePublisher, subscriber=CamelCaseSubscriber,
+                  processor=CamelCaseProcessor)

@@ -9,56 +9,42 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hooks import hookimpl
-from . import adapt_factory_subject
-from . import adapt_publisher_subject
-from . import wrap_factory
-
-NAME = "rsocket"
+from . import Adapter
+from . import PublisherWrapper
+from . import Wrapper
 
 
-class RSocketPublisher:
-    """An rsocket-py publisher seen through the binding."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def subscribe(self, subscriber: Any) -> None:
-        self._inner.subscribe(None if subscriber is None else RSocketView(subscriber))
-
-    def __repr__(self) -> str:
-        return f"rsocket({type(self._inner).__name__})"
-
-
-class RSocketView:
+class RSocketView(Wrapper):
     """One of our subscribers, in rsocket-py's shape: ``on_next(value, is_complete)``."""
 
-    def __init__(self, subscriber: Any) -> None:
-        self._subscriber = subscriber
+    label = "rsocket-view"
 
     def on_subscribe(self, subscription: Any) -> None:
-        self._subscriber.on_subscribe(subscription)
+        self._inner.on_subscribe(subscription)
 
     def on_next(self, value: Any, is_complete: bool = False) -> None:
-        self._subscriber.on_next(value)
+        self._inner.on_next(value)
         if is_complete:
-            self._subscriber.on_complete()
+            self._inner.on_complete()
 
     def on_error(self, exception: BaseException) -> None:
-        self._subscriber.on_error(exception)
+        self._inner.on_error(exception)
 
     def on_complete(self) -> None:
-        self._subscriber.on_complete()
-
-    def __repr__(self) -> str:
-        return f"rsocket-view({self._subscriber!r})"
+        self._inner.on_complete()
 
 
-class RSocketSubscriber:
+class RSocketPublisher(PublisherWrapper):
+    """An rsocket-py publisher seen through the binding."""
+
+    label = "rsocket"
+    view = RSocketView
+
+
+class RSocketSubscriber(Wrapper):
     """An rsocket-py subscriber seen through the binding: every element is "not the last"."""
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
+    label = "rsocket"
 
     def on_subscribe(self, subscription: Any) -> None:
         self._inner.on_subscribe(subscription)
@@ -77,21 +63,6 @@ class RSocketSubscriber:
         # a SubscriberSubject's trigger_request hook.
         return getattr(self._inner, name)
 
-    def __repr__(self) -> str:
-        return f"rsocket({type(self._inner).__name__})"
 
-
-@hookimpl
-def rstck_adapter_names() -> list[str]:
-    return [NAME]
-
-
-@hookimpl
-def rstck_adapt_subject(subject: Any, role: str, adapter: str) -> Any:
-    if adapter != NAME:
-        return None
-    if role == "publisher":
-        return adapt_publisher_subject(subject, RSocketPublisher, loop="asyncio")
-    if role == "failed_publisher":
-        return wrap_factory(subject, RSocketPublisher)
-    return adapt_factory_subject(subject, RSocketSubscriber)
+#: rsocket-py's processors are subscribers on the consuming side: one wrapper serves both.
+ADAPTER = Adapter("rsocket", publisher=RSocketPublisher, subscriber=RSocketSubscriber, loop="asyncio")

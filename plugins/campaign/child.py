@@ -1,0 +1,79 @@
+"""The process one work unit runs in: ``python -m rstck_plugins.campaign.child FD``.
+
+It reads the unit from stdin, runs the verification through the core engine and writes one
+JSON line per event to file descriptor FD: the selected tests first, then each result as it
+completes, so the parent knows which test was in flight if this process dies or hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+from typing import Any
+
+
+def load_subject(unit: dict[str, Any], adapter: str | None) -> Any:
+    """The unit's subject, resolved exactly as the pytest plugin resolves ``--rs-*`` options."""
+    from rstck import subjects
+
+    from ..hooks import make_manager
+    from ..hooks import make_resolver
+
+    resolve = make_resolver(make_manager(), adapter)
+    role, spec = unit["role"], unit["subject"]
+    if role == "publisher":
+        return subjects.load_publisher_subject(spec, unit.get("failed"), resolve=resolve)
+    loader = {
+        "subscriber": subjects.load_subscriber_subject,
+        "whitebox_subscriber": subjects.load_whitebox_subject,
+        "processor": subjects.load_processor_subject,
+    }[role]
+    return loader(spec, resolve=resolve)
+
+
+def main(argv: list[str]) -> int:
+    out = os.fdopen(int(argv[1]), "w", buffering=1, encoding="utf-8")
+
+    def send(message: dict[str, Any]) -> None:
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+
+    request = json.load(sys.stdin)
+    unit, task = request["unit"], request["task"]
+    for entry in reversed(request.get("sys_path", [])):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+
+    from rstck.engine import run_verification
+    from rstck.engine import select
+    from rstck.errors import SetupError
+    from rstck.settings import Settings
+    from rstck.verifications import VERIFICATIONS
+
+    try:
+        subject = load_subject(unit, task.get("adapter"))
+    except SetupError as exc:
+        send({"setup_error": str(exc)})
+        return 0
+    module = sys.modules.get(unit["subject"].partition(":")[0])
+    settings = Settings(**task["knobs"], explicit=frozenset(task["knobs"]))
+    tests = select(VERIFICATIONS[unit["verification"]].tests, rules=task["rules"], skip_rules=task["skip_rules"])
+    send({"tests": [t.name for t in tests], "pid": os.getpid(), "origin": getattr(module, "__file__", None)})
+    # The unit's seed drives the subject's own randomness, so a rerun with it takes the same path.
+    random.seed(unit["seed"])
+    run_verification(
+        unit["verification"], subject, settings, rules=task["rules"], skip_rules=task["skip_rules"],
+        on_result=lambda result: send({"result": result.to_json()}),
+    )
+    send({"done": True})
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Threads a hostile subject left behind must not keep this process alive.
+    os._exit(code)

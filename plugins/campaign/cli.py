@@ -1,0 +1,317 @@
+"""``rs-tck``: conformance campaigns on Spark, ingest of CI results, and their summary.
+
+    rs-tck campaign --publisher mylib:range_publisher --repetitions 50 --out runs/
+    rs-tck campaign campaign.toml
+    rs-tck ingest ci-results/*.json --out runs/
+    rs-tck summary runs/
+
+Exit status: 0 when every test passed in every run, 1 when any failed or errored (ingest: when
+a file was rejected), 2 on a usage error or when Spark cannot start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rstck.errors import SetupError
+from rstck.settings import KNOBS
+
+from .plan import ROLES
+from .plan import Campaign
+from .plan import SubjectSpec
+from .plan import UsageError
+from .plan import build
+from .plan import from_toml
+from .plan import knob_option
+
+PROG = "rs-tck"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("campaign", help="run verifications many times on Spark and summarise them")
+    c.add_argument("file", nargs="?", type=Path, help="campaign file (TOML); options given here override it")
+    for role in ROLES:
+        c.add_argument(f"--{role.replace('_', '-')}", dest=role, action="append", default=[], metavar="MODULE:ATTR",
+                       help=f"{role.replace('_', ' ')} subject to verify (repeatable)")
+    c.add_argument("--failed-publisher", action="append", default=[], metavar="MODULE:ATTR",
+                   help="failed-publisher factory: once for every publisher, or once per --publisher in order")
+    c.add_argument("--rules", help="comma-separated rule ids to verify ('sanity' for the factory checks)")
+    c.add_argument("--skip-rules", help="comma-separated rule ids not to verify")
+    c.add_argument("--repetitions", type=int, help="runs of each subject (default 1)")
+    c.add_argument("--fuzz-seeds", type=int, help="seeds per repetition (default 1); each seed is a unit")
+    c.add_argument("--seeds", help="explicit comma-separated seeds (replaces --fuzz-seeds; for repros)")
+    c.add_argument("--seed", type=int, help="base seed the unit seeds derive from (default: random; the "
+                   "same campaign with the same --seed and --out resumes instead of rerunning)")
+    for knob in KNOBS:
+        metavar = {"ms": "MS", "choice": "|".join(knob.choices), "bool": "true|false"}.get(knob.kind, "N")
+        c.add_argument(knob_option(knob.name), dest="knob_" + knob.name, metavar=metavar, help=knob.help)
+    c.add_argument("--grace-s", type=float, help="seconds a unit's process may run past the test limit "
+                   "before it is killed and the test recorded as an error (default 10)")
+    c.add_argument("--adapter", help="adapter applied to every subject (camelcase, rsocket, a plugin's)")
+    c.add_argument("--master", help="Spark master URL (default local[*]; spark://HOST:PORT for a cluster)")
+    c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+    ship = c.add_mutually_exclusive_group()
+    ship.add_argument("--ship", dest="ship", action="store_true", default=None,
+                      help="zip the subjects' top-level packages to the executors (default: when not local)")
+    ship.add_argument("--no-ship", dest="ship", action="store_false")
+    c.add_argument("--spark-ui", action="store_true", default=None, help="keep Spark's web UI on")
+    c.add_argument("--out", help="dataset directory: results/ (Parquet), summary.json, report.html")
+    i = sub.add_parser("ingest", help="add results files of pytest --rs-report-json runs to a dataset")
+    i.add_argument("files", nargs="+", type=Path)
+    i.add_argument("--out", required=True, type=Path)
+    i.add_argument("--master", help="Spark master URL (default local[*])")
+    s = sub.add_parser("summary", help="recompute summary.json, trend.json and report.html of a dataset")
+    s.add_argument("out", type=Path)
+    s.add_argument("--master", help="Spark master URL (default local[*])")
+    return parser
+
+
+def _campaign_from(args: argparse.Namespace) -> Campaign:
+    subjects: list[SubjectSpec] = []
+    for role in ROLES:
+        subjects += [SubjectSpec(role, spec) for spec in getattr(args, role)]
+    failed = args.failed_publisher
+    publishers = [s for s in subjects if s.role == "publisher"]
+    if failed:
+        if len(failed) not in (1, len(publishers)):
+            raise UsageError(f"--failed-publisher given {len(failed)} times for {len(publishers)} "
+                             "--publisher: give it once (for all) or once per publisher")
+        pairs = failed * len(publishers) if len(failed) == 1 else failed
+        fixed = iter(SubjectSpec("publisher", p.spec, f) for p, f in zip(publishers, pairs, strict=True))
+        subjects = [next(fixed) if s.role == "publisher" else s for s in subjects]
+    conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--conf must be KEY=VALUE, got {item!r}")
+        conf[key] = value
+    settings = {knob_option(k.name).lstrip("-"): getattr(args, "knob_" + k.name)
+                for k in KNOBS if getattr(args, "knob_" + k.name) is not None}
+    values: dict[str, Any] = {
+        "out": args.out, "repetitions": args.repetitions, "fuzz_seeds": args.fuzz_seeds,
+        "seeds": args.seeds, "seed": args.seed, "rules": args.rules, "skip_rules": args.skip_rules,
+        "grace_s": args.grace_s, "adapter": args.adapter, "master": args.master, "ship": args.ship,
+        "spark_ui": args.spark_ui, "conf": conf or None, "settings": settings or None,
+    }
+    if args.file is not None:
+        if subjects:
+            raise UsageError("give the subjects either in the campaign file or on the command line, not both")
+        overrides = {k: v for k, v in values.items() if k != "settings"}
+        campaign = from_toml(args.file, overrides)
+        if settings:
+            from .plan import parse_knobs
+
+            campaign.knobs.update(parse_knobs(settings, "command line"))
+        return campaign
+    return build(subjects, {k: v for k, v in values.items() if v is not None}, "command line")
+
+
+def _check_subjects(campaign: Campaign) -> None:
+    """Import every subject on the driver (never call it: that happens in the units)."""
+    from ..hooks import make_manager
+    from ..hooks import make_resolver
+
+    resolve = make_resolver(make_manager(), campaign.adapter)
+    for s in campaign.subjects:
+        obj = resolve(s.spec, s.role)
+        if not callable(obj) and not hasattr(obj, "factory"):
+            raise SetupError(f"--{s.role.replace('_', '-')}={s.spec}: {type(obj).__name__} object is not callable")
+        if s.failed:
+            resolve(s.failed, "failed_publisher")
+
+
+class Progress:
+    """``units done/total, failing tests, rate`` on stderr: rewritten in place on a terminal."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total, self.label = total, label
+        self.tty = sys.stderr.isatty()
+        self.last_print = 0.0
+        self.last_done = -1
+
+    def __call__(self, done: int, failing: int, elapsed: float) -> None:
+        now = time.monotonic()
+        if not self.tty and (done == self.last_done or now - self.last_print < 5) and done < self.total:
+            return
+        if not self.tty and done == self.last_done:
+            return
+        rate = done / elapsed if elapsed > 0 else 0.0
+        left = f", about {(self.total - done) / rate:.0f} s left" if rate > 0 and done < self.total else ""
+        line = (f"{self.label}: {done}/{self.total} units, {failing} failing test(s), "
+                f"{rate:.2f} units/s{left}")
+        print(("\r" + line.ljust(100)) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
+        self.last_print, self.last_done = now, done
+
+    def finish(self) -> None:
+        if self.tty:
+            print(file=sys.stderr)
+
+
+def _write_outputs(spark: Any, out: Path) -> tuple[list[dict[str, Any]], int]:
+    from . import report
+    from . import summary
+    from .spark import read_results
+
+    df = read_results(spark, out)
+    if df is None:
+        raise UsageError(f"{out}: no campaign dataset here (expected {out / 'results'})")
+    df = df.cache()
+    rows = summary.summary_rows(df, out)
+    points = summary.trend(df)
+    (out / "summary.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    (out / "trend.json").write_text(json.dumps(points, indent=2) + "\n", encoding="utf-8")
+    report.write(out / "report.html", rows, points, summary.manifests(out))
+    df.unpersist()
+    return rows, len(rows)
+
+
+def _prepare_out(out: Path) -> None:
+    try:
+        (out / "campaigns").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot create it: {exc.strerror or exc}") from None
+    if not os.access(out, os.W_OK):
+        raise UsageError(f"--out {out}: not writable")
+
+
+def _session(master: str | None, app: str, given: Any, **kw: Any) -> tuple[Any, bool]:
+    """The command's one session: the caller's (kept running), else a new one (stopped at the end)."""
+    from . import spark as rs_spark
+
+    if given is not None:
+        return given, False
+    return rs_spark.session(master, app=app, **kw), True
+
+
+def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
+    from . import spark as rs_spark
+
+    campaign = _campaign_from(args)
+    _check_subjects(campaign)
+    out = Path(campaign.out)
+    _prepare_out(out)
+    cid = campaign.campaign_id
+    units = campaign.units()
+    spark, owned = _session(campaign.master, f"rs-tck campaign {cid}", given, conf=campaign.conf, ui=campaign.spark_ui)
+    try:
+        ship = campaign.ship if campaign.ship is not None else not rs_spark.is_local(spark.sparkContext.master)
+        if ship:
+            for path in rs_spark.ship(spark, [s.spec for s in campaign.subjects]
+                                      + [s.failed for s in campaign.subjects if s.failed], rs_spark.scratch()):
+                print(f"{PROG}: shipped {path} to the executors", file=sys.stderr)
+        done = rs_spark.done_units(spark, out, [u["unit_id"] for u in units])
+        todo = [u for u in units if u["unit_id"] not in done]
+        manifest_path = out / "campaigns" / f"{cid}.json"
+        manifest = {"kind": "campaign", "campaign": campaign.to_json(), "units_total": len(units),
+                    "command": shlex.join([PROG, *sys.argv[1:]]) if sys.argv[0].endswith(PROG) else None,
+                    "master": spark.sparkContext.master, "started_at": time.time()}
+        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        print(f"{PROG} campaign {cid}: {len(units)} units ({len(done)} already in {out}), seed {campaign.base_seed}, "
+              f"master {spark.sparkContext.master}", file=sys.stderr)
+        progress = Progress(len(todo), f"{PROG} campaign {cid}")
+        rs_spark.run_units(spark, todo, campaign.task(), out, progress)
+        progress.finish()
+        manifest["finished_at"] = time.time()
+        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        _write_outputs(spark, out)
+        from pyspark.sql import functions as F
+
+        df = rs_spark.read_results(spark, out)
+        assert df is not None
+        mine = df.filter(F.col("campaign_id") == cid)
+        counts = {r.outcome: r["count"] for r in mine.groupBy("outcome").count().collect()}
+    finally:
+        if owned:
+            spark.stop()
+    bad = counts.get("failed", 0) + counts.get("error", 0)
+    print(f"{PROG} campaign {cid}: {sum(counts.values())} test executions: "
+          + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+          + f"; wrote {out / 'summary.json'} and {out / 'report.html'}")
+    return 1 if bad else 0
+
+
+def ingest_main(args: argparse.Namespace, given: Any = None) -> int:
+    from rstck.results import ResultsFileError
+
+    from . import ingest
+    from . import spark as rs_spark
+
+    out: Path = args.out
+    _prepare_out(out)
+    parsed = []
+    rejected = 0
+    for path in args.files:
+        try:
+            parsed.append((path, *ingest.read_file(path)))
+        except ResultsFileError as exc:
+            print(f"{PROG} ingest: rejected {exc}", file=sys.stderr)
+            ingest.quarantine(out, path, str(exc))
+            rejected += 1
+    spark, owned = _session(args.master, "rs-tck ingest", given)
+    try:
+        ids = [p[1] for p in parsed]
+        done = rs_spark.done_units(spark, out, ids)
+        batch = "ingest-" + time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
+        rows: list[dict[str, Any]] = []
+        units: dict[str, Any] = {}
+        for path, unit_id, data, results in parsed:
+            if unit_id in done or unit_id in units:
+                print(f"{PROG} ingest: {path}: already in the dataset, skipped", file=sys.stderr)
+                continue
+            units[unit_id] = {"file": str(path), "subjects": data.get("subjects", {}), "settings": data.get("settings", {})}
+            rows += ingest.rows_of(path, unit_id, batch, data, results)
+        if rows:
+            manifest = {"kind": "ingest", "units": units, "units_total": len(units), "ingested_at": time.time()}
+            (out / "campaigns" / f"{batch}.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            rs_spark.write_rows(spark.createDataFrame(rows, rs_spark.row_schema()), out)
+        print(f"{PROG} ingest: {len(units)} file(s), {len(rows)} row(s) added to {out}; "
+              f"{len(parsed) - len(units)} already there; {rejected} rejected"
+              + (f" (listed in {out / 'quarantine.jsonl'})" if rejected else ""))
+        if rs_spark.read_results(spark, out) is not None:
+            _write_outputs(spark, out)
+    finally:
+        if owned:
+            spark.stop()
+    return 1 if rejected else 0
+
+
+def summary_main(args: argparse.Namespace, given: Any = None) -> int:
+    out: Path = args.out
+    if not (out / "results").is_dir():
+        raise UsageError(f"{out}: no campaign dataset here (expected {out / 'results'})")
+    spark, owned = _session(args.master, "rs-tck summary", given)
+    try:
+        rows, count = _write_outputs(spark, out)
+    finally:
+        if owned:
+            spark.stop()
+    flaky = sum(1 for r in rows if r["flaky"])
+    print(f"{out / 'summary.json'}: {count} subject x test row(s), {flaky} flaky; {out / 'report.html'}")
+    return 0
+
+
+def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
+    """Run one command; ``spark``: an existing session to use (and leave running) instead of a new one."""
+    args = _parser().parse_args(argv)
+    from .spark import SparkUnavailable
+
+    handlers = {"campaign": campaign_main, "ingest": ingest_main, "summary": summary_main}
+    try:
+        return handlers[args.command](args, spark)
+    except (UsageError, SetupError, SparkUnavailable) as exc:
+        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""Running one work unit in a child process with a deadline, as rows of the campaign dataset.
+
+Spark does not time out a hung Python task, ``local[N]`` aborts the job on a crashed one, and
+a thread abandoned at a deadline keeps running in a reused worker. So a unit never runs in the
+executor's own process: it runs in a child that is killed when a test overruns the engine's
+limit by ``grace_s``, and whatever the child did not report becomes rows saying so. This
+function never raises for anything the subject does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from rstck.results import TCK_VERSION
+
+#: Columns of the results dataset, in order, with their Spark SQL types.
+ROW_FIELDS: tuple[tuple[str, str], ...] = (
+    ("campaign_id", "string"), ("unit_id", "string"), ("row_id", "string"), ("source", "string"),
+    ("subject", "string"), ("verification", "string"), ("test", "string"), ("rule", "string"),
+    ("level", "string"), ("outcome", "string"), ("verdict", "string"), ("duration_s", "double"),
+    ("message", "string"), ("failures", "string"), ("failure_rule", "string"),
+    ("failure_expected", "string"), ("failure_observed", "string"),
+    ("iterations_ran", "bigint"), ("iterations_showed", "bigint"),
+    ("repetition", "bigint"), ("seed", "bigint"), ("host", "string"), ("worker_pid", "bigint"),
+    ("process_pid", "bigint"), ("python", "string"), ("loop", "string"),
+    ("started_at", "double"), ("finished_at", "double"), ("subject_origin", "string"),
+    ("tck_version", "string"),
+)
+COLUMNS = tuple(name for name, _ in ROW_FIELDS)
+#: How much of the child's own output an error row quotes.
+_TAIL_CHARS = 2000
+
+
+def result_row(result: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """A dataset row from one ``TestResult.to_json()``; fields added to results later are optional."""
+    failures = result.get("failures") or []
+    first = failures[0] if failures else {}
+    iterations = result.get("iterations") or {}
+    started = result.get("started_at") or base.get("started_at")
+    finished = result.get("finished_at") or (started + float(result["duration_s"]) if started else None)
+    row = dict(base)
+    row.update({
+        "row_id": f"{base['unit_id']}/{result['verification']}/{result['test']}",
+        "verification": result["verification"], "test": result["test"], "rule": result.get("rule"),
+        "level": result["level"], "outcome": result["outcome"],
+        "verdict": result.get("verdict", result["outcome"]), "duration_s": float(result["duration_s"]),
+        "message": result.get("message", ""), "failures": json.dumps(failures),
+        "failure_rule": first.get("rule"), "failure_expected": first.get("expected"),
+        "failure_observed": first.get("observed"),
+        "iterations_ran": iterations.get("ran"), "iterations_showed": iterations.get("showed"),
+        "started_at": started, "finished_at": finished,
+    })
+    return {name: row.get(name) for name in COLUMNS}
+
+
+def _rule_of(test: str, verification: str) -> tuple[str | None, str]:
+    from rstck.verifications import VERIFICATIONS
+
+    for t in VERIFICATIONS[verification].tests:
+        if t.name == test:
+            return t.rule_id, t.level
+    return None, "required"
+
+
+def synthetic_row(base: dict[str, Any], test: str, outcome: str, message: str, started: float) -> dict[str, Any]:
+    """A row for a test the child did not report: lost with its process, or never reached."""
+    rule, level = _rule_of(test, base["verification"])
+    now = time.time()
+    failure: dict[str, Any] = {"rule": None, "expected": "the unit's process to report this test", "observed": message,
+               "hint": "", "evidence": [], "setting": None}
+    result = {
+        "verification": base["verification"], "test": test, "rule": rule, "level": level,
+        "outcome": outcome, "verdict": "error" if outcome == "error" else "untested",
+        "duration_s": max(0.0, now - started), "message": message,
+        "failures": [failure] if outcome == "error" else [], "started_at": started, "finished_at": now,
+    }
+    return result_row(result, base)
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "did not exit"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - _TAIL_CHARS))
+            text = f.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    return f"\n  its output ended with:\n    {text.replace(chr(10), chr(10) + '    ')}" if text else ""
+
+
+def run_unit(unit: dict[str, Any], task: dict[str, Any], *, source: str = "campaign") -> list[dict[str, Any]]:
+    """Run one unit in a child process and return its rows; never raises for the subject's doing."""
+    started = time.time()
+    base: dict[str, Any] = {
+        "campaign_id": unit["campaign_id"], "unit_id": unit["unit_id"], "source": source,
+        "subject": unit["subject"], "verification": unit["verification"],
+        "repetition": unit["repetition"], "seed": unit["seed"], "host": socket.gethostname(),
+        "worker_pid": os.getpid(), "process_pid": None, "python": platform.python_version(),
+        "loop": task["knobs"].get("loop", "thread"), "subject_origin": None,
+        "tck_version": TCK_VERSION, "started_at": started,
+    }
+    from rstck.settings import Settings
+
+    limit = Settings(**task["knobs"]).test_limit + float(task["grace_s"])
+    read_fd, write_fd = os.pipe()
+    log = tempfile.NamedTemporaryFile(prefix="rs-tck-unit-", suffix=".log", delete=False)  # noqa: SIM115
+    env = dict(os.environ, RS_TCK_SEED=str(unit["seed"]))
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-X", "faulthandler", "-m", "rstck_plugins.campaign.child", str(write_fd)],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), env=env,
+        )
+    finally:
+        os.close(write_fd)
+    try:
+        assert child.stdin is not None
+        child.stdin.write(json.dumps({"unit": unit, "task": task, "sys_path": sys.path}).encode())
+        child.stdin.close()
+        return _collect(child, read_fd, base, limit, log.name, started)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        os.close(read_fd)
+        log.close()
+        os.unlink(log.name)
+
+
+def _collect(
+    child: subprocess.Popen[bytes], fd: int, base: dict[str, Any], limit: float, log: str, started: float
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    tests: list[str] | None = None
+    reported: set[str] = set()
+    buffer = b""
+    deadline = time.monotonic() + limit
+    in_flight_since = started
+    lost: str | None = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            child.kill()
+            child.wait()
+            lost = (f"the unit's process did not report within {limit:.1f} s (test limit + grace) "
+                    f"and was killed")
+            break
+        ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            code = child.wait()
+            lost = None if tests is not None and len(reported) == len(tests) else f"the unit's process {_describe_exit(code)}"
+            break
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            message = json.loads(line)
+            if "setup_error" in message:
+                return [synthetic_row(base, "(setup)", "error", "[setup] " + message["setup_error"], started)]
+            if "tests" in message:
+                tests = message["tests"]
+                base["process_pid"] = message["pid"]
+                base["subject_origin"] = message["origin"]
+            elif "result" in message:
+                rows.append(result_row(message["result"], base))
+                reported.add(message["result"]["test"])
+                in_flight_since = time.time()
+                deadline = time.monotonic() + limit
+            elif message.get("done"):
+                return rows
+    assert lost is not None
+    detail = lost + _tail(log)
+    if tests is None:
+        return [*rows, synthetic_row(base, "(setup)", "error", detail + " before it selected its tests", started)]
+    pending = [t for t in tests if t not in reported]
+    if pending:
+        rows.append(synthetic_row(base, pending[0], "error", f"{detail}\n  while running this test", in_flight_since))
+        for test in pending[1:]:
+            rows.append(synthetic_row(base, test, "skipped", f"not run: {lost} during {pending[0]}", time.time()))
+    return rows

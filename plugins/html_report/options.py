@@ -1,0 +1,20 @@
+"""``--rs-report-html``: the option, and the writer that renders the page when the run ends."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..outputs import configure_writer
+from ..state import RsTckState
+from .page import render
+
+REPORT_HTML_OPTION = "--rs-report-html"
+
+
+def add_options(group: pytest.OptionGroup) -> None:
+    group.addoption(REPORT_HTML_OPTION, dest="rs_report_html", metavar="PATH",
+                    help="Write a self-contained HTML report (conformance table, failures, signal traces) to PATH")
+
+
+def configure(config: pytest.Config, state: RsTckState) -> None:
+    configure_writer(config, state, "rs_report_html", REPORT_HTML_OPTION, render, "HTML report")

@@ -1,0 +1,289 @@
+"""The report page: the banner, the conformance table by rule, the sanity checks, the failures.
+
+``render`` reads nothing but the results contract (``rstck.results.document`` or a saved file),
+so a report can be made during the run or later from the JSON. The page loads nothing from the
+network and runs no script; its stylesheet, ``style.css``, is inlined.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rstck.catalogue import coverage
+from rstck.results import SCHEMA
+from rstck.results import TestResult
+from rstck.rules import RULES
+from rstck.rules import SPEC_URL
+from rstck.rules import Rule
+from rstck.verifications import VERIFICATIONS
+
+from ..files import write_atomic
+from ..verdicts import LABELS
+from ..verdicts import SEVERITY
+from ..verdicts import broken_rules
+from ..verdicts import counts
+from ..verdicts import is_failure as _is_failure
+from ..verdicts import race_count
+from ..verdicts import verdict as _verdict
+from ..verdicts import worst as _worst
+from .failure import failure_article
+from .failure import reason_line
+from .markup import anchor
+from .markup import badge
+from .markup import esc
+
+
+@functools.cache
+def stylesheet() -> str:
+    return resources.files(__package__).joinpath("style.css").read_text(encoding="utf-8")
+
+
+def _format_setting(key: str, value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    if isinstance(value, int) and value > 2**62 and 2**63 - value < 1000:
+        return f"2**63-{2**63 - value}"
+    if isinstance(value, float) and key.endswith("_ms"):
+        return f"{value:g} ms"
+    return str(value)
+
+
+def _kv_table(caption: str, rows: Iterable[tuple[str, str]]) -> str:
+    body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
+    return f'<section><h3>{esc(caption)}</h3><table class="kv">{body or "<tr><td>none</td></tr>"}</table></section>'
+
+
+def _race_note(results: Iterable[TestResult]) -> str:
+    text = race_count(results)
+    return f'<div class="reason iterations">{esc(text)}</div>' if text else ""
+
+
+def _test_item(r: TestResult, anchors: Mapping[int, str], show_reason: bool) -> str:
+    verdict = _verdict(r)
+    name = f'<span class="name">{esc(r.test)}</span>'
+    if id(r) in anchors:
+        name = f'<a href="#{anchors[id(r)]}">{name}</a>'
+    reason = ""
+    if show_reason and verdict != "passed" and r.message:
+        cls = "reason fail" if _is_failure(r) else "reason"
+        reason = f'<div class="{cls}">{esc(reason_line(r))}</div>'
+    return (f'<li><span class="lvl">{esc(r.level)}</span>{badge(verdict, r.baseline == "known")} {name} '
+            f'<span class="muted">{r.duration_s * 1000:.0f} ms</span>{reason}{_race_note([r])}</li>')
+
+
+def _cited_note(elsewhere: list[TestResult], anchors: Mapping[int, str]) -> str:
+    """Failures of other rules' tests that cite this rule as broken."""
+    if not elsewhere:
+        return ""
+    links = ", ".join(
+        f'<a href="#{anchors[id(r)]}">{esc(r.rule or "sanity")}</a>' if id(r) in anchors else esc(r.rule or "sanity")
+        for r in elsewhere
+    )
+    return f'<div class="reason fail">broken as well while verifying rule {links}</div>'
+
+
+def _counts_text(results: list[TestResult]) -> str:
+    return counts(_verdict(r) for r in results)
+
+
+def _cell(results: list[TestResult], covered: bool, anchors: Mapping[int, str], rid: str,
+          elsewhere: list[TestResult]) -> str:
+    note = _cited_note(elsewhere, anchors)
+    if not results:
+        if covered:
+            return ('<td class="cell"><span class="badge v-notrun">not run</span>'
+                    f'<div class="reason">not selected in this run (--rs-rules / --rs-skip-rules)</div>{note}</td>')
+        return (f'<td class="cell"><span class="none" title="no test of this verification checks rule {esc(rid)}">'
+                f"—</span>{note}</td>")
+    worst = _worst(results)
+    known = worst == "failed" and all(r.baseline == "known" for r in results if _verdict(r) == "failed")
+    parts = [badge(worst, known)]
+    if len(results) == 1:
+        r = results[0]
+        name = esc(r.test)
+        if id(r) in anchors:
+            name = f'<a href="#{anchors[id(r)]}">{name}</a>'
+        if r.level != worst:
+            parts.append(f' <span class="lvl">{esc(r.level)}</span>')
+        if worst != "passed" and r.message:
+            cls = "reason fail" if _is_failure(r) else "reason"
+            parts.append(f'<div class="{cls}">{esc(reason_line(r))}</div>')
+        parts.append(f'<div class="reason mono">{name}</div>')
+        parts.append(_race_note(results))
+    else:
+        parts.append(f' <span class="muted">{len(results)} tests: {esc(_counts_text(results))}</span>')
+        parts.append('<ul class="tests">' + "".join(_test_item(r, anchors, True) for r in results) + "</ul>")
+    parts.append(note)
+    return f'<td class="cell">{"".join(parts)}</td>'
+
+
+def _rule_row(rule: Rule, by_verification: Mapping[str, list[TestResult]], columns: list[str],
+              covered: Mapping[str, list[str]], anchors: Mapping[int, str],
+              elsewhere: Mapping[str, list[TestResult]]) -> str:
+    mine = [r for v in columns for r in by_verification.get(v, [])]
+    clean = (not mine or _worst(mine) == "passed") and not any(elsewhere.values())
+    cells = "".join(
+        _cell(list(by_verification.get(v, [])), v in covered, anchors, rule.id, list(elsewhere.get(v, [])))
+        for v in columns
+    )
+    return (f'<tr id="rule-{anchor(rule.id)}" class="{"clean" if clean else "problem"}" data-rule="{esc(rule.id)}">'
+            f'<td class="rule"><a href="{esc(rule.url)}" title="rule {esc(rule.id)} in the specification">'
+            f"{esc(rule.id)}</a></td>"
+            f'<td class="kw">{esc(rule.strength.value)}</td><td class="summary">{esc(rule.summary)}</td>'
+            f"{cells}</tr>")
+
+
+def _results(doc: Mapping[str, Any]) -> list[TestResult]:
+    out = []
+    for item in doc.get("results", []) or []:
+        if isinstance(item, Mapping):
+            try:
+                out.append(TestResult.from_json(dict(item)))
+            except (KeyError, TypeError, ValueError):
+                continue
+    return out
+
+
+def render(doc: Mapping[str, Any]) -> str:
+    """The whole report page for one results document (see ``rstck.results.document``)."""
+    results = _results(doc)
+    subjects = {str(k): str(v) for k, v in (doc.get("subjects") or {}).items()}
+    settings = dict(doc.get("settings") or {})
+    present = {r.verification for r in results}
+    present |= {role for role in subjects if role in VERIFICATIONS}
+    columns = [v for v in VERIFICATIONS if v in present] + sorted(present - set(VERIFICATIONS))
+
+    failures = [r for r in results if _is_failure(r)]
+    failures.sort(key=lambda r: (RULES[r.rule].sort_key if r.rule in RULES else (0, 0), r.verification, r.test))
+    anchors: dict[int, str] = {}
+    used: set[str] = set()
+    for r in failures:
+        name = base = "fail-" + anchor(f"{r.verification}-{r.test}")
+        n = 1
+        while name in used:
+            n += 1
+            name = f"{base}-{n}"
+        used.add(name)
+        anchors[id(r)] = name
+
+    by_rule: dict[str | None, dict[str, list[TestResult]]] = {}
+    for r in results:
+        by_rule.setdefault(r.rule if r.rule in RULES else None, {}).setdefault(r.verification, []).append(r)
+    cov = coverage()
+    cited_elsewhere: dict[str, dict[str, list[TestResult]]] = {}
+    broken: set[str] = set()
+    for r in failures:
+        for cited in broken_rules(r):
+            if cited not in RULES:
+                continue
+            broken.add(cited)
+            if cited != r.rule:
+                cited_elsewhere.setdefault(cited, {}).setdefault(r.verification, []).append(r)
+
+    counts: dict[str, int] = {v: 0 for v in SEVERITY}
+    for r in results:
+        counts[_verdict(r)] = counts.get(_verdict(r), 0) + 1
+    known = sum(1 for r in failures if r.baseline == "known")
+    new = len(failures) - known
+    subject_text = ", ".join(subjects.get(v, v) for v in columns if v in subjects) or ", ".join(subjects.values())
+    title = "Reactive Streams TCK report" + (f": {subject_text}" if subject_text else "")
+
+    broken_text = ", ".join(sorted(broken, key=lambda rid: RULES[rid].sort_key))
+    if not results:
+        banner = '<div class="banner known">No test results in this run.</div>'
+    elif new:
+        also = f" and {known} known deviation(s)" if known else ""
+        rules_text = f"Rules broken: {broken_text}. " if broken_text else ""
+        banner = (f'<div class="banner bad">{new} failed test(s){also}'
+                  f"<small>{esc(rules_text)}Each failure is described below, with its signal trace.</small></div>")
+    elif known:
+        banner = (f'<div class="banner known">No new failure: {known} known deviation(s) listed in the baseline'
+                  "<small>Every failure of this run is a known deviation.</small></div>")
+    else:
+        banner = ('<div class="banner ok">No failures<small>Every verification that ran passed, or does not '
+                  "apply; the table shows optional behaviour and untested rules.</small></div>")
+    if doc.get("interrupted"):
+        not_run = doc.get("not_run")
+        missing = f"{not_run} selected test(s) did not run. " if isinstance(not_run, int) else ""
+        banner = (f'<div class="banner bad" id="interrupted">Incomplete run: '
+                  f'{esc(doc.get("interrupted_reason") or "interrupted")}<small>{missing}This report shows only '
+                  "the tests that ran; a rule without a verdict here was not verified.</small></div>" + banner)
+
+    duration = sum(r.duration_s for r in results)
+    cards = [f'<div class="card"><b>{len(results)}</b><span>tests, {duration:.2f} s</span></div>']
+    for verdict in ("passed", "failed", "error", "optional_unsupported", "not_applicable", "untested", "deselected"):
+        if counts.get(verdict) or verdict in ("passed", "failed"):
+            extra = f" ({known} known)" if verdict == "failed" and known else ""
+            cards.append(f'<div class="card c-{verdict}"><b>{counts.get(verdict, 0)}</b>'
+                         f"<span>{esc(LABELS[verdict])}{extra}</span></div>")
+
+    versions = [("TCK", str(doc.get("tck_version", "?"))), ("Python", str(doc.get("python", "?"))),
+                ("results schema", str(doc.get("schema", SCHEMA))), ("specification", "Reactive Streams 1.0.1")]
+    meta = (
+        '<div class="meta">'
+        + _kv_table("Subjects", subjects.items())
+        + _kv_table("Versions", versions)
+        + _kv_table("Settings", ((k, _format_setting(k, v)) for k, v in settings.items()))
+        + "</div>"
+    )
+
+    head_cells = "".join(f"<th>{esc(v)}</th>" for v in columns) or "<th>verdict</th>"
+    rows = []
+    section = 0
+    for rule in RULES.values():
+        if rule.section != section:
+            section = rule.section
+            rows.append(f'<tr class="section clean"><th colspan="{3 + max(len(columns), 1)}">'
+                        f"{esc(_SECTIONS.get(section, str(section)))}</th></tr>")
+        rows.append(_rule_row(rule, by_rule.get(rule.id, {}), columns, cov.get(rule.id, {}), anchors,
+                              cited_elsewhere.get(rule.id, {})))
+    table = (f'<table class="rules" id="conformance"><thead><tr><th>rule</th><th>keyword</th><th>what it asks</th>'
+             f"{head_cells}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+    sanity = by_rule.get(None, {})
+    sanity_html = ""
+    if sanity:
+        items = "".join(_test_item(r, anchors, True) for v in columns for r in sanity.get(v, []))
+        items += "".join(_test_item(r, anchors, True) for v, rs in sanity.items() if v not in columns for r in rs)
+        sanity_html = ('<h2 id="sanity">Sanity checks of the factory</h2><p class="muted">Not rules of the '
+                       "specification: they check that the factory under test builds the streams the verifications "
+                       f'ask for.</p><ul class="tests">{items}</ul>')
+
+    failure_html = "".join(failure_article(r, anchors[id(r)], settings) for r in failures)
+    failures_section = (f'<h2 id="failures">Failures ({len(failures)})</h2>{failure_html}' if failures
+                        else '<h2 id="failures">Failures</h2><p class="muted">None.</p>')
+    nav = ('<nav><a href="#conformance-h">Conformance by rule</a>'
+           + ('<a href="#sanity">Sanity checks</a>' if sanity_html else "")
+           + f'<a href="#failures">Failures ({len(failures)})</a>'
+           + f'<a href="{esc(SPEC_URL)}">The specification</a></nav>')
+
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{stylesheet()}</style></head><body><main>"
+        f'<h1>Reactive Streams TCK report</h1><div class="muted">{esc(subject_text or "no subject")}</div>{nav}'
+        f'{banner}<div class="cards">{"".join(cards)}</div>{meta}'
+        f'<h2 id="conformance-h">Conformance by rule</h2>'
+        '<p class="muted">One row per rule of the specification; a cell shows the worst verdict of the tests '
+        "that verify the rule, with the reason, and lists the tests when there are several. "
+        '"—": this verification has no test for the rule.</p>'
+        '<div class="filter"><label><input type="checkbox" id="only-problems"> show only rules that did not '
+        "pass</label></div>"
+        f"{table}{sanity_html}{failures_section}"
+        f'<footer>rstck {esc(doc.get("tck_version", "?"))} · results schema {esc(doc.get("schema", SCHEMA))} · '
+        "rendered from the results file; the page loads nothing and runs no script.</footer>"
+        "</main></body></html>\n"
+    )
+
+
+_SECTIONS = {1: "1. Publisher", 2: "2. Subscriber", 3: "3. Subscription", 4: "4. Processor"}
+
+
+def write(path: Path, doc: Mapping[str, Any]) -> None:
+    """Write the report atomically, so a reader never sees half a page."""
+    write_atomic(path, render(doc))

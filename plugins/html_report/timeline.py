@@ -1,0 +1,210 @@
+"""The signal trace as an SVG sequence diagram: one row per record, one lane per thread.
+
+Each probe's outstanding demand is drawn as a bar beside the rows, so a reader sees which
+signal arrived against which demand, on which thread, in which order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .markup import clip
+from .markup import esc
+
+_MAX_DEMAND = 2**63 - 1
+
+_ROW = 20
+_HEAD = 48
+_GUTTER = 120
+_LANE = 150
+_DEMAND = 78
+_CHAR = 6.6  # width of one character of the 11px monospace face, near enough
+_TAIL = 900  # at most this much room right of the last lane for labels; longer ones are clipped
+_SIGNAL_CLASS = {
+    "on_next": "s-next", "on_error": "s-error", "on_complete": "s-complete", "on_subscribe": "s-subscribe",
+    "request": "s-request", "cancel": "s-cancel", "subscribe": "s-subscribe", "note": "s-note",
+}
+
+
+@dataclass
+class _Record:
+    seq: int
+    t_ms: float
+    thread: str
+    actor: str
+    signal: str
+    detail: str
+    demand: int | None
+
+
+def _records(trace: list[Any]) -> list[_Record]:
+    out: list[_Record] = []
+    for i, item in enumerate(trace):
+        if not isinstance(item, Mapping):
+            continue
+        seq, t_ms, demand = item.get("seq", i), item.get("t_ms", 0.0), item.get("demand")
+        out.append(_Record(
+            seq=seq if isinstance(seq, int) else i,
+            t_ms=float(t_ms) if isinstance(t_ms, int | float) else 0.0,
+            thread=str(item.get("thread", "?")),
+            actor=str(item.get("actor", "")),
+            signal=str(item.get("signal", "")),
+            detail=str(item.get("detail", "")),
+            demand=demand if isinstance(demand, int) and not isinstance(demand, bool) else None,
+        ))
+    return out
+
+
+def _demand_text(demand: int) -> str:
+    return "∞" if demand >= _MAX_DEMAND else f"{demand:,}"
+
+
+def _marker(signal: str, x: float, y: float) -> str:
+    cls = _SIGNAL_CLASS.get(signal, "s-note")
+    if signal == "request":
+        return f'<path class="{cls}" d="M{x - 5:.1f},{y + 4:.1f} L{x:.1f},{y - 5:.1f} L{x + 5:.1f},{y + 4:.1f} Z"/>'
+    if signal == "cancel":
+        return (f'<path class="{cls} x" d="M{x - 4:.1f},{y - 4:.1f} L{x + 4:.1f},{y + 4:.1f} '
+                f'M{x + 4:.1f},{y - 4:.1f} L{x - 4:.1f},{y + 4:.1f}"/>')
+    if signal in ("on_complete", "on_error"):
+        return f'<rect class="{cls}" x="{x - 5:.1f}" y="{y - 5:.1f}" width="10" height="10"/>'
+    if signal == "note":
+        return f'<path class="{cls}" d="M{x:.1f},{y - 4:.1f} L{x + 4:.1f},{y:.1f} L{x:.1f},{y + 4:.1f} L{x - 4:.1f},{y:.1f} Z"/>'
+    return f'<circle class="{cls}" cx="{x:.1f}" cy="{y:.1f}" r="4.5"/>'
+
+
+def _label(rec: _Record) -> str:
+    if rec.signal == "note":
+        return f"{rec.actor}: {rec.detail}" if rec.actor != "tck" else rec.detail
+    return f"{rec.actor} {rec.signal}({rec.detail})"
+
+
+def record_id(anchor: str, seq: int) -> str:
+    """The page id of a trace record of the failure at ``anchor``, for links to the evidence."""
+    return f"{anchor}-rec-{seq}"
+
+
+def trace_svg(trace: list[Any], trace_total: int, label: str, *, evidence: Collection[int] = (),
+              anchor: str = "") -> str:
+    """The trace as a sequence diagram: one row per record, one lane per thread, demand per probe.
+
+    The records a failure cites as ``evidence`` are banded, and carry ``record_id(anchor, seq)``
+    as their id so the failure's facts can link to them.
+    """
+    records = _records(trace)
+    if not records:
+        return '<p class="muted">No signals were recorded.</p>'
+    lanes: list[str] = []
+    actors: list[str] = []
+    for rec in records:
+        if rec.thread not in lanes:
+            lanes.append(rec.thread)
+        if rec.demand is not None and rec.actor not in actors:
+            actors.append(rec.actor)
+    finite = [r.demand for r in records if r.demand is not None and r.demand < _MAX_DEMAND]
+    scale = math.log2(1 + max(finite)) if finite and max(finite) > 0 else 1.0
+    demand_x = _GUTTER
+    lanes_x = demand_x + _DEMAND * len(actors) + 16
+    lanes_end = lanes_x + _LANE * len(lanes)
+    needed = max(lanes_x + _LANE * lanes.index(r.thread) + 34 + len(_label(r)) * _CHAR for r in records)
+    width = int(min(max(needed, lanes_end + 40), lanes_end + _TAIL))
+    rows: list[tuple[str, _Record | int]] = []
+    previous: int | None = None
+    for rec in records:
+        if previous is not None and rec.seq > previous + 1:
+            rows.append(("gap", rec.seq - previous - 1))
+        rows.append(("rec", rec))
+        previous = rec.seq
+    if trace_total > (previous or 0) + 1 and trace_total > len(records):
+        rows.append(("gap", trace_total - (previous or 0) - 1))
+    height = _HEAD + _ROW * len(rows) + 10
+
+    out = [
+        (f'<svg xmlns="http://www.w3.org/2000/svg" class="trace" role="img" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" aria-label="{esc("signal trace: " + label)}">'),
+        f"<title>{esc('signal trace: ' + label)}</title>",
+        (f'<text class="th" x="8" y="18">record</text><text class="th" x="{_GUTTER - 8}" y="18" '
+        f'text-anchor="end">time</text>'),
+    ]
+    for i, actor in enumerate(actors):
+        x = demand_x + _DEMAND * i
+        out.append(f'<text class="th" x="{x + 4}" y="18">demand</text>'
+                   f'<text class="th actor" x="{x + 4}" y="34">{esc(clip(actor, int((_DEMAND - 8) / _CHAR)))}'
+                   f"<title>{esc(actor)}</title></text>")
+    bottom = height - 6
+    for i, thread in enumerate(lanes):
+        x = lanes_x + _LANE * i + 12
+        out.append(f'<line class="lifeline" x1="{x}" y1="{_HEAD - 6}" x2="{x}" y2="{bottom}"/>')
+        out.append(f'<text class="th lane" x="{x - 8}" y="18">{esc(clip(thread, int((_LANE - 12) / _CHAR)))}'
+                   f"<title>{esc('thread ' + thread)}</title></text>")
+        out.append(f'<text class="th sub" x="{x - 8}" y="34">thread {i + 1}</text>')
+
+    current: dict[str, int] = {}
+    last_point: tuple[float, float] | None = None
+    for index, (_kind, item) in enumerate(rows):
+        y = _HEAD + _ROW * index + _ROW / 2
+        if isinstance(item, int):
+            out.append(f'<line class="gap" x1="8" y1="{y}" x2="{width - 8}" y2="{y}"/>'
+                       f'<text class="gaptext" x="{lanes_x}" y="{y + 4}">… {item:,} record(s) not kept …</text>')
+            last_point = None
+            continue
+        rec = item
+        lane = lanes.index(rec.thread)
+        x = lanes_x + _LANE * lane + 12
+        cited = rec.seq in evidence
+        if cited:
+            out.append(f'<rect class="band" id="{record_id(anchor, rec.seq)}" x="0" y="{y - _ROW / 2}" '
+                       f'width="{width}" height="{_ROW}"/><rect class="evmark" x="0" y="{y - _ROW / 2}" '
+                       f'width="4" height="{_ROW}"/>')
+        elif index % 2:
+            out.append(f'<rect class="stripe" x="0" y="{y - _ROW / 2}" width="{width}" height="{_ROW}"/>')
+        if rec.demand is not None:
+            current[rec.actor] = rec.demand
+        for i, actor in enumerate(actors):
+            if actor not in current:
+                continue
+            d = current[actor]
+            cx = demand_x + _DEMAND * i + 4
+            full = _DEMAND - 12
+            bar = full if d >= _MAX_DEMAND else (full * math.log2(1 + d) / scale if d > 0 else 0.0)
+            own = actor == rec.actor and rec.demand is not None
+            if bar > 0:
+                out.append(f'<rect class="dbar{" own" if own else ""}" x="{cx}" y="{y - 6}" '
+                           f'width="{bar:.1f}" height="12"/>')
+            if own:
+                out.append(f'<text class="dnum" x="{cx + 3}" y="{y + 4}">{esc(_demand_text(d))}</text>')
+        out.append(f'<text class="seq{" evidence" if cited else ""}" x="8" y="{y + 4}">#{rec.seq}</text>'
+                   f'<text class="seq" x="{_GUTTER - 8}" y="{y + 4}" text-anchor="end">{rec.t_ms:.3f} ms</text>')
+        if last_point is not None and last_point[0] != x:
+            out.append(f'<line class="handoff" x1="{last_point[0]}" y1="{last_point[1]}" x2="{x}" y2="{y}"/>')
+        last_point = (x, y)
+        out.append(_marker(rec.signal, x, y))
+        text = _label(rec)
+        demand = "" if rec.demand is None else f", demand {_demand_text(rec.demand)}"
+        full_text = f"#{rec.seq} +{rec.t_ms:.3f} ms, thread {rec.thread}: {text}{demand}"
+        if cited:
+            full_text += " (cited as evidence)"
+        room = int((width - x - 22) / _CHAR)
+        cls = _SIGNAL_CLASS.get(rec.signal, "s-note")
+        out.append(f'<text class="label {cls}{" evidence" if cited else ""}" x="{x + 10}" y="{y + 4}">'
+                   f"{esc(clip(text, room))}<title>{esc(full_text)}</title></text>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+LEGEND = (
+    '<div class="legend"><span><i style="background:#0969da"></i>on_next</span>'
+    '<span><i style="background:#bc4c00"></i>request</span>'
+    '<span><i style="background:#57606a"></i>cancel / TCK note</span>'
+    '<span><i style="background:#8250df"></i>subscribe / on_subscribe</span>'
+    '<span><i style="background:#1a7f37"></i>on_complete</span>'
+    '<span><i style="background:#cf222e"></i>on_error</span>'
+    '<span><i style="background:#ffebe9;border:2px solid #cf222e;border-radius:2px"></i>a record the failure '
+    "cites as evidence</span>"
+    '<span><i style="background:#79b8ff;border-radius:2px"></i>outstanding demand of each probe '
+    "(log scale; ∞ = unbounded)</span></div>"
+)

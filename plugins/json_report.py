@@ -1,0 +1,30 @@
+"""``--rs-report-json``: the results document (schema ``rs-tck-results/1``), written when the run ends.
+
+The file every other report can be made from later: ``python -m rstck_plugins report`` renders
+the HTML page from it, and CI keeps it as an artifact.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from .outputs import configure_writer
+from .state import RsTckState
+
+REPORT_JSON_OPTION = "--rs-report-json"
+
+
+def add_options(group: pytest.OptionGroup) -> None:
+    group.addoption(REPORT_JSON_OPTION, dest="rs_report_json", metavar="PATH",
+                    help="Write the results (schema rs-tck-results/1) to PATH")
+
+
+def render(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2) + "\n"
+
+
+def configure(config: pytest.Config, state: RsTckState) -> None:
+    configure_writer(config, state, "rs_report_json", REPORT_JSON_OPTION, render, "results file")

@@ -1,0 +1,73 @@
+"""How every reporter names, orders and folds verdicts, so the terminal, HTML and baseline agree.
+
+A rule verified by several tests gets one verdict per verification: the worst of its tests,
+by ``SEVERITY``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rstck.results import TestResult
+
+#: Worst first: the verdict a rule's cell shows when several tests verify it.
+SEVERITY = ("failed", "error", "optional_unsupported", "not_applicable", "untested", "deselected", "passed")
+LABELS = {
+    "passed": "passed",
+    "failed": "failed",
+    "error": "error",
+    "optional_unsupported": "optional unsupported",
+    "not_applicable": "not applicable",
+    "untested": "untested",
+    "deselected": "deselected",
+}
+#: Outcomes that fail a run (unless a baseline lists them).
+FAILING = ("failed", "error")
+
+
+def verdict(r: TestResult) -> str:
+    """The TCK's verdict of a result, or its pytest outcome when the verdict is not one we name."""
+    return r.verdict if r.verdict in LABELS else r.outcome
+
+
+def is_failure(r: TestResult) -> bool:
+    return r.verdict in FAILING or r.outcome in FAILING
+
+
+def worst(results: Iterable[TestResult]) -> str:
+    verdicts = {verdict(r) for r in results}
+    return next((v for v in SEVERITY if v in verdicts), "passed")
+
+
+def counts(items: Iterable[str], order: Iterable[str] = SEVERITY) -> str:
+    """``["passed", "failed", "passed"]`` as ``"1 failed, 2 passed"``, in ``order``, others last."""
+    tally: dict[str, int] = {}
+    for item in items:
+        tally[item] = tally.get(item, 0) + 1
+    order = list(order)
+    ranked = [k for k in order if k in tally] + sorted(k for k in tally if k not in order)
+    return ", ".join(f"{tally[k]} {LABELS.get(k, k)}" for k in ranked)
+
+
+def broken_rules(r: TestResult) -> list[str]:
+    """The rules a failed result's problems cite, headline first, each once (none if it did not fail).
+
+    A test verifies one rule, but the probes watch others in every test (1.1, 1.3, 1.7, 1.9), so
+    a failure can cite a rule other than the test's own.
+    """
+    if r.outcome not in FAILING:
+        return []
+    return list(dict.fromkeys(f.rule for f in r.failures if f.rule is not None))
+
+
+def race_count(results: Iterable[TestResult]) -> str:
+    """``race shown in 2 of 100 iterations`` for repeated race hunts; "" for other tests.
+
+    One green run of a race hunt is weak evidence; the count says how much was tried.
+    """
+    counted = [r.iterations for r in results if r.iterations]
+    if not counted:
+        return ""
+    ran = sum(c.get("ran", 0) for c in counted)
+    showed = sum(c.get("showed", 0) for c in counted)
+    return f"race shown in {showed} of {ran} iteration{'' if ran == 1 else 's'}"

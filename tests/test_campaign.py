@@ -1,0 +1,260 @@
+"""Campaigns on a real local Spark session: pass rates of a seeded race, hostile units, ingest."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import html5lib
+import pytest
+from rstck.engine import run_verification
+from rstck.results import document
+from rstck.subjects import load_publisher_subject
+from rstck_plugins.campaign import cli
+from rstck_plugins.campaign.plan import SubjectSpec
+from rstck_plugins.campaign.plan import build
+
+pytest.importorskip("pyspark", reason="the Spark campaign tests need the spark extra")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("the Spark campaign tests need a Java runtime (17+) on PATH", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = "rstck.reference:range_publisher"
+RACY = "tests.subjects.campaign_subjects:racy_publisher"
+HOSTILE = "tests.subjects.campaign_subjects"
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from rstck_plugins.campaign.spark import session
+
+    s = session("local[2]", app="rs-tck tests")
+    yield s
+    s.stop()
+
+
+def _summary(out: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads((out / "summary.json").read_text())
+    return rows
+
+
+def _rows(spark: Any, out: Path) -> list[dict[str, Any]]:
+    from rstck_plugins.campaign.spark import read_results
+
+    df = read_results(spark, out)
+    assert df is not None
+    return [r.asDict() for r in df.collect()]
+
+
+def _mixed_seed(repetitions: int) -> int:
+    """A base seed under which some, not all, runs of the racy subject get its racy build."""
+    for base in range(100):
+        campaign = build([SubjectSpec("publisher", RACY)], {"out": "x", "seed": base, "repetitions": repetitions}, "t")
+        racy = [_draws_racy(u["seed"]) for u in campaign.units()]
+        if 0 < sum(racy) < len(racy):
+            return base
+    raise AssertionError("no mixed base seed")
+
+
+def _draws_racy(seed: int) -> bool:
+    random.seed(seed)
+    return random.random() < 0.5
+
+
+def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(spark: Any, tmp_path: Path) -> None:
+    out = tmp_path / "campaign"
+    base = _mixed_seed(4)
+    argv = ["campaign", "--publisher", REFERENCE, "--publisher", RACY, "--rules", "1.3",
+            "--repetitions", "4", "--seed", str(base), "--out", str(out)]
+    assert cli.main(argv, spark=spark) == 1
+    summary = {(r["subject"], r["test"]): r for r in _summary(out)}
+    race = summary[(RACY, "stochastic_spec103_must_signal_on_methods_sequentially")]
+    assert race["runs"] == 4
+    assert race["flaky"] is True
+    assert 0 < race["pass_rate"] < 1
+    assert race["first_failure_rule"] == "1.3"
+    assert race["repro"].startswith("rs-tck campaign --publisher " + RACY)
+    assert "--seeds" in race["repro"]
+    reference = summary[(REFERENCE, "stochastic_spec103_must_signal_on_methods_sequentially")]
+    assert reference["runs"] == 4
+    assert reference["pass_rate"] == 1
+    assert reference["flaky"] is False
+    assert reference["repro"] is None
+    for key in ("subject", "verification", "rule", "test", "level", "runs", "passed", "failed", "errors",
+                "pass_rate", "flaky", "p50_s", "p95_s", "max_s", "repro"):
+        assert key in race
+    # Each failing run is one the seed made racy: the seed reproduces the run.
+    rows = _rows(spark, out)
+    failing = {r["seed"] for r in rows if r["subject"] == RACY and r["outcome"] == "failed"}
+    assert failing
+    assert all(_draws_racy(seed) for seed in failing)
+    assert len({r["row_id"] for r in rows}) == len(rows) == 8
+    first = next(r for r in rows if r["outcome"] == "failed")
+    assert first["failure_rule"] == "1.3"
+    assert "inside a signal method" in first["failure_observed"]
+    assert json.loads(first["failures"])[0]["rule"] == "1.3"
+    # Rerunning the same campaign (same --seed, same --out) adds nothing: rows are keyed by unit.
+    assert cli.main(argv, spark=spark) == 1
+    assert len(_rows(spark, out)) == 8
+    # The report: parses, the matrix shows both subjects, the flaky test comes first with its repro.
+    page = (out / "report.html").read_text()
+    tree = html5lib.parse(page, namespaceHTMLElements=False)
+    assert tree.find(".//{http://www.w3.org/2000/svg}svg") is not None
+    cells = [td.get("title", "") for td in tree.iter("td")]
+    assert any(RACY in c and "rule 1.3" in c for c in cells)
+    assert page.index("stochastic_spec103") < page.index("Durations")
+
+
+def test_hung_and_crashing_units_become_error_rows_and_the_campaign_goes_on(spark: Any, tmp_path: Path) -> None:
+    out = tmp_path / "hostile"
+    argv = ["campaign", "--publisher", f"{HOSTILE}:stops_its_process", "--publisher", f"{HOSTILE}:exits_its_process",
+            "--publisher", f"{HOSTILE}:kills_its_process", "--publisher", REFERENCE, "--rules", "1.1,3.9",
+            "--repetitions", "1", "--test-limit-ms", "1500", "--grace-s", "1.5", "--out", str(out)]
+    assert cli.main(argv, spark=spark) == 1
+    rows = _rows(spark, out)
+    by_subject: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_subject.setdefault(r["subject"].rpartition(":")[2], []).append(r)
+    messages = {
+        "stops_its_process": "did not report within 3.0 s",
+        "exits_its_process": "exited with status 3",
+        "kills_its_process": "was killed by SIGKILL",
+    }
+    for name, text in messages.items():
+        errors = [r for r in by_subject[name] if r["outcome"] == "error"]
+        assert len(errors) == 1, name  # one per unit: the test in flight when the process was lost
+        assert all(text in r["message"] and "while running this test" in r["message"] for r in errors)
+        assert all(r["outcome"] == "skipped" and r["message"].startswith("not run:")
+                   for r in by_subject[name] if r["outcome"] != "error")
+    reference = by_subject["range_publisher"]
+    assert reference
+    assert all(r["outcome"] in ("passed", "skipped") for r in reference)
+    assert {r["outcome"] for r in reference} >= {"passed"}
+
+
+def _results_file(path: Path, rules: tuple[str, ...] = ("1.1",)) -> Path:
+    subject = load_publisher_subject(REFERENCE)
+    results = run_verification("publisher", subject, rules=rules)
+    doc = document(results, subjects={"publisher": REFERENCE}, settings={"timeout_ms": 1000.0})
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_ingest_keeps_valid_files_quarantines_the_rest_and_is_idempotent(spark: Any, tmp_path: Path) -> None:
+    out = tmp_path / "dataset"
+    good = _results_file(tmp_path / "good.json")
+    other = _results_file(tmp_path / "other.json", rules=("1.1", "3.9"))
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(good.read_bytes())
+    malformed = tmp_path / "malformed.json"
+    malformed.write_text('{"schema": "rs-tck-results/1", "results": [', encoding="utf-8")
+    foreign = tmp_path / "junit.json"
+    foreign.write_text(json.dumps({"tests": 3, "failures": 0}), encoding="utf-8")
+    argv = ["ingest", str(good), str(malformed), str(other), str(foreign), str(copy), "--out", str(out)]
+    assert cli.main(argv, spark=spark) == 1  # two files were rejected
+    rows = _rows(spark, out)
+    expected = len(json.loads(good.read_text())["results"]) + len(json.loads(other.read_text())["results"])
+    assert len(rows) == expected
+    assert len({r["row_id"] for r in rows}) == expected
+    assert {r["source"] for r in rows} == {str(good), str(other)}
+    quarantined = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
+    assert [q["path"] for q in quarantined] == [str(malformed), str(foreign)]
+    assert "not valid JSON" in quarantined[0]["reason"]
+    assert "schema" in quarantined[1]["reason"]
+    # The same files again add nothing.
+    assert cli.main(["ingest", str(good), str(other), "--out", str(out)], spark=spark) == 0
+    assert len(_rows(spark, out)) == expected
+    summary = _summary(out)
+    assert summary
+    assert all(r["pass_rate"] == 1 for r in summary if r["runs"])
+    assert cli.main(["summary", str(out)], spark=spark) == 0
+
+
+def test_usage_errors_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = [
+        (["campaign", "--out", str(tmp_path)], "no subject"),
+        (["campaign", "--publisher", REFERENCE, "--rules", "9.9", "--out", str(tmp_path)], "unknown rule id(s) 9.9"),
+        (["campaign", "--publisher", "nosuchmodule_xyz:f", "--out", str(tmp_path)], "cannot import module"),
+        (["campaign", "--publisher", REFERENCE, "--timeout-ms", "-1", "--out", str(tmp_path)], "timeout-ms"),
+        (["summary", str(tmp_path / "none")], "no campaign dataset"),
+    ]
+    for argv, text in cases:
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        assert text in err[0], err
+
+
+def test_missing_pyspark_or_java_is_one_line_with_the_fix(tmp_path: Path) -> None:
+    args = ["campaign", "--publisher", REFERENCE, "--out", str(tmp_path / "o")]
+    code = "import sys; sys.modules['pyspark'] = None; from rstck_plugins.campaign import cli; sys.exit(cli.main(sys.argv[1:]))"
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("rs-tck campaign: error: campaigns run on Apache Spark, and PySpark is not "
+                                   "installed: pip install 'reactive-streams-tck[spark]'")
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "nojdk")}
+    done = subprocess.run([sys.executable, "-m", "rstck_plugins", *args], capture_output=True, text=True,
+                          check=False, env=env)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "install a JDK 17+" in done.stderr
+
+
+def test_campaign_file_on_local_1_through_the_console_script(tmp_path: Path) -> None:
+    out = tmp_path / "toml-out"
+    campaign = tmp_path / "campaign.toml"
+    campaign.write_text(f"""
+out = "{out}"
+repetitions = 2
+master = "local[1]"
+rules = ["1.1", "3.9"]
+
+[settings]
+timeout-ms = 1000
+
+[[publisher]]
+spec = "{REFERENCE}"
+failed = "rstck.reference:failed_publisher"
+""", encoding="utf-8")
+    script = Path(sys.executable).with_name("rs-tck")
+    done = subprocess.run([str(script), "campaign", str(campaign)], capture_output=True, text=True, check=False,
+                          cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "2/2 units" in done.stderr
+    summary = _summary(out)
+    assert {r["rule"] for r in summary} == {"1.1", "3.9"}
+    assert all(r["runs"] == 2 and r["pass_rate"] == 1 for r in summary if r["level"] == "required")
+    manifest = next((out / "campaigns").glob("c-*.json"))
+    assert json.loads(manifest.read_text())["master"] == "local[1]"
+
+
+def test_standalone_cluster_on_loopback_ships_the_subject(spark: Any, tmp_path: Path) -> None:
+    """A master and a worker from the PySpark installation; the subject's package is not on the
+    executors' path (they run in the worker's own folder, without PYTHONPATH), so it is shipped."""
+    from rstck_plugins.campaign.standalone import LoopbackCluster
+
+    out = tmp_path / "cluster"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
+    with LoopbackCluster(workers=1, cores=2, memory="1g") as cluster:
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("rs-tck")), "campaign", "--publisher", RACY,
+             "--rules", "1.1,1.3", "--repetitions", "2", "--seed", str(_mixed_seed(2)),
+             "--master", cluster.master_url, "--conf", "spark.executor.memory=512m", "--out", str(out)],
+            capture_output=True, text=True, check=False, cwd=ROOT, env=env, timeout=900,
+        )
+    assert done.returncode == 1, done.stderr[-3000:]  # the racy build shows in one of the two runs
+    assert "shipped" in done.stderr
+    assert "tests.zip" in done.stderr
+    rows = _rows(spark, out)
+    assert len(rows) == 4
+    assert all(".zip" in r["subject_origin"] and str(ROOT) not in r["subject_origin"] for r in rows)
+    race = next(r for r in _summary(out) if r["rule"] == "1.3")
+    assert race["runs"] == 2
+    assert race["pass_rate"] == 0.5
