@@ -57,13 +57,13 @@ def test_async_def_factory_implies_asyncio_and_passes(loop_project: pytest.Pytes
         "--rs-publisher=rstck.reference:asyncio_range_publisher",
         "--rs-failed-publisher=rstck.reference:failed_publisher",
     )
-    result.assert_outcomes(passed=39, skipped=6)
+    result.assert_outcomes(passed=49, skipped=6)
 
 
 def test_loop_bound_factory_with_the_loop_option(loop_project: pytest.Pytester) -> None:
     result = loop_project.runpytest("--rs-publisher=rstck.reference:loop_range_publisher", "--rs-loop=asyncio",
                                     "--rs-rules=1.1,1.3,3.2,3.9,3.13,3.17")
-    result.assert_outcomes(passed=10)
+    result.assert_outcomes(passed=13)
 
 
 def test_loop_bound_factory_without_the_option_is_a_usage_error(loop_project: pytest.Pytester) -> None:
@@ -86,7 +86,7 @@ def test_a_blocked_loop_costs_its_tests_and_is_replaced(loop_project: pytest.Pyt
     out = result.stdout.str()
     assert "`cancel()` neither returned nor signalled" in out
     # 3.9's tests do not cancel and run on a fresh loop after 3.7 blocked the first one.
-    result.assert_outcomes(failed=1, passed=3)
+    result.assert_outcomes(failed=1, passed=4)
 
 
 def test_loop_callback_errors_are_reported_in_their_test(loop_project: pytest.Pytester) -> None:

@@ -39,7 +39,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_only_tck_runs_without_test_paths(project: pytest.Pytester) -> None:
     result = project.runpytest(REF, FAILED)
-    result.assert_outcomes(passed=39, skipped=6)
+    result.assert_outcomes(passed=49, skipped=6)
     result.stdout.fnmatch_lines(["*fuzz *passed*1 fuzz*"])
     assert "user test ran" not in result.stdout.str()
 
@@ -54,18 +54,18 @@ def test_ids_carry_verification_and_rule(project: pytest.Pytester) -> None:
 
 def test_tck_runs_beside_given_test_paths(project: pytest.Pytester) -> None:
     result = project.runpytest("test_user.py", REF, "--rs-rules=3.9")
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(["*user test ran*"])
 
 
 @pytest.mark.parametrize(
     ("options", "count"),
     [
-        (["--rs-rules=3.9"], 3),
+        (["--rs-rules=3.9"], 4),
         (["--rs-rules=sanity,1.2"], 3),
-        (["--rs-skip-rules=1.3,3.13,sanity"], 41),
-        (["--rs-skip-rules=1.3,3.13,sanity,fuzz"], 40),
-        (["--rs-rules=fuzz"], 1),
+        (["--rs-skip-rules=1.3,3.13,sanity"], 49),
+        (["--rs-skip-rules=1.3,3.13,sanity,fuzz"], 48),
+        (["--rs-rules=fuzz,sanity"], 3),
     ],
 )
 def test_rule_selection(project: pytest.Pytester, options: list[str], count: int) -> None:
@@ -75,7 +75,7 @@ def test_rule_selection(project: pytest.Pytester, options: list[str], count: int
 
 def test_broken_publisher_fails_citing_the_rule(project: pytest.Pytester) -> None:
     result = project.runpytest("--rs-publisher=subjects:ignores_zero", "--rs-rules=3.9", "--rs-timeout-ms=300")
-    result.assert_outcomes(failed=2, skipped=1)
+    result.assert_outcomes(failed=3, skipped=1)
     out = result.stdout.str()
     assert "[rule 3.9] expected on_error(ValueError)" in out
     assert "request(0)" in out  # the trace shows the offending call
@@ -133,12 +133,12 @@ def test_json_report_follows_the_schema(project: pytest.Pytester) -> None:
     path = project.path / "out.json"
     result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, f"--rs-report-json={path}",
                                "--rs-rules=3.9,1.10,1.4", "--rs-timeout-ms=300")
-    result.assert_outcomes(passed=1, failed=2, skipped=2)
+    result.assert_outcomes(passed=2, failed=3, skipped=2)
     data = json.loads(path.read_text())
     schema = json.loads(resources.files("rstck").joinpath("schemas/rs-tck-results-1.schema.json").read_text())
     jsonschema.validate(data, schema)
     assert data["subjects"]["publisher"] == "subjects:ignores_zero"
-    assert data["summary"]["total"] == 5
+    assert data["summary"]["total"] == 7
     assert data["summary"]["verdicts"]["optional_unsupported"] == 1
     by_test = {r["test"]: r for r in data["results"]}
     zero = by_test["required_spec309_request_zero_must_signal_value_error"]
@@ -151,7 +151,7 @@ def test_json_report_follows_the_schema(project: pytest.Pytester) -> None:
 
 def test_junit_xml_carries_rule_properties(project: pytest.Pytester) -> None:
     result = project.runpytest(REF, "--rs-rules=3.9", "--junitxml=junit.xml")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     root = ET.parse(project.path / "junit.xml").getroot()
     props = [
         {p.get("name"): p.get("value") for p in case.iter("property")} for case in root.iter("testcase")

@@ -79,20 +79,20 @@ def generator(settings: Settings, *, subscribers: int, failed: bool) -> Callable
                                   (boundary, lambda: rng.choice(_BOUNDARY)),
                                   (illegal, lambda: rng.choice(_NON_POSITIVE)))))
 
-        def via() -> str:
-            return str(pick(rng, ((2, "here"), (1, "thread"))))
+        def via(thread: int = 1) -> str:
+            return str(pick(rng, ((2, "here"), (thread, "thread"))))
 
-        def action(cancels: int = 1, boundary: int = 2, illegal: int = 1) -> tuple[Any, ...]:
+        def action(cancels: int = 1, boundary: int = 2, illegal: int = 1, thread: int = 1) -> tuple[Any, ...]:
             if pick(rng, ((6, "request"), (cancels, "cancel"))) == "request":
-                return ("request", demand(boundary, illegal), via())
-            return ("cancel", via())
+                return ("request", demand(boundary, illegal), via(thread))
+            return ("cancel", via(thread))
 
         def target() -> int:
             # Mostly the first subscriber: a step aimed at one not subscribed yet does nothing.
             return 0 if subscribers == 1 else int(pick(rng, ((3, 0), (1, lambda: rng.randint(1, subscribers - 1)))))
 
         def step() -> tuple[Any, ...]:
-            kinds: list[tuple[int, Any]] = [(4, "request"), (1, "cancel"), (1, "run")]
+            kinds: list[tuple[int, Any]] = [(6, "request"), (1, "cancel"), (1, "run")]
             if subscribers > 1:
                 kinds.append((1, "subscribe"))
             kind = pick(rng, kinds)
@@ -109,9 +109,12 @@ def generator(settings: Settings, *, subscribers: int, failed: bool) -> Callable
         else:
             n = rng.choice(middle) if rng.random() < 0.75 else rng.choice(sizes)
         # Inside on_subscribe nothing can be delivered yet: where demand accumulates (3.17).
-        first = tuple(action(cancels=0, boundary=8) for _ in range(rng.randint(0, 3)))
+        first = tuple(action(cancels=0, boundary=3) for _ in range(rng.randint(0, 3)))
         # Re-entrant calls, dense: a drain loop is where order-dependent defects hide.
-        reactions = tuple(sorted({(target(), rng.randint(1, 8), action(illegal=4))
+        # Handed to another thread as often as not: a call landing while a drain loop runs.
+        reactions = tuple(sorted({(target(), int(pick(rng, ((3, lambda: rng.randint(1, 3)),
+                                                           (1, lambda: rng.randint(4, 8))))),
+                                   action(cancels=2, illegal=6, thread=2))
                                   for _ in range(rng.randint(0, 6))}))
         count = rng.randint(0, 12) if rng.random() < 0.85 else rng.randint(40, 200)
         return (n, first, reactions, tuple(step() for _ in range(count)))
@@ -492,6 +495,14 @@ class PublisherScenario:
                     found.append(RuleViolation("1.4", "on_error from the failed publisher",
                                                f"{who}{probe._terminal_text() or 'no terminal signal'} "
                                                f"(after request({demand_text(requested)}))"))
+                continue
+            if sub.illegal_at is not None and not probe.cancelled and sub.index > 0:
+                # A later subscriber may have been turned away (1.9, 3.14: a publisher that shut
+                # down): any terminal signal ends it; none at all breaks 3.9.
+                if terminal is None:
+                    found.append(RuleViolation(
+                        "3.9", "a terminal signal after a request(n) with n <= 0",
+                        f"{who}none (the request is record #{sub.illegal_at} of the trace, or near it)"))
                 continue
             if sub.illegal_at is not None and not probe.cancelled:
                 natural_end = terminal == "on_complete" and received >= n and sub.illegal_in_flight >= n

@@ -47,9 +47,9 @@ def generator(*, whitebox: bool) -> Callable[[random.Random], Scenario]:
 
         def step() -> tuple[Any, ...]:
             rows: list[tuple[int, Any]] = [
-                (4, lambda: ("send", rng.randint(1, 4), via())),
-                (1, lambda: ("send", rng.randint(5, 60), via())),
-                (3, lambda: ("inline", rng.random() < 0.7)),
+                (6, lambda: ("send", rng.randint(1, 4), via())),
+                (2, lambda: ("send", rng.randint(5, 60), via())),
+                (4, lambda: ("inline", rng.random() < 0.7)),
                 (1, ("run",)),
                 (1, ("complete",)),
                 (1, ("error",)),
@@ -59,7 +59,9 @@ def generator(*, whitebox: bool) -> Callable[[random.Random], Scenario]:
             return tuple(pick(rng, rows))
 
         count = rng.randint(0, 10) if rng.random() < 0.85 else rng.randint(30, 150)
-        return (rng.choice(_SIZES), tuple(step() for _ in range(count)))
+        # Mostly long enough that a subscriber which stops asking is seen stopping early.
+        n = rng.choice(_SIZES[4:]) if rng.random() < 0.8 else rng.choice(_SIZES)
+        return (n, tuple(step() for _ in range(count)))
 
     return generate
 
