@@ -91,7 +91,10 @@ def test_fixed_verifications_miss_the_order_dependent_defect(case: Case) -> None
 @pytest.mark.usefixtures("ci")
 @pytest.mark.parametrize("case", CASES)
 def test_default_fuzz_budget_catches_it_on_its_rule(case: Case) -> None:
-    result = run(case.verification, FUZZ_TEST[case.verification], case.subject)
+    # The default budget, except for a case that shows in too few scenarios for it to be
+    # caught every time (the catalogue says how often it shows, docs/fuzzing.md how often found).
+    examples = od.EXAMPLES.get(case.id, Settings().fuzz_examples)
+    result = run(case.verification, FUZZ_TEST[case.verification], case.subject, FAST.replace(fuzz_examples=examples))
     assert (result.outcome, result.level, result.rule) == ("failed", "fuzz", case.rule), result.message
     assert result.failures[0].rule == case.rule
     assert result.message.startswith(f"[rule {case.rule}]"), result.message

@@ -255,14 +255,20 @@ class _Subscriber:
         self.cancel_received = 0
         self.requests_after_cancel = 0
         self.took_all = False
+        #: Re-entrant actions being made right now, and whether on_subscribe's are done.
+        self.busy = 0
+        self.subscribed = threading.Event()
         self.probe = ProbeSubscriber(run.env, self.name, on_subscribe=self._on_subscribe,
                                      on_next=self._on_next, storm_limit=4 * TAKE_LIMIT)
 
     # hooks, on the publisher's thread
 
     def _on_subscribe(self, probe: ProbeSubscriber, subscription: Any) -> None:
-        for action in self.initial:
-            self.reentrant("on_subscribe", action)
+        try:
+            for action in self.initial:
+                self.reentrant("on_subscribe", action)
+        finally:
+            self.subscribed.set()
 
     def _on_next(self, probe: ProbeSubscriber, element: Any) -> None:
         count = probe.received
@@ -276,6 +282,13 @@ class _Subscriber:
 
     def reentrant(self, where: str, action: tuple[Any, ...]) -> None:
         """Act from inside a signal; deferred if the TCK is inside a call from another thread."""
+        self.busy += 1
+        try:
+            self._reentrant(where, action)
+        finally:
+            self.busy -= 1
+
+    def _reentrant(self, where: str, action: tuple[Any, ...]) -> None:
         if not self.lock.acquire(blocking=False):
             self.run.env.trace.note(f"{self.name}: from {where}: {action_text(action)} deferred "
                                     "(the TCK was inside a call on another thread)")
@@ -400,6 +413,8 @@ class PublisherScenario:
             sub.probe.expect_subscription()
         except RuleViolation as violation:
             return violation
+        # on_subscribe may run on the publisher's thread: its actions belong to this step.
+        sub.subscribed.wait(self.blocked_s)
         return None
 
     def _step(self, number: int, step: tuple[Any, ...]) -> RuleViolation | None:
@@ -435,6 +450,11 @@ class PublisherScenario:
         """Wait (event-driven) for what every subscriber is owed; then judge."""
         self.env.trace.note("settle: waiting for what is owed")
         n = self.scenario[0]
+        # Judge only once no re-entrant action is being made (an asynchronous publisher runs
+        # them on its own thread, possibly still now).
+        deadline = time.monotonic() + self.blocked_s
+        while any(sub.busy for sub in self.subs) and time.monotonic() < deadline:
+            time.sleep(self.window)
         for sub in self.subs:
             probe = sub.probe
             if probe.subscription is None:

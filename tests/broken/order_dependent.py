@@ -149,7 +149,10 @@ def factory(subscription: type[bp.RangeSubscription]) -> Any:
     return bp.factory(subscription)
 
 
-#: Order-dependent broken publishers: (id, factory, the rule the fuzzer must cite).
+#: Order-dependent broken publishers: (id, factory, the rule the fuzzer must cite). The 3.9 case
+#: shows in about 2% of generated scenarios (it needs a non-positive request handed to another
+#: thread from inside on_next, with no cancel after it): the default 100 find it in about 87%
+#: of runs, so its test asks for 400 (`EXAMPLES`); the others show in 4-9% of scenarios.
 PUBLISHERS = (
     ("double-counted-across-threads", factory(DoubleCountedAcrossThreads), "1.1"),
     ("cancel-lost-mid-batch", factory(CancelLostMidBatch), "3.6"),
@@ -157,6 +160,8 @@ PUBLISHERS = (
     ("illegal-request-ignored-across-threads", factory(IllegalRequestIgnoredAcrossThreads), "3.9"),
     ("wraps-before-first-drain", factory(WrapsBeforeFirstDrain), "3.17"),
 )
+#: Examples the catalogue test gives a case that the default budget finds only most of the time.
+EXAMPLES = {"illegal-request-ignored-across-threads": 400}
 
 
 # -- subscribers ------------------------------------------------------------------------------
