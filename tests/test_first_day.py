@@ -44,6 +44,12 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+def _collected(pytester: pytest.Pytester, *args: str) -> int:
+    """How many tests these options select: the catalogue grows, the tests must not hard-code it."""
+    result = pytester.runpytest(*args, "--co", "-q")
+    return sum(1 for line in result.outlines if "::" in line)
+
+
 def _schema() -> dict[str, object]:
     from importlib import resources
 
@@ -76,7 +82,6 @@ def test_a_report_that_cannot_be_written_at_the_end_costs_one_line(project: pyte
                                f"--rs-report-json={out}/r.json")
     text = result.stdout.str()
     assert result.ret == pytest.ExitCode.OK, text
-    result.assert_outcomes(passed=3)
     assert "Traceback" not in text
     assert "INTERNALERROR" not in text
     result.stdout.fnmatch_lines([
@@ -98,21 +103,24 @@ def test_each_report_says_where_it_was_written(project: pytest.Pytester) -> None
 
 
 def test_an_interrupted_run_marks_its_results_file_and_report(project: pytest.Pytester) -> None:
+    selected = _collected(project, REF, FAILED, "--rs-rules=3.9")
     project.makeconftest(CTRL_C_AT_SECOND_TEST)
     result = project.runpytest(REF, FAILED, "--rs-rules=3.9", "--rs-report-json=r.json", "--rs-report-html=r.html",
                                no_reraise_ctrlc=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["rs-tck: INCOMPLETE run: interrupted (KeyboardInterrupt), 2 test(s) not run*"])
+    result.stdout.fnmatch_lines([
+        f"rs-tck: INCOMPLETE run: interrupted (KeyboardInterrupt), {selected - 1} test(s) not run*",
+    ])
     data = json.loads((project.path / "r.json").read_text())
     jsonschema.validate(data, _schema())
     assert data["interrupted"] is True
-    assert data["not_run"] == 2
+    assert data["not_run"] == selected - 1
     assert data["summary"]["total"] == 1
     page = html5lib.parse((project.path / "r.html").read_text(), namespaceHTMLElements=False)
     banner = page.find(".//div[@id='interrupted']")
     assert banner is not None
     assert "Incomplete run: interrupted (KeyboardInterrupt)" in "".join(banner.itertext())
-    assert "2 selected test(s) did not run" in "".join(banner.itertext())
+    assert f"{selected - 1} selected test(s) did not run" in "".join(banner.itertext())
 
 
 def test_a_complete_run_has_no_interrupted_mark(project: pytest.Pytester) -> None:
@@ -142,7 +150,7 @@ def test_the_baseline_gate_refuses_an_interrupted_run(project: pytest.Pytester) 
                                "--rs-baseline=baseline.txt", "--rs-baseline-write=new.txt", no_reraise_ctrlc=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines([("rs-tck baseline: not gated and written: the run was interrupted "
-                                 "(KeyboardInterrupt) (2 test(s) not run, *")])
+                                 "(KeyboardInterrupt) (* test(s) not run, *")])
     assert "stale" not in result.stdout.str()
     assert not (project.path / "new.txt").exists()
 
@@ -259,8 +267,8 @@ def pooled(n):
 
 def test_the_1_3_failure_names_both_overlapping_methods_and_the_race_count(project: pytest.Pytester) -> None:
     project.makepyfile(pooled=POOLED)
-    result = project.runpytest("--rs-publisher=pooled:pooled", "--rs-rules=1.3", "--rs-report-json=r.json",
-                               "--rs-report-html=r.html")
+    result = project.runpytest("--rs-publisher=pooled:pooled", "--rs-rules=1.3", "-k", "stochastic",
+                               "--rs-report-json=r.json", "--rs-report-html=r.html")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*on_next entered on thread pool_0 while on_subscribe was running on thread *, in the same subscriber*",
@@ -275,7 +283,7 @@ def test_the_1_3_failure_names_both_overlapping_methods_and_the_race_count(proje
 
 
 def test_a_passing_race_hunt_says_how_many_iterations_it_tried(project: pytest.Pytester) -> None:
-    result = project.runpytest(REF, "--rs-rules=1.3", "--rs-stochastic-iterations=7")
+    result = project.runpytest(REF, "--rs-rules=1.3", "-k", "stochastic", "--rs-stochastic-iterations=7")
     result.assert_outcomes(passed=1)
     result.stdout.re_match_lines([r"1\.3 +MUST +passed +1 stochastic; race shown in 0 of 7 iterations$"])
 
@@ -297,22 +305,25 @@ def test_pytest_repeat_count_is_refused_with_the_kits_own_ways(project: pytest.P
 def test_pytest_repeat_without_a_count_changes_nothing(project: pytest.Pytester) -> None:
     pytest.importorskip("pytest_repeat")
     result = project.runpytest(REF, FAILED, "--rs-rules=3.9", "-p", "repeat")
-    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK
+    assert result.parseoutcomes()["passed"] == _collected(project, REF, FAILED, "--rs-rules=3.9")
 
 
 def test_xdist_runs_and_reports_like_a_single_process(project: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
+    selected = _collected(project, REF, FAILED)
     result = project.runpytest(REF, FAILED, "-n", "2", "-p", "xdist", "--rs-report-json=r.json",
                                "--rs-report-html=r.html")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.assert_outcomes(passed=38, skipped=6)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == selected
     result.stdout.fnmatch_lines(["*rs-tck conformance by rule*", "1.1 *MUST *passed*",
                                  "rs-tck: results file written to r.json", "rs-tck: HTML report written to r.html"])
     data, results = load(project.path / "r.json")
-    assert len(results) == 44
-    assert len({(r.verification, r.test) for r in results}) == 44
+    assert len(results) == selected
+    assert len({(r.verification, r.test) for r in results}) == selected
     assert "interrupted" not in data
-    assert data["summary"]["passed"] == 38
+    assert data["summary"]["passed"] == outcomes["passed"]
 
 
 # -- 5. finding things ---------------------------------------------------------------------------
@@ -488,7 +499,7 @@ def test_a_missing_rsocket_says_which_extra_installs_it(project: pytest.Pytester
 
 def test_maxfail_on_the_last_test_leaves_a_complete_run(project: pytest.Pytester) -> None:
     result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, "--rs-rules=3.9",
-                               "-k", "request_zero and not optional", "-x", "--rs-report-json=r.json")
+                               "-k", "required_spec309_request_zero_must_signal", "-x", "--rs-report-json=r.json")
     result.assert_outcomes(failed=1)
     data, _ = load(project.path / "r.json")
     assert "interrupted" not in data, {k: data.get(k) for k in ("interrupted_reason", "not_run")}
@@ -496,6 +507,7 @@ def test_maxfail_on_the_last_test_leaves_a_complete_run(project: pytest.Pytester
 
 def test_a_real_ctrl_c_leaves_marked_partial_reports(project: pytest.Pytester) -> None:
     """SIGINT, as a terminal's Ctrl-C sends it, while the second test runs."""
+    selected = _collected(project, REF, FAILED)
     project.makeconftest(
         "import os, signal, time\n"
         "calls = []\n"
@@ -510,6 +522,6 @@ def test_a_real_ctrl_c_leaves_marked_partial_reports(project: pytest.Pytester) -
     assert result.ret == pytest.ExitCode.INTERRUPTED
     data, results = load(project.path / "r.json")
     assert data["interrupted"] is True
-    assert data["not_run"] == 43
+    assert data["not_run"] == selected - 1
     assert len(results) == 1
     assert 'id="interrupted"' in (project.path / "r.html").read_text()
