@@ -5,6 +5,12 @@ subscribers, the identity processor) ``--runs`` times in a row through the engin
 runs, failures, wall time per run and the load average. Exit code 1 if anything failed.
 
     python benchmarks/soak.py --runs 50 --load 2
+    python benchmarks/soak.py --runs 50 --load 2 --conforming   # the independent shapes too
+
+``--conforming`` adds the shapes of ``tests/conforming`` (JVM example ports, actor and
+prefetching processors, ``first()``/``take(n)``, one-shot and asyncio-task publishers), labelled
+``conforming:<verification>:<shape>``. With ``--json`` the report is rewritten after every run,
+so a soak stopped at its time budget still leaves its counts.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rstck.engine import run_verification
@@ -60,29 +68,53 @@ def subjects() -> dict[str, tuple[str, Any]]:
     return out
 
 
-def soak(runs: int, only: list[str] | None = None) -> dict[str, Any]:
+def conforming_subjects() -> dict[str, tuple[str, Any]]:
+    """The independent conforming shapes of ``tests/conforming``, labelled ``conforming:...``."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tests.conforming import subjects as conforming
+
+    return {f"conforming:{label}": value for label, value in conforming().items()}
+
+
+def soak(
+    runs: int,
+    only: list[str] | None = None,
+    *,
+    conforming: bool = False,
+    on_run: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Run each selected subject's verification ``runs`` times; per-subject failures and wall times."""
-    report: dict[str, Any] = {}
-    for label, (verification, subject) in subjects().items():
-        if only and label not in only:
-            continue
-        walls, failed, results = [], [], []
-        for i in range(runs):
+    chosen = {label: value for label, value in {**subjects(), **(conforming_subjects() if conforming else {})}.items()
+              if not only or label in only}
+    walls: dict[str, list[float]] = {label: [] for label in chosen}
+    failed: dict[str, list[dict[str, Any]]] = {label: [] for label in chosen}
+    tests: dict[str, int] = {label: 0 for label in chosen}
+
+    def summary(label: str) -> dict[str, Any]:
+        return {"runs_done": len(walls[label]), "failures": failed[label],
+                "wall_s_median": round(statistics.median(walls[label]), 3),
+                "wall_s_max": round(max(walls[label]), 3), "tests_per_run": tests[label]}
+
+    # Round-robin, one run of each subject per round, so a soak stopped at its time budget
+    # has soaked every subject about equally.
+    for i in range(runs):
+        for label, (verification, subject) in chosen.items():
             t0 = time.monotonic()
             results = run_verification(verification, subject)
-            walls.append(time.monotonic() - t0)
+            walls[label].append(time.monotonic() - t0)
+            tests[label] = len(results)
             for r in results:
                 if r.outcome in ("failed", "error"):
-                    failed.append({"run": i, "test": r.test, "message": r.message.splitlines()[0]})
+                    failed[label].append({"run": i, "test": r.test, "message": r.message.splitlines()[0]})
                     print(f"FAIL {label} run {i}: {r.test}\n{r.message}", file=sys.stderr)
-        report[label] = {
-            "failures": failed,
-            "wall_s_median": round(statistics.median(walls), 3),
-            "wall_s_max": round(max(walls), 3),
-            "tests_per_run": len(results),
-        }
-        print(f"{label}: {runs} runs, {len(failed)} failure(s), wall median "
-              f"{statistics.median(walls):.2f} s, max {max(walls):.2f} s, load avg {os.getloadavg()[0]:.2f}",
+            if on_run is not None:
+                on_run({name: summary(name) for name in chosen if walls[name]})
+    report = {label: summary(label) for label in chosen}
+    for label, r in report.items():
+        print(f"{label}: {r['runs_done']} runs, {len(r['failures'])} failure(s), wall median "
+              f"{r['wall_s_median']:.2f} s, max {r['wall_s_max']:.2f} s, load avg {os.getloadavg()[0]:.2f}",
               flush=True)
     return report
 
@@ -102,12 +134,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", type=int, default=0, help="busy processes to run meanwhile")
     parser.add_argument("--json", metavar="PATH", help="write the per-run numbers here")
     parser.add_argument("--only", action="append", metavar="LABEL", help="soak only this subject (repeatable)")
+    parser.add_argument("--conforming", action="store_true", help="add the shapes of tests/conforming")
     args = parser.parse_args(argv)
     burners = start_load(args.load)
     report: dict[str, Any] = {"runs": args.runs, "load": args.load, "loadavg_1m_start": round(os.getloadavg()[0], 2)}
     start = time.monotonic()
+
+    def progress(subjects_so_far: dict[str, Any]) -> None:
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump({**report, "subjects": subjects_so_far,
+                           "wall_s_so_far": round(time.monotonic() - start, 1),
+                           "loadavg_1m_now": round(os.getloadavg()[0], 2)}, fh, indent=2)
+
     try:
-        report["subjects"] = soak(args.runs, args.only)
+        report["subjects"] = soak(args.runs, args.only, conforming=args.conforming, on_run=progress)
     finally:
         for p in burners:
             p.terminate()

@@ -192,6 +192,7 @@ class BaselinePlugin:
         self.lucky: list[Entry] = []
         self.known = 0
         self.written = 0
+        self.write_problem = ""
         self.results: list[TestResult] = []
 
     @hookimpl
@@ -216,6 +217,11 @@ class BaselinePlugin:
         if hasattr(session.config, "workerinput"):
             return
         results = self.results
+        if self.state.interrupted:
+            # A partial run proves nothing about the tests it did not run: no gate, no baseline.
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
         if self.baseline is not None:
             self.stale = stale(self.baseline, results)
             self.unmatched = unmatched(self.baseline, results)
@@ -223,11 +229,22 @@ class BaselinePlugin:
             if self.stale and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.write_path is not None:
-            write_atomic(self.write_path, render(results, self.state.labels()))
+            try:
+                write_atomic(self.write_path, render(results, self.state.labels()))
+            except OSError as exc:
+                self.write_problem = exc.strerror or str(exc)
             self.written = sum(1 for r in results if r.outcome in FAILING)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
+        if self.state.interrupted:
+            not_run = f"{self.state.not_run} test(s) not run, " if self.state.not_run else ""
+            refused = " and ".join(
+                what for what, given in (("gated", self.baseline), ("written", self.write_path)) if given
+            )
+            tr.write_line(f"rs-tck baseline: not {refused}: the run was {self.state.interrupted} ({not_run}"
+                          "a partial run proves nothing about the missing tests); rerun it to the end", red=True)
+            return
         if self.baseline is not None:
             new = sum(1 for r in self.results if r.outcome in FAILING and r.baseline != "known")
             tr.write_sep("-", f"rs-tck baseline {self.baseline.path}")
@@ -243,7 +260,9 @@ class BaselinePlugin:
                               "counted as stale; remove it once the race is fixed)", yellow=True)
             for entry in self.unmatched:
                 tr.write_line(f"not run: {self.baseline.where(entry)}: {entry.text} matched no test of this run")
-        if self.write_path is not None:
+        if self.write_path is not None and self.write_problem:
+            tr.write_line(f"rs-tck: baseline not written: {self.write_path}: {self.write_problem}", red=True)
+        elif self.write_path is not None:
             tr.write_line(f"rs-tck: wrote baseline {self.write_path} with {self.written} entr"
                           f"{'y' if self.written == 1 else 'ies'}")
 

@@ -7,19 +7,26 @@ never sees half of it.
 
 from __future__ import annotations
 
-import os
+import tempfile
 from pathlib import Path
 
 
 def check_writable(option: str, path: Path) -> str | None:
-    """Why ``path`` cannot be written (for a usage error before any test runs), or None."""
+    """Why ``path`` cannot be written (for a usage error before any test runs), or None.
+
+    Permission bits do not tell (root ignores them; read-only mounts, ``/sys`` or a network
+    file system refuse anyway), so a file is actually created and removed in the directory.
+    """
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         return f"{option}={path}: is a directory; give a file path"
     if not parent.is_dir():
         return f"{option}={path}: directory {parent} does not exist"
-    if not os.access(parent, os.W_OK):
-        return f"{option}={path}: directory {parent} is not writable"
+    try:
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".rs-tck-", suffix=".probe"):
+            pass
+    except OSError as exc:
+        return f"{option}={path}: directory {parent} is not writable ({exc.strerror or exc})"
     return None
 
 

@@ -27,4 +27,4 @@ def render(document: dict[str, Any]) -> str:
 
 
 def configure(config: pytest.Config, state: RsTckState) -> None:
-    configure_writer(config, state, "rs_report_json", REPORT_JSON_OPTION, render)
+    configure_writer(config, state, "rs_report_json", REPORT_JSON_OPTION, render, "results file")

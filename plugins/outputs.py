@@ -31,20 +31,37 @@ def requested_path(config: pytest.Config, dest: str, option: str) -> Path | None
 
 
 class DocumentWriter:
-    """Renders the results document into ``path`` when the run ends."""
+    """Renders the results document into ``path`` when the run ends.
 
-    def __init__(self, path: Path, render: Callable[[dict[str, Any]], str]) -> None:
+    A failure to write is kept, not raised: the run's verdicts and its terminal summary must
+    survive a vanished directory or a full disk, which then cost one "not written" line.
+    """
+
+    def __init__(self, path: Path, render: Callable[[dict[str, Any]], str], kind: str) -> None:
         self.path = path
         self.render = render
+        #: How the terminal names the file: "results file", "HTML report".
+        self.kind = kind
+        #: None until the run ends; then "" when written, else why it was not.
+        self.problem: str | None = None
 
     @hookimpl
     def rstck_run_finished(self, document: dict[str, Any]) -> None:
-        write_atomic(self.path, self.render(document))
+        try:
+            write_atomic(self.path, self.render(document))
+        except OSError as exc:
+            self.problem = exc.strerror or str(exc)
+        except Exception as exc:
+            self.problem = f"{type(exc).__name__}: {exc}"
+        else:
+            self.problem = ""
 
 
 def configure_writer(config: pytest.Config, state: RsTckState, dest: str, option: str,
-                     render: Callable[[dict[str, Any]], str]) -> None:
+                     render: Callable[[dict[str, Any]], str], kind: str) -> None:
     """Register a ``DocumentWriter`` for the path ``option`` names, if it names one."""
     path = requested_path(config, dest, option)
     if path is not None:
-        state.hooks.register(DocumentWriter(path, render), f"rs-tck-report-{dest}")
+        writer = DocumentWriter(path, render, kind)
+        state.hooks.register(writer, f"rs-tck-report-{dest}")
+        state.report_files.append(writer)

@@ -208,12 +208,37 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
         if subject is not None:
             subjects[option.verification] = subject
-    state = RsTckState(subjects, settings, rules, skip_rules, hooks)
+    count = getattr(config.option, "count", None)  # pytest-repeat's option, when installed
+    if subjects and isinstance(count, int) and count > 1:
+        raise pytest.UsageError(
+            f"--count={count} (pytest-repeat) does not repeat the TCK's verifications: hunt a race with "
+            "--rs-stochastic-iterations=N, or rerun the command in a loop (docs/ci.md, gating a release on races)"
+        )
+    failed_spec = config.getoption("rs_failed_publisher")
+    state = RsTckState(subjects, settings, rules, skip_rules, hooks,
+                       failed_specs={"publisher": failed_spec} if failed_spec else None)
     config.stash[state_key] = state
     config.stash[threads_key] = rs_threads.snapshot()
-    config.pluginmanager.register(ResultCollector(state), "rs-tck-results")
+    config.pluginmanager.register(ResultCollector(state, lambda item: isinstance(item, RsTckItem)),
+                                  "rs-tck-results")
+    if subjects:
+        _show_skip_reasons(config)
     for reporter in REPORTERS:
         reporter.configure(config, state)
+
+
+def _show_skip_reasons(config: pytest.Config) -> None:
+    """Untested and not-applicable rules are verdicts: list their reasons as ``-rs`` would.
+
+    Unless the user chose what to list with ``-r`` letters that include ``N`` (none) or ``s``.
+    """
+    chars = str(getattr(config.option, "reportchars", "") or "")
+    if any(c in chars for c in "sNaA"):
+        return
+    config.option.reportchars = chars + "s"
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None and "s" not in tr.reportchars:
+        tr.reportchars += "s"
 
 
 def _resolver(config: pytest.Config, hooks: pluggy.PluginManager) -> Callable[[str, str], Any]:
@@ -248,7 +273,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if state is None or not state.active:
         return None
     s = state.settings
-    subjects = ", ".join(f"{k} {v}" for k, v in state.labels().items())
+    subjects = ", ".join(f"{role.replace('_', ' ')} {label}" for role, label in state.labels().items())
     return [
         f"rs-tck: {subjects}",
         (
@@ -367,6 +392,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         result = item.stash.get(result_key, None)
         if result is not None:
             report.rs_tck_result = result.to_json()
+        if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            # pytest places a skip where pytest.skip was called (this module); the reader
+            # wants the rule's test: its node id, which carries the rule, in place of a path.
+            where = item.config.invocation_params.dir / item.nodeid
+            report.longrepr = (str(where), None, report.longrepr[2])
     return report
 
 

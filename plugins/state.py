@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 from typing import Any
 
 import pluggy
@@ -15,6 +16,9 @@ import pytest
 from rstck.results import TestResult
 from rstck.results import document
 from rstck.settings import Settings
+
+if TYPE_CHECKING:
+    from .outputs import DocumentWriter
 
 
 class RsTckState:
@@ -25,12 +29,23 @@ class RsTckState:
     """
 
     def __init__(self, subjects: dict[str, Any], settings: Settings, rules: list[str],
-                 skip_rules: list[str], hooks: pluggy.PluginManager) -> None:
+                 skip_rules: list[str], hooks: pluggy.PluginManager,
+                 failed_specs: dict[str, str] | None = None) -> None:
         self.hooks = hooks
         self.subjects = subjects
         self.settings = settings
         self.rules = rules
         self.skip_rules = skip_rules
+        #: The MODULE:ATTR given for each verification's failed publisher: its label.
+        self.failed_specs = failed_specs or {}
+        #: The report files asked for, in the order the terminal names them.
+        self.report_files: list[DocumentWriter] = []
+        #: Why the run stopped before every selected test ran (Ctrl-C, ``-x``); None if complete.
+        self.interrupted: str | None = None
+        #: How many selected tests did not run, when the run was interrupted and it is known.
+        self.not_run: int | None = None
+        #: Problems of the end-of-run hooks, other than the report files', one line each.
+        self.finish_problems: list[str] = []
 
     @property
     def active(self) -> bool:
@@ -47,8 +62,17 @@ class RsTckState:
             out[verification] = str(getattr(subject, "label", subject))
             failed = getattr(subject, "failed_factory", None)
             if failed is not None:
-                out["failed_" + verification] = getattr(failed, "__qualname__", repr(failed))
+                out["failed_" + verification] = self.failed_specs.get(verification) or _qualified(failed)
         return out
+
+
+def _qualified(obj: object) -> str:
+    """``module:qualname`` of a factory, as a user would name it on the command line."""
+    name = getattr(obj, "__qualname__", None)
+    module = getattr(obj, "__module__", None)
+    if not name:
+        return repr(obj)
+    return f"{module}:{name}" if module else str(name)
 
 
 state_key = pytest.StashKey[RsTckState]()
@@ -68,20 +92,51 @@ class ResultCollector:
     """The one place results enter the ``rstck`` hooks: ``rstck_result`` per test as its report
     arrives (from this process or an xdist worker), ``rstck_run_finished`` with the document."""
 
-    def __init__(self, state: RsTckState) -> None:
+    def __init__(self, state: RsTckState, is_tck_item: Callable[[pytest.Item], bool]) -> None:
         self.state = state
+        self.is_tck_item = is_tck_item
         self.results: list[TestResult] = []
+        #: Node ids of the tests that reached a verdict, to count those that never ran.
+        self.reported: set[str] = set()
+
+    def not_run(self, session: pytest.Session) -> int | None:
+        """How many selected TCK tests never reached a verdict; None when unknown (xdist's controller)."""
+        items = {i.nodeid for i in session.items if self.is_tck_item(i)}
+        return len(items - self.reported) if items else None
+
+    def interruption(self, session: pytest.Session) -> str | None:
+        """Why the run stopped before every selected test ran (Ctrl-C, ``-x``), or None."""
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            return "interrupted (KeyboardInterrupt)"
+        reason = session.shouldstop or session.shouldfail
+        if not reason or self.not_run(session) == 0:  # -x on the last test stopped nothing
+            return None
+        return reason if isinstance(reason, str) else "stopped early"
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.reported.add(report.nodeid)
         data = getattr(report, "rs_tck_result", None)
         if data is not None:
             result = TestResult.from_json(data)
             self.results.append(result)
             self.state.hooks.hook.rstck_result(result=result)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         state = self.state
         if hasattr(session.config, "workerinput") or not state.active:
             return
         data = document(self.results, subjects=state.labels(), settings=state.settings.to_json())
-        state.hooks.hook.rstck_run_finished(document=data)
+        state.interrupted = self.interruption(session)
+        if state.interrupted:
+            # A partial run must not read like a complete one, in the file or in a gate.
+            data["interrupted"] = True
+            data["interrupted_reason"] = state.interrupted
+            state.not_run = self.not_run(session)
+            if state.not_run is not None:
+                data["not_run"] = state.not_run
+        try:
+            state.hooks.hook.rstck_run_finished(document=data)
+        except Exception as exc:
+            state.finish_problems.append(f"an rstck_run_finished hook raised {type(exc).__name__}: {exc}")

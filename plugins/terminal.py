@@ -18,6 +18,7 @@ from .verdicts import FAILING
 from .verdicts import LABELS
 from .verdicts import broken_rules
 from .verdicts import counts
+from .verdicts import race_count
 from .verdicts import verdict
 from .verdicts import worst
 
@@ -32,6 +33,9 @@ def _cell(results: list[TestResult]) -> tuple[str, str, str]:
     tests = counts((r.level for r in results), ("required", "optional", "stochastic", "untested"))
     if len({verdict(r) for r in results}) > 1:
         tests += ": " + counts(verdict(r) for r in results)
+    races = race_count(results)
+    if races:
+        tests += f"; {races}"
     colour = {"passed": "green", "failed": "red", "error": "red", "optional_unsupported": "yellow"}.get(bad, "")
     return text, tests, "yellow" if known else colour
 
@@ -118,7 +122,8 @@ class TerminalSummary:
     Takes results as every reporter does, from the ``rstck_result`` hook; prints through pytest's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, state: RsTckState) -> None:
+        self.state = state
         self.results: list[TestResult] = []
 
     @hookimpl
@@ -126,15 +131,32 @@ class TerminalSummary:
         self.results.append(result)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if not self.results:
-            return
         tr = terminalreporter
-        tr.write_sep("=", "rs-tck conformance by rule")
-        for text, colour in table(self.results):
+        if self.results:
+            tr.write_sep("=", "rs-tck conformance by rule")
+            for text, colour in table(self.results):
+                tr.write_line(text, **({colour: True} if colour else {}))
+        for text, colour in files_and_problems(self.state):
             tr.write_line(text, **({colour: True} if colour else {}))
 
 
+def files_and_problems(state: RsTckState) -> list[tuple[str, str]]:
+    """Whether the run was complete, and where each report file went or why it did not."""
+    out: list[tuple[str, str]] = []
+    if state.interrupted:
+        missing = f", {state.not_run} test(s) not run" if state.not_run else ""
+        out.append(((f"rs-tck: INCOMPLETE run: {state.interrupted}{missing}; the results file and the "
+                    "HTML report say so"), "red"))
+    for report in state.report_files:
+        if report.problem == "":
+            out.append((f"rs-tck: {report.kind} written to {report.path}", ""))
+        elif report.problem is not None:
+            out.append((f"rs-tck: {report.kind} not written: {report.path}: {report.problem}", "red"))
+    out += [(f"rs-tck: {problem}", "red") for problem in state.finish_problems]
+    return out
+
+
 def configure(config: pytest.Config, state: RsTckState) -> None:
-    summary = TerminalSummary()
+    summary = TerminalSummary(state)
     state.hooks.register(summary, "rs-tck-terminal-summary")
     config.pluginmanager.register(summary, "rs-tck-terminal-summary")

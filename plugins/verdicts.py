@@ -58,3 +58,16 @@ def broken_rules(r: TestResult) -> list[str]:
     if r.outcome not in FAILING:
         return []
     return list(dict.fromkeys(f.rule for f in r.failures if f.rule is not None))
+
+
+def race_count(results: Iterable[TestResult]) -> str:
+    """``race shown in 2 of 100 iterations`` for repeated race hunts; "" for other tests.
+
+    One green run of a race hunt is weak evidence; the count says how much was tried.
+    """
+    counted = [r.iterations for r in results if r.iterations]
+    if not counted:
+        return ""
+    ran = sum(c.get("ran", 0) for c in counted)
+    showed = sum(c.get("showed", 0) for c in counted)
+    return f"race shown in {showed} of {ran} iteration{'' if ran == 1 else 's'}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .matrix import markdown as matrix_markdown
 from .rules import RULES
 from .verifications import VERIFICATIONS
 
@@ -68,6 +69,7 @@ def verifications_markdown() -> str:
             if test.doc:
                 out.append(test.doc)
                 out.append("")
+    out += ["", matrix_markdown()]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -76,6 +76,13 @@ class ManualSubscription:
         self.terminal: str | None = None
         self.broken = False  # a signal raised: the subscriber counts as having cancelled (2.13)
         self.overlaps = 0
+        #: Trace records of the on_subscribe that handed this subscription out, and of each
+        #: cancel() on it: what a verdict about the order of the two cites.
+        self.subscribed_seq: int | None = None
+        self.cancel_seqs: list[int] = []
+        self.request_seqs: list[int] = []
+        #: The record of the call each thread is inside, cited when another thread overlaps it.
+        self._inside_seq: dict[int, int] = {}
         self._sections: dict[int, str] = {}
         self._sections_lock = threading.Lock()
         self._wip = 0
@@ -119,6 +126,8 @@ class ManualSubscription:
                 demand = self.demand
                 pub._cond.notify_all()
             record = pub.env.trace.add(self.name, "request", f"{short_repr(n)}{state}", demand)
+            self.request_seqs.append(record.seq)
+            self._inside_seq[threading.get_ident()] = record.seq
             for rule, expected, observed in problems:
                 pub.env.violation(rule, expected, observed, evidence=(record.seq,))
             pub._pause()
@@ -143,6 +152,8 @@ class ManualSubscription:
                 demand = self.demand
                 pub._cond.notify_all()
             record = pub.env.trace.add(self.name, "cancel", state, demand)
+            self.cancel_seqs.append(record.seq)
+            self._inside_seq[threading.get_ident()] = record.seq
             for rule, expected, observed in problems:
                 pub.env.violation(rule, expected, observed, evidence=(record.seq,))
             pub._pause()
@@ -168,6 +179,7 @@ class ManualSubscription:
             if me in self._sections:
                 return False  # re-entrant on the same thread (e.g. request from inline on_next)
             others = dict(self._sections)
+            inside = tuple(sorted(self._inside_seq[t] for t in others if t in self._inside_seq))
             self._sections[me] = what
         if others:
             self.overlaps += 1
@@ -179,6 +191,7 @@ class ManualSubscription:
                     f"{what} on {self.name} from thread {threading.current_thread().name} while "
                     f"thread {busy} had not returned",
                     hint="serialise request/cancel calls: make them from one thread, or under a lock",
+                    evidence=inside,
                 )
         return True
 
@@ -186,6 +199,10 @@ class ManualSubscription:
         if entered:
             with self._sections_lock:
                 self._sections.pop(threading.get_ident(), None)
+
+    def cancelled_after(self, seq: int | None) -> int | None:
+        """The first cancel() on this subscription recorded after trace record ``seq``."""
+        return next((c for c in self.cancel_seqs if seq is not None and c > seq), None)
 
     def describe(self) -> str:
         """What happened on this subscription so far, for messages."""
@@ -409,7 +426,8 @@ class ManualPublisher:
                 return
             last, seen = sub.last_request, sub.describe()
         raise RuleViolation(rule or self.env.rule, f"no request(n) {after}".rstrip(),
-                            f"request({short_repr(last)}) ({seen})")
+                            f"request({short_repr(last)}) ({seen})",
+                            evidence=tuple(sub.request_seqs[start:]))
 
     def settle(self, *, subscription: ManualSubscription | None = None,
                window: float | None = None, limit: float | None = None) -> bool:
@@ -482,7 +500,9 @@ class ManualPublisher:
                 fn: Callable[..., Any], *args: Any, rule: str | None = None,
                 terminal: bool = False) -> bool:
         """Deliver one signal; a subscriber that raises breaks 2.13 (or ``rule``)."""
-        self.env.trace.add(sub.name, signal, detail, demand)
+        record = self.env.trace.add(sub.name, signal, detail, demand)
+        if signal == "on_subscribe":
+            sub.subscribed_seq = record.seq
         self.env.bump()
 
         def deliver() -> None:
@@ -511,7 +531,7 @@ class ManualPublisher:
                 f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
                 hint="a subscriber raises only TypeError, for a None argument; any other failure "
                 "it signals by cancelling its subscription (rule 2.13)",
-                evidence=(note.seq,),
+                evidence=(record.seq, note.seq),
             )
             violation.__cause__ = exc
             self.env.flop(violation)

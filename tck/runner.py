@@ -15,6 +15,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from .contexts import Context
 from .environment import Environment
@@ -203,7 +204,19 @@ def _unanticipated(error: BaseException | None) -> bool:
     return error is not None and not isinstance(error, RuleViolation | _Stalled)
 
 
-def _failure_lines(failure: Failure, raised: BaseException | None) -> list[str]:
+#: The core's own files: frames in them are the TCK calling the subject, not the subject.
+_TCK_DIR = Path(__file__).resolve().parent
+
+
+def _user_frames(exc: BaseException) -> str:
+    """The frames of ``exc``'s traceback outside the TCK: where in the subject it was raised."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not Path(f.filename).resolve().is_relative_to(_TCK_DIR)]
+    return "".join(traceback.format_list(frames[-8:])).rstrip()
+
+
+def _failure_lines(failure: Failure, raised: BaseException | None,
+                   violation: BaseException | None = None) -> list[str]:
     lines = [failure.headline()]
     if failure.hint:
         lines.append(f"  check   : {failure.hint}")
@@ -219,13 +232,18 @@ def _failure_lines(failure: Failure, raised: BaseException | None) -> list[str]:
     if raised is not None:
         tb = "".join(traceback.format_exception(raised)[-6:]).rstrip()
         lines.append("  raised  :\n    " + tb.replace("\n", "\n    "))
+    elif violation is not None and violation.__cause__ is not None:
+        # A violation caused by the subject's own exception (on_next raised, say): show where.
+        where = _user_frames(violation.__cause__)
+        if where:
+            lines.append("  raised at (most recent call last):\n  " + where.replace("\n", "\n  "))
     return lines
 
 
 def _failure_message(test: TckTest, found: list[_Found], env: Environment, subject: str) -> str:
     """The human-readable report of a failed test: the one place its failures become text."""
     first, others = found[0], found[1:]
-    lines = _failure_lines(first.violation.failure(), first.raised)
+    lines = _failure_lines(first.violation.failure(), first.raised, first.violation)
     if first.problem is not None:
         lines.append(f"  where   : {first.problem.origin}")
     if subject:
@@ -233,7 +251,7 @@ def _failure_message(test: TckTest, found: list[_Found], env: Environment, subje
     if others:
         lines.append(f"  also    : {len(others)} more problem(s) in this verification:")
         for i, other in enumerate(others, 2):
-            text = "\n    ".join(_failure_lines(other.violation.failure(), other.raised))
+            text = "\n    ".join(_failure_lines(other.violation.failure(), other.raised, other.violation))
             origin = f"\n    ({other.problem.origin})" if other.problem is not None else ""
             lines.append(f"    {i}. " + (text + origin).replace("\n", "\n    "))
     if env.problems_dropped:

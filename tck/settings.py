@@ -35,6 +35,10 @@ KNOBS: tuple[Knob, ...] = (
          "Longest wait for a publisher to drop a cancelled subscriber (rule 3.13)"),
     Knob("test_limit", "--rs-test-limit-ms", "rs_test_limit_ms", "RS_TCK_TEST_LIMIT_MS", "ms",
          "Hard limit on one verification, after which it fails and its thread is abandoned"),
+    Knob("after_cancel_limit", "--rs-after-cancel-limit", "rs_after_cancel_limit",
+         "RS_TCK_AFTER_CANCEL_LIMIT", "int",
+         "Elements a publisher may still deliver after cancel() (a batch in progress, a mailbox "
+         "ahead of the cancel) before rule 1.8 counts it as not stopping"),
     Knob("max_elements", "--rs-max-elements", "rs_max_elements", "RS_TCK_MAX_ELEMENTS", "int",
          "Largest n the publisher factory supports; 2**63-1 means it can never complete"),
     Knob("recursion_depth", "--rs-recursion-depth", "rs_recursion_depth", "RS_TCK_RECURSION_DEPTH",
@@ -68,6 +72,7 @@ class Settings:
     no_signal_window: float = 0.1
     gc_window: float = 2.0
     test_limit: float = 30.0
+    after_cancel_limit: int = 100_000
     max_elements: int = MAX_DEMAND - 1
     recursion_depth: int = 1
     max_subscribers: int = MAX_DEMAND
@@ -86,6 +91,8 @@ class Settings:
                 raise ValueError(f"{KNOBS_BY_NAME[name].option} must be > 0, got {getattr(self, name)}")
         if self.max_elements < 0:
             raise ValueError(f"--rs-max-elements must be >= 0, got {self.max_elements}")
+        if self.after_cancel_limit < 1:
+            raise ValueError(f"--rs-after-cancel-limit must be >= 1, got {self.after_cancel_limit}")
         if self.recursion_depth < 1:
             raise ValueError(f"--rs-recursion-depth must be >= 1, got {self.recursion_depth}")
         if self.max_subscribers < 1:

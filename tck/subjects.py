@@ -69,6 +69,10 @@ class PublisherSubject:
         return apply_declared(self, settings, loop=loop)
 
 
+#: Libraries an extra of this package installs, by import name: a missing one gets its install line.
+EXTRAS = {"rsocket": "rsocket", "reactivex": "rsocket", "pyspark": "spark", "py4j": "spark"}
+
+
 def load_object(spec: str, *, what: str) -> Any:
     """Import ``module:attribute`` (attribute may be dotted), with a message for each failure.
 
@@ -82,7 +86,9 @@ def load_object(spec: str, *, what: str) -> Any:
     try:
         module = _import(module_name)
     except ModuleNotFoundError as exc:
-        raise SetupError(f"{what}={spec}: cannot import module {module_name!r}: {exc}") from None
+        extra = EXTRAS.get((exc.name or "").split(".")[0])
+        hint = f"; install it with: pip install 'reactive-streams-tck[{extra}]'" if extra else ""
+        raise SetupError(f"{what}={spec}: cannot import module {module_name!r}: {exc}{hint}") from None
     except Exception as exc:
         raise SetupError(
             f"{what}={spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}"

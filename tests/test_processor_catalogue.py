@@ -34,6 +34,7 @@ OWN = {
     "2.1": "required_spec201_processor_must_request_from_upstream_for_elements_that_have_been_requested_long_ago",
     "4.1": "required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_relaying_a_stream",
     "4.2": "required_spec402_must_immediately_pass_on_on_error_events_received_from_its_upstream_or_recover",
+    "3.8": "required_spec308_processor_must_honour_demand_signalled_before_its_upstream_subscription",
 }
 
 
@@ -68,6 +69,8 @@ BROKEN = [
     case(broken.ForwardsIllegalRequests, "3.9", "required_spec309_request_zero_must_signal_value_error"),
     case(broken.KeepsCancelledSubscribers, "3.13",
          "required_spec313_cancel_must_make_the_publisher_eventually_drop_all_references_to_the_subscriber"),
+    pytest.param(OWN["3.8"], broken.actor_subject(broken.ForgetsEarlyDemand), "3.8",
+                 id="ForgetsEarlyDemand-3.8"),
 ]
 
 
@@ -104,7 +107,7 @@ def test_the_processor_registry_is_every_publisher_and_whitebox_test_plus_its_ow
     assert sorted(names[len(inherited):]) == sorted(OWN.values())
     assert all(t.verification == PROCESSOR for t in processor.TESTS)
     # JVM 1.0.4: 68 = 38 publisher + 27 whitebox + 3 of its own.
-    assert len(names) == len(publisher.TESTS) + len(subscriber_whitebox.TESTS) + 4
+    assert len(names) == len(publisher.TESTS) + len(subscriber_whitebox.TESTS) + len(OWN)
 
 
 def test_a_single_subscriber_processor_skips_the_multi_subscriber_tests() -> None:

@@ -98,6 +98,7 @@ BROKEN = [
     *both(broken.RequestsBeforeStoring, "3.10"),
     *white(broken.DeadlocksOnInlineNext, "3.10"),
     *both(broken.FailsOnInlineEnd, "3.11"),
+    *both(broken.CancelsBothOnSecondSubscription, "2.5"),
 ]
 
 

@@ -17,4 +17,4 @@ def add_options(group: pytest.OptionGroup) -> None:
 
 
 def configure(config: pytest.Config, state: RsTckState) -> None:
-    configure_writer(config, state, "rs_report_html", REPORT_HTML_OPTION, render)
+    configure_writer(config, state, "rs_report_html", REPORT_HTML_OPTION, render, "HTML report")

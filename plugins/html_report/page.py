@@ -28,6 +28,7 @@ from ..verdicts import SEVERITY
 from ..verdicts import broken_rules
 from ..verdicts import counts
 from ..verdicts import is_failure as _is_failure
+from ..verdicts import race_count
 from ..verdicts import verdict as _verdict
 from ..verdicts import worst as _worst
 from .failure import failure_article
@@ -57,6 +58,11 @@ def _kv_table(caption: str, rows: Iterable[tuple[str, str]]) -> str:
     return f'<section><h3>{esc(caption)}</h3><table class="kv">{body or "<tr><td>none</td></tr>"}</table></section>'
 
 
+def _race_note(results: Iterable[TestResult]) -> str:
+    text = race_count(results)
+    return f'<div class="reason iterations">{esc(text)}</div>' if text else ""
+
+
 def _test_item(r: TestResult, anchors: Mapping[int, str], show_reason: bool) -> str:
     verdict = _verdict(r)
     name = f'<span class="name">{esc(r.test)}</span>'
@@ -67,7 +73,7 @@ def _test_item(r: TestResult, anchors: Mapping[int, str], show_reason: bool) -> 
         cls = "reason fail" if _is_failure(r) else "reason"
         reason = f'<div class="{cls}">{esc(reason_line(r))}</div>'
     return (f'<li><span class="lvl">{esc(r.level)}</span>{badge(verdict, r.baseline == "known")} {name} '
-            f'<span class="muted">{r.duration_s * 1000:.0f} ms</span>{reason}</li>')
+            f'<span class="muted">{r.duration_s * 1000:.0f} ms</span>{reason}{_race_note([r])}</li>')
 
 
 def _cited_note(elsewhere: list[TestResult], anchors: Mapping[int, str]) -> str:
@@ -108,6 +114,7 @@ def _cell(results: list[TestResult], covered: bool, anchors: Mapping[int, str], 
             cls = "reason fail" if _is_failure(r) else "reason"
             parts.append(f'<div class="{cls}">{esc(reason_line(r))}</div>')
         parts.append(f'<div class="reason mono">{name}</div>')
+        parts.append(_race_note(results))
     else:
         parts.append(f' <span class="muted">{len(results)} tests: {esc(_counts_text(results))}</span>')
         parts.append('<ul class="tests">' + "".join(_test_item(r, anchors, True) for r in results) + "</ul>")
@@ -200,6 +207,12 @@ def render(doc: Mapping[str, Any]) -> str:
     else:
         banner = ('<div class="banner ok">No failures<small>Every verification that ran passed, or does not '
                   "apply; the table shows optional behaviour and untested rules.</small></div>")
+    if doc.get("interrupted"):
+        not_run = doc.get("not_run")
+        missing = f"{not_run} selected test(s) did not run. " if isinstance(not_run, int) else ""
+        banner = (f'<div class="banner bad" id="interrupted">Incomplete run: '
+                  f'{esc(doc.get("interrupted_reason") or "interrupted")}<small>{missing}This report shows only '
+                  "the tests that ran; a rule without a verdict here was not verified.</small></div>" + banner)
 
     duration = sum(r.duration_s for r in results)
     cards = [f'<div class="card"><b>{len(results)}</b><span>tests, {duration:.2f} s</span></div>']

@@ -13,6 +13,7 @@ from ..environment import Environment
 from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..errors import SetupError
+from ..evidence import cite
 from ..manual import ManualPublisher
 from ..manual import ManualSubscription
 from ..subjects import SubscriberSubject
@@ -73,6 +74,32 @@ class SubscriberContext(Context):
                                 f"it raised {type(exc).__name__}: {short_repr(exc)}") from exc
         raise RuleViolation("2.13", f"{label} to raise TypeError", "it returned normally",
                             hint="check arguments for None first and raise TypeError")
+
+    def second_subscription(self, subscriber: Any, upstream: ManualPublisher,
+                            other: ManualPublisher, rule: str) -> ManualSubscription:
+        """Offer ``subscriber`` a second subscription from ``other``: it must cancel that one only.
+
+        Rules 2.5 and 2.12 apply to a subscriber whose first subscription is active; one that
+        already gave it up (rule 2.6) is not judged by them. Only a cancel of the first that
+        follows the second on_subscribe counts against it, and the failure cites both records.
+        """
+        first = upstream.subscription
+        if first.cancelled:
+            raise NotVerified(f"the subscriber cancelled its subscription before a second one could be "
+                              f"offered; rule {rule} concerns an active one")
+        second = other.attach(subscriber, must_reject=rule)
+        self.env.check()
+        other.expect_cancel(subscription=second, rule=rule,
+                            what="cancel() of the second subscription" if other is not upstream
+                            else "cancel() of the second subscription of the same subscriber")
+        upstream.settle()
+        wrong = first.cancelled_after(second.subscribed_seq)
+        if wrong is not None:
+            raise RuleViolation(rule, "the first, active subscription kept",
+                                f"the subscriber cancelled it (#{wrong}) after the second on_subscribe "
+                                f"(#{second.subscribed_seq})",
+                                evidence=cite(second.subscribed_seq, wrong))
+        return second
 
     def close(self) -> None:
         for upstream in self._upstreams:

@@ -217,3 +217,37 @@ def required_spec402_must_immediately_pass_on_on_error_events_received_from_its_
     upstream.send_error(error)
     ctx.env.check()
     _propagated_or_recovered(ctx, upstream, [downstream], error, "4.2")
+
+
+@tck_test("3.8", "required")
+def required_spec308_processor_must_honour_demand_signalled_before_its_upstream_subscription(
+    ctx: ProcessorContext,
+) -> None:
+    """Demand from downstream that arrives before the processor has an upstream is not lost.
+
+    The downstream subscribes and, if the processor already answers with on_subscribe,
+    requests 3 before the upstream is attached. Once it is, requests adding up to 3 must
+    reach it, and the 3 elements sent must come out. (A processor that holds back
+    on_subscribe until it has an upstream cannot be given demand early: then the test
+    checks the ordinary order.) If this fails, check where request(n) goes while there is
+    no upstream subscription yet: it must be kept and forwarded once there is.
+    """
+    processor = ctx.processor()
+    downstream = ctx.as_publisher.probe("downstream")
+    ctx.as_publisher.subscribe(processor, downstream)
+    early = downstream._wait(lambda: downstream.subscription is not None, ctx.settings.no_signal_window)
+    if early:
+        ctx.env.trace.note("the processor answered on_subscribe before it had an upstream: requesting now")
+        downstream.request(3)
+    upstream = ctx.as_subscriber.upstream("upstream")
+    ctx.as_subscriber.attach(upstream, processor)
+    ctx.env.check()
+    if not early:
+        downstream.expect_subscription()
+        downstream.request(3)
+    upstream.expect_requested(3, rule="3.8", what="requests adding up to the 3 requested downstream")
+    sent = [upstream.send_next(rule="3.8") for _ in range(3)]
+    ctx.env.check()
+    for element in sent:
+        _expect_relayed(downstream, element, "3.8")
+    downstream.cancel()

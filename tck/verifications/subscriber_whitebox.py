@@ -167,17 +167,11 @@ def required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscrip
     check that on_subscribe cancels a new subscription while one is active.
     """
     stage = ctx.stage()
-    other = ctx.upstream("second")
-    second = ctx.attach(other, stage.subscriber, must_reject="2.5")
-    ctx.env.check()
-    other.expect_cancel(subscription=second, rule="2.5", what="cancel() of the second subscription")
+    ctx.second_subscription(stage.subscriber, stage.upstream, ctx.upstream("second"), "2.5")
     stage.request(1)
     stage.expect_demand(rule="2.5")
     x = stage.send_next(rule="2.5")
     stage.probe.expect_next(x, rule="2.5")
-    if stage.subscription.cancelled:
-        raise RuleViolation("2.5", "the first, active subscription kept",
-                            "the subscriber cancelled it when a second one arrived")
     stage.upstream.settle()
 
 
@@ -335,17 +329,11 @@ def required_spec212_subscribed_twice_must_keep_the_first_subscription_and_cance
     check that on_subscribe does not reset the subscriber (adopting the new subscription).
     """
     stage = ctx.stage()
-    second = ctx.attach(stage.upstream, stage.subscriber, must_reject="2.12")
-    ctx.env.check()
-    stage.upstream.expect_cancel(subscription=second, rule="2.12",
-                                 what="cancel() of the second subscription of the same subscriber")
+    ctx.second_subscription(stage.subscriber, stage.upstream, stage.upstream, "2.12")
     stage.request(1)
     stage.expect_demand(rule="2.12")
     x = stage.send_next(rule="2.12")
     stage.probe.expect_next(x, rule="2.12")
-    if stage.subscription.cancelled:
-        raise RuleViolation("2.12", "the first subscription kept",
-                            "the subscriber cancelled it when subscribed a second time")
     stage.upstream.settle()
 
 
@@ -434,8 +422,9 @@ def required_spec310_whitebox_must_be_prepared_for_on_next_delivered_synchronous
     request, and holds no lock that on_next also takes while it calls request.
     """
     stage = ctx.stage(count=5, inline=True, end=None, signal_rule="3.10")
-    if stage.subscription.request_count == 0:
-        stage.request(5)
+    # Always through the puppet: a subscriber may have requested upstream by itself and still
+    # hold the elements for demand from its own downstream (a prefetching processor does).
+    stage.request(5)
     stage.upstream.wait_sent(5)
     for element in list(stage.sent):
         stage.probe.expect_next(element, rule="3.10")
@@ -456,8 +445,7 @@ def required_spec311_whitebox_must_be_prepared_for_on_complete_or_on_error_deliv
     for end, count in (("complete", 1), ("error", 0)):
         stage = ctx.stage(f"inline-{end}", count=count, inline=True, end=end, error=error,
                           signal_rule="3.11")
-        if stage.subscription.request_count == 0:
-            stage.request(1)
+        stage.request(1)  # as in 3.10: demand for what the subscriber may be holding back
         stage.upstream.wait_sent(count + 1)
         if count:
             if not stage.sent:

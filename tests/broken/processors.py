@@ -17,6 +17,8 @@ from rstck.reference.processors import _Downstream
 from rstck.reference.subscribers import SerialSubscription
 from rstck.subjects import ProcessorSubject
 
+from tests.conforming.processors import ActorProcessor
+
 
 def subject(cls: type[IdentityProcessor], **knobs: Any) -> ProcessorSubject:
     return ProcessorSubject(lambda: cls(), label=cls.__name__, **knobs)
@@ -236,3 +238,24 @@ class KeepsCancelledSubscribers(IdentityProcessor):
     def __init__(self) -> None:
         super().__init__()
         self.cancelled: list[Any] = []
+
+
+# -- defects that hide in one calling context ----------------------------------------------------
+
+
+class ForgetsEarlyDemand(ActorProcessor):
+    """Rule 3.8: downstream demand that arrives before the upstream subscription is dropped.
+
+    Built on the conforming actor processor, which answers ``on_subscribe`` at once: a
+    ``request(n)`` made before the upstream is there has "nowhere to go" and is lost. Demand
+    made once the upstream is attached, the order most tests create, is forwarded.
+    """
+
+    def _on_request(self, n: int) -> None:
+        if n > 0 and self._upstream is None:
+            return
+        super()._on_request(n)
+
+
+def actor_subject(cls: type[ActorProcessor]) -> ProcessorSubject:
+    return ProcessorSubject(lambda: cls(), label=cls.__name__, max_subscribers=1)

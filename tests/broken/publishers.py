@@ -1010,3 +1010,223 @@ class PooledErrorsAtExactlyMax(ErrorsAtExactlyMax):
     """Rule 3.17, threaded: as above, delivering from a pool, so requests add up before delivery."""
 
     pooled = True
+
+
+# -- defects that hide in one calling context ----------------------------------------------------
+#
+# Each of these keeps its rule when called the way the simpler tests call it, and breaks it
+# in one other context: from inside a signal, with several elements at once, after a
+# terminal signal, for a later subscriber.
+
+
+class SignalsWhileOnSubscribeRuns(RangeSubscription):
+    """Rule 1.3, threaded: the pool drain is live before ``on_subscribe`` returns.
+
+    A ``request`` made inside ``on_subscribe`` starts delivery on a pool thread at once, so
+    ``on_next`` can enter while ``on_subscribe`` is still running on the subscriber's thread.
+    After ``on_subscribe`` returns it is serial like the base.
+    """
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.wip = 0  # no drain held back for subscribe(): a request may start one at once
+
+    def start(self) -> None:
+        pass
+
+    def schedule(self) -> None:
+        POOL.submit(self.drain)
+
+
+class FailsOnlyFirstSubscriber:
+    """Rule 1.4: a failed publisher that reports its failure once, to the first subscriber.
+
+    Later subscribers get ``on_subscribe`` and then nothing: the error was "already reported".
+    """
+
+    def __init__(self) -> None:
+        self.reported = False
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        subscriber.on_subscribe(NoopSubscription())
+        if not self.reported:
+            self.reported = True
+            subscriber.on_error(RuntimeError("the source failed"))
+
+
+class ServesAfterRequestZeroError(RangeSubscription):
+    """Rule 1.7: answers ``request(0)`` with ``on_error`` but stays live, so a later request delivers.
+
+    Further illegal requests are ignored (the error "was already signalled"), so only a
+    positive request after the error shows the defect.
+    """
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.errored = False
+
+    def request(self, n: int) -> None:
+        if n <= 0:
+            subscriber = self.subscriber
+            if subscriber is not None and not self.errored:
+                self.errored = True
+                subscriber.on_error(invalid_request(n))
+            return
+        super().request(n)
+
+
+class IgnoresLaterSubscribers(RangePublisher):
+    """Rule 1.9: serves its first subscriber; later ones are silently ignored (no on_subscribe)."""
+
+    def __init__(self, count: int, subscription: type[RangeSubscription] = RangeSubscription) -> None:
+        super().__init__(count, subscription)
+        self.served = False
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        if self.served:
+            return
+        self.served = True
+        super().subscribe(subscriber)
+
+
+class NestsBulkRequests(RangeSubscription):
+    """Rule 3.3: a request for more than one element is served at once by a loop of its own.
+
+    ``request(1)`` is trampolined like the base; ``request(n > 1)`` "does not wait for the
+    running loop" and drains right there, so when it is called from inside ``on_next`` the
+    stack grows by one level per request.
+    """
+
+    def request(self, n: int) -> None:
+        if n <= 1:
+            super().request(n)
+            return
+        with self.lock:
+            if self.subscriber is None:
+                return
+            self.demand = self.add(self.demand, n)
+        while self.step():
+            pass
+
+
+class TakesLargestEarlyRequest(RangeSubscription):
+    """Rule 3.8: requests made while ``on_subscribe`` runs are coalesced by taking the largest.
+
+    It reads them as "the prefetch the subscriber wants"; once subscribe() returned, requests
+    add up as they must. Three ``request(1)`` inside ``on_subscribe`` yield one element.
+    """
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.started = False
+
+    def start(self) -> None:
+        self.started = True
+        super().start()
+
+    def add(self, demand: int, n: int) -> int:
+        return max(demand, n) if not self.started else super().add(demand, n)
+
+
+class KeepsSubscriberWhenCancelledInsideOnNext(RangeSubscription):
+    """Rule 3.13: a cancel made during a delivery defers its clean-up, which never happens.
+
+    Each subscription is kept in a registry while active. ``cancel()`` from outside removes
+    it and forgets the subscriber; from inside ``on_next`` it only stops the emission and
+    leaves the clean-up "for after the delivery", which is forgotten: the registry keeps the
+    subscription and the subscription keeps the subscriber.
+    """
+
+    ACTIVE: ClassVar[set[KeepsSubscriberWhenCancelledInsideOnNext]] = set()
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.delivering = False
+        self.deferred = False
+        self.ACTIVE.add(self)
+
+    def deliver_next(self, subscriber: Subscriber[int], element: int) -> None:
+        self.delivering = True
+        try:
+            subscriber.on_next(element)
+        finally:
+            self.delivering = False
+
+    def stop(self) -> None:
+        if self.delivering:
+            self.deferred = True
+            return
+        self.ACTIVE.discard(self)
+        super().stop()
+
+    def step(self) -> bool:
+        return False if self.deferred else super().step()
+
+
+class DropsRequestsWhenMailboxFull(PooledRangeSubscription):
+    """Rule 3.8: pending requests wait in a mailbox of 64 slots; a request finding it full is dropped.
+
+    A few requests never fill it; hundreds in a row, made faster than the pool drains them, do.
+    """
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.mailbox: list[int] = []
+
+    def add(self, demand: int, n: int) -> int:
+        if len(self.mailbox) >= 64:
+            return demand  # full: dropped
+        self.mailbox.append(n)
+        return demand
+
+    def step(self) -> bool:
+        with self.lock:
+            for n in self.mailbox:
+                self.demand = min(self.demand + n, MAX_DEMAND)
+            self.mailbox.clear()
+        return super().step()
+
+
+class IgnoresNonPositiveRequestsWhileDelivering(RangeSubscription):
+    """Rule 3.9: ``request(n <= 0)`` made while a delivery runs takes the short path and is ignored.
+
+    The re-entrant path ("a drain is running: just leave the demand") only records positive
+    demand; from outside a delivery ``request(0)`` is answered with ``on_error`` as it must.
+    """
+
+    def request(self, n: int) -> None:
+        if n <= 0 and self.wip:
+            return
+        super().request(n)
+
+
+class RequestUndoesCancelMadeWhileDelivering(RangeSubscription):
+    """Rule 3.6: a cancel made during a delivery is deferred, and a request that follows undoes it.
+
+    ``cancel()`` from inside ``on_next`` only marks "stop after this drain"; a ``request``
+    before the drain ends "supersedes" the pending cancel and delivery goes on.
+    """
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.cancel_pending = False
+
+    def cancel(self) -> None:
+        if self.wip:
+            self.cancel_pending = True
+            return
+        super().cancel()
+
+    def request(self, n: int) -> None:
+        if n > 0:
+            self.cancel_pending = False
+        super().request(n)
+
+    def drain(self) -> None:
+        super().drain()
+        if self.cancel_pending:
+            self.stop()

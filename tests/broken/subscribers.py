@@ -484,3 +484,23 @@ class ReportsWithoutWith(GoodSubscriber):
             raise TypeError("on_next(None)")
         self.probe.next(element)
         self.process(element)
+
+
+# -- defects that hide in one calling context ----------------------------------------------------
+
+
+class CancelsBothOnSecondSubscription(GoodSubscriber):
+    """Rule 2.5: a second on_subscribe makes it cancel the new subscription and its first one too.
+
+    Its cancel of the first follows the second on_subscribe in the trace, which is what the
+    verdict cites; a subscriber that cancelled its first *before* (rule 2.6) is not accused.
+    """
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is not None:
+            subscription.cancel()
+            self.cancel()
+            return
+        super().on_subscribe(subscription)

@@ -1,0 +1,52 @@
+"""Conforming implementations written independently of the TCK, to check its verdicts are sound.
+
+The reference implementations in ``rstck.reference`` were written alongside the verifications,
+from the same reading of the spec. These are shaped after other designs (the JVM examples, an
+actor with an ordered mailbox, a prefetching ``observe_on`` stage, ``first()``/``take(n)``, a
+one-shot source, a coroutine per subscription): legal behaviours the TCK's authors did not
+necessarily have in mind. Every required verification must pass against every one of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rstck.subjects import ProcessorSubject
+from rstck.subjects import PublisherSubject
+from rstck.subjects import SubscriberSubject
+from rstck.subjects import WhiteboxSubject
+
+from . import processors
+from . import publishers
+from . import subscribers
+
+
+def subjects() -> dict[str, tuple[str, Any]]:
+    """Every conforming shape by label: (verification, subject)."""
+    return {
+        "publisher:async_iterable": ("publisher", PublisherSubject(
+            publishers.async_iterable_publisher, publishers.failed_iterable_publisher,
+            label="async_iterable")),
+        "publisher:jvm_range": ("publisher", PublisherSubject(
+            publishers.jvm_range_publisher, label="jvm_range")),
+        "publisher:one_shot": ("publisher", PublisherSubject(
+            publishers.one_shot_publisher, publishers.failed_one_shot_publisher, label="one_shot")),
+        "publisher:asyncio_task": ("publisher", PublisherSubject(
+            publishers.task_publisher, label="asyncio_task")),
+        "subscriber_blackbox:jvm_sync": ("subscriber_blackbox", SubscriberSubject(
+            subscribers.jvm_sync_subscriber, label="jvm_sync")),
+        "subscriber_blackbox:jvm_async": ("subscriber_blackbox", SubscriberSubject(
+            subscribers.jvm_async_subscriber, label="jvm_async")),
+        "subscriber_blackbox:first": ("subscriber_blackbox", SubscriberSubject(
+            subscribers.first_subscriber, label="first")),
+        "subscriber_blackbox:take3": ("subscriber_blackbox", SubscriberSubject(
+            subscribers.take3_subscriber, label="take3")),
+        "subscriber_whitebox:jvm_sync": ("subscriber_whitebox", WhiteboxSubject(
+            subscribers.jvm_sync_whitebox, label="jvm_sync_whitebox")),
+        "subscriber_whitebox:jvm_async": ("subscriber_whitebox", WhiteboxSubject(
+            subscribers.jvm_async_whitebox, label="jvm_async_whitebox")),
+        "processor:actor": ("processor", ProcessorSubject(
+            processors.actor_processor, max_subscribers=1, label="actor")),
+        "processor:prefetch": ("processor", ProcessorSubject(
+            processors.prefetch_processor, max_subscribers=1, label="prefetch")),
+    }

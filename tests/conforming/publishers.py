@@ -1,0 +1,429 @@
+"""Conforming publishers of shapes the reference publishers do not have.
+
+* ``AsyncIterablePublisher``: the JVM example's design. Every ``request``/``cancel`` is a
+  message in a per-subscription mailbox, run one at a time on an executor; a ``Send`` turn
+  emits up to ``batch_size`` (1024) elements before it re-queues itself. ``cancel()`` is a
+  message too, so the batch in progress completes first: up to 1023 elements may follow a
+  cancel made inside ``on_next`` under unbounded demand. Rule 1.8 asks only that the signals
+  stop eventually, which they do.
+* ``JvmRangePublisher``: the JVM example's synchronous range, trampolined on an atomic demand
+  counter (here a lock around the counter only, never around a signal).
+* ``OneShotPublisher``: a source that can be consumed once: the first subscriber gets the
+  elements, every later one ``on_subscribe`` then ``on_error`` (rules 1.9 and 1.11 allow it).
+* ``TaskPublisher``: one asyncio task per subscription, awaiting demand on an ``asyncio.Event``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import threading
+from collections.abc import Iterable
+from collections.abc import Iterator
+from concurrent.futures import Executor
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from rstck.api import MAX_DEMAND
+from rstck.api import Subscriber
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def shared_executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="conforming")
+        return _pool
+
+
+class _Noop:
+    def request(self, n: int) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+
+# -- AsyncIterablePublisher ----------------------------------------------------------------------
+
+_SUBSCRIBE, _SEND, _CANCEL = "subscribe", "send", "cancel"
+
+
+class _IterableSubscription:
+    """One subscriber's actor: a mailbox of signals, run one per executor task."""
+
+    def __init__(self, publisher: AsyncIterablePublisher, subscriber: Subscriber[Any]) -> None:
+        self._publisher = publisher
+        self.subscriber: Subscriber[Any] | None = subscriber
+        self._cancelled = False  # touched only by the actor
+        self._demand = 0  # touched only by the actor
+        self._iterator: Iterator[Any] | None = None
+        self._inbound: collections.deque[tuple[str, int]] = collections.deque()
+        self._on = False
+        self._on_lock = threading.Lock()
+
+    # The public side only posts messages.
+    def request(self, n: int) -> None:
+        self._signal(("request", n))
+
+    def cancel(self) -> None:
+        self._signal((_CANCEL, 0))
+
+    def init(self) -> None:
+        self._signal((_SUBSCRIBE, 0))
+
+    def _signal(self, message: tuple[str, int]) -> None:
+        self._inbound.append(message)
+        self._try_schedule()
+
+    def _try_schedule(self) -> None:
+        with self._on_lock:
+            if self._on:
+                return
+            self._on = True
+        try:
+            self._publisher.executor.submit(self._run)
+        except RuntimeError as exc:  # the executor is shut down: end the stream, as 1.4 asks
+            if not self._cancelled:
+                self._cancelled = True
+                self._terminate(RuntimeError(f"publisher terminated: executor unavailable ({exc})"))
+            self._inbound.clear()
+            with self._on_lock:
+                self._on = False
+
+    def _run(self) -> None:
+        try:
+            kind, n = self._inbound.popleft()
+            if not self._cancelled:  # rules 1.8, 3.6, 3.7
+                if kind == "request":
+                    self._do_request(n)
+                elif kind == _SEND:
+                    self._do_send()
+                elif kind == _CANCEL:
+                    self._do_cancel()
+                elif kind == _SUBSCRIBE:
+                    self._do_subscribe()
+        finally:
+            with self._on_lock:
+                self._on = False
+            if self._inbound:
+                self._try_schedule()
+
+    def _do_request(self, n: int) -> None:
+        if n < 1:
+            self._terminate(ValueError(f"{self.subscriber!r} violated rule 3.9 by requesting {n}, a "
+                                       "non-positive number of elements"))
+        else:
+            self._demand = min(MAX_DEMAND, self._demand + n)  # 3.17: saturate at unbounded
+            self._do_send()
+
+    def _do_cancel(self) -> None:
+        self._cancelled = True
+        self.subscriber = None  # rule 3.13: the subscriber is no longer referenced
+
+    def _do_subscribe(self) -> None:
+        subscriber = self.subscriber
+        assert subscriber is not None
+        try:
+            self._iterator = iter(self._publisher.elements)
+        except Exception as exc:
+            subscriber.on_subscribe(_Noop())  # rule 1.9: on_subscribe before on_error
+            self._terminate(exc)
+            return
+        subscriber.on_subscribe(self)
+        if self._cancelled:
+            return
+        self._peeked = self._advance()
+        if self._peeked is _END and not self._cancelled:
+            self._cancelled = True  # rule 1.6
+            self.subscriber = None
+            subscriber.on_complete()
+
+    def _advance(self) -> Any:
+        assert self._iterator is not None
+        try:
+            return next(self._iterator)
+        except StopIteration:
+            return _END
+
+    def _do_send(self) -> None:
+        left_in_batch = self._publisher.batch_size
+        while True:
+            subscriber = self.subscriber
+            if subscriber is None:
+                return
+            element = self._peeked
+            try:
+                self._peeked = self._advance()
+            except Exception as exc:
+                self._terminate(exc)
+                return
+            subscriber.on_next(element)
+            if self._demand < MAX_DEMAND:
+                # The JVM example decrements only when the batch is not yet full, which lets
+                # the last element of each full batch go uncounted; counting each element
+                # keeps rule 1.1 for bounded demands above the batch size.
+                self._demand -= 1
+            if self._peeked is _END:
+                self._do_cancel()
+                subscriber.on_complete()
+                return
+            left_in_batch -= 1
+            if self._cancelled or left_in_batch == 0 or self._demand == 0:
+                break
+        if not self._cancelled and self._demand > 0:
+            self._signal((_SEND, 0))
+
+    def _terminate(self, exc: BaseException) -> None:
+        subscriber = self.subscriber
+        self._cancelled = True
+        self.subscriber = None
+        if subscriber is not None:
+            subscriber.on_error(exc)
+
+
+_END: Any = object()
+
+
+class AsyncIterablePublisher:
+    """The elements of an iterable, one actor per subscriber, ``batch_size`` per turn."""
+
+    DEFAULT_BATCH_SIZE = 1024
+
+    def __init__(self, elements: Iterable[Any], executor: Executor | None = None,
+                 batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.elements = elements
+        self.executor = executor or shared_executor()
+        self.batch_size = batch_size
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        _IterableSubscription(self, subscriber).init()
+
+    def __repr__(self) -> str:
+        return f"AsyncIterablePublisher(batch_size={self.batch_size})"
+
+
+class _FailingIterable:
+    def __iter__(self) -> Iterator[Any]:
+        raise RuntimeError("the iterable cannot be iterated")
+
+
+def async_iterable_publisher(n: int) -> AsyncIterablePublisher:
+    source: Iterable[Any] = itertools.count() if n >= MAX_DEMAND else range(n)
+    return AsyncIterablePublisher(source)
+
+
+def failed_iterable_publisher() -> AsyncIterablePublisher:
+    return AsyncIterablePublisher(_FailingIterable())
+
+
+# -- the JVM's RangePublisher --------------------------------------------------------------------
+
+
+class _RangeSubscription:
+    """Demand is an atomic counter; whoever raises it from 0 emits (a trampoline)."""
+
+    def __init__(self, subscriber: Subscriber[int], start: int, end: int | None) -> None:
+        self._downstream: Subscriber[int] | None = subscriber
+        self._index = start
+        self._end = end
+        self._requested = 0
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._invalid: int | None = None
+
+    def _add(self, n: int) -> int:
+        """``getAndAdd`` with saturation at unbounded; returns the value before."""
+        with self._lock:
+            current = self._requested
+            self._requested = min(MAX_DEMAND, current + n)
+            return current
+
+    def request(self, n: int) -> None:
+        if n <= 0:
+            self._invalid_request(n)
+            return
+        if self._add(n) != 0:
+            return  # an emission loop is running (maybe ours, further up the stack)
+        self._emit(n)
+
+    def _invalid_request(self, n: int) -> None:
+        """Rule 3.9, as the JVM example does it: cancel, then on_error, even from inside on_next."""
+        downstream = self._downstream
+        if self._cancelled or downstream is None:
+            return
+        self.cancel()
+        downstream.on_error(ValueError(f"rule 3.9 violated: positive request amount required but it was {n}"))
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self._downstream = None
+
+    def _emit(self, current: int) -> None:
+        emitted = 0
+        index = self._index
+        while True:
+            downstream = self._downstream
+            while index != self._end and emitted != current:
+                if self._cancelled or downstream is None:
+                    return
+                downstream.on_next(index)
+                index += 1
+                emitted += 1
+            if index == self._end:
+                if not self._cancelled and downstream is not None:
+                    self._cancelled = True
+                    self._downstream = None
+                    downstream.on_complete()
+                return
+            with self._lock:
+                current = self._requested
+                if current == MAX_DEMAND:
+                    continue  # unbounded: keep going
+                if emitted == current:
+                    self._index = index
+                    self._requested = current = current - emitted
+                    if current == 0:
+                        return
+                    emitted = 0
+
+
+class JvmRangePublisher:
+    """``count`` ints from ``start``, delivered synchronously inside ``request``."""
+
+    def __init__(self, start: int, count: int) -> None:
+        self.start = start
+        self.count = count
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        end = None if self.count >= MAX_DEMAND else self.start + self.count
+        subscription = _RangeSubscription(subscriber, self.start, end)
+        subscriber.on_subscribe(subscription)
+        if self.count == 0 and not subscription._cancelled:
+            subscription.cancel()
+            subscriber.on_complete()
+
+    def __repr__(self) -> str:
+        return f"JvmRangePublisher({self.start}, {self.count})"
+
+
+def jvm_range_publisher(n: int) -> JvmRangePublisher:
+    return JvmRangePublisher(0, n)
+
+
+# -- one-shot ------------------------------------------------------------------------------------
+
+
+class OneShotPublisher:
+    """Serves its first subscriber; each later one gets on_subscribe, then on_error."""
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+        self._taken = False
+        self._lock = threading.Lock()
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        with self._lock:
+            taken, self._taken = self._taken, True
+        if taken:
+            subscriber.on_subscribe(_Noop())
+            subscriber.on_error(RuntimeError("this publisher can be subscribed to only once"))
+            return
+        JvmRangePublisher(0, self._count).subscribe(subscriber)
+
+
+def one_shot_publisher(n: int) -> OneShotPublisher:
+    return OneShotPublisher(n)
+
+
+def failed_one_shot_publisher() -> OneShotPublisher:
+    """An already consumed one-shot publisher: every subscriber is rejected."""
+    publisher = OneShotPublisher(0)
+    publisher._taken = True
+    return publisher
+
+
+# -- a coroutine per subscription ----------------------------------------------------------------
+
+
+class _TaskSubscription:
+    """Demand lives on the loop; a task awaits it and emits, yielding to the loop per element."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        self.subscriber: Subscriber[int] | None = subscriber
+        self._count = count
+        self._demand = 0
+        self._error: ValueError | None = None
+        self._wake = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    def request(self, n: int) -> None:
+        if self.subscriber is None:
+            return
+        if n <= 0:
+            self._error = self._error or ValueError(f"rule 3.9: request({n}) is not positive")
+        else:
+            self._demand = min(MAX_DEMAND, self._demand + n)
+        self._wake.set()
+
+    def cancel(self) -> None:
+        self.subscriber = None
+        self._wake.set()
+
+    async def run(self) -> None:
+        sent = 0
+        while True:
+            subscriber = self.subscriber
+            if subscriber is None:
+                return
+            if self._error is not None:
+                self.subscriber = None
+                subscriber.on_error(self._error)
+                return
+            if sent == self._count:
+                self.subscriber = None
+                subscriber.on_complete()
+                return
+            if self._demand == 0:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if self._demand < MAX_DEMAND:
+                self._demand -= 1
+            subscriber.on_next(sent)
+            sent += 1
+            await asyncio.sleep(0)
+
+
+class TaskPublisher:
+    """Must be used on its loop; each subscriber is served by its own task."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._loop = asyncio.get_running_loop()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        subscription = _TaskSubscription(subscriber, self.count)
+        subscriber.on_subscribe(subscription)
+        task = self._loop.create_task(subscription.run())
+        self._tasks.add(task)  # keep a strong reference until it ends
+        task.add_done_callback(self._tasks.discard)
+
+
+async def task_publisher(n: int) -> TaskPublisher:
+    return TaskPublisher(n)
