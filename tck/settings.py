@@ -52,6 +52,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("coordinated_emission", "--rs-coordinated-emission", "rs_coordinated_emission",
          "RS_TCK_COORDINATED_EMISSION", "bool",
          "The processor emits an element only once every subscriber has demand for it"),
+    Knob("concurrency", "--rs-concurrency", "rs_concurrency", "RS_TCK_CONCURRENCY", "int",
+         "Tests run at once, each against its own fresh subject (1: one after another, with only "
+         "closing quiet windows overlapping the next test)"),
     Knob("loop", "--rs-loop", "rs_loop", "RS_TCK_LOOP", "choice",
          "Where calls into the subject run: 'thread' (the TCK's own) or 'asyncio' (a TCK event loop)",
          choices=("thread", "asyncio")),
@@ -80,6 +83,7 @@ class Settings:
     stochastic_iterations: int = 100
     coordinated_emission: bool = False
     loop: str = "thread"
+    concurrency: int = 1
     #: Signals kept in a trace: this many from the start and as many from the end.
     trace_keep: int = 100
     #: Knob names that were set explicitly (not defaults), for the report.
@@ -99,6 +103,8 @@ class Settings:
             raise ValueError(f"--rs-max-subscribers must be >= 1, got {self.max_subscribers}")
         if self.loop not in KNOBS_BY_NAME["loop"].choices:
             raise ValueError(f"--rs-loop must be one of thread, asyncio, got {self.loop!r}")
+        if self.concurrency < 1:
+            raise ValueError(f"--rs-concurrency must be >= 1, got {self.concurrency}")
         if self.stochastic_iterations < 1:
             raise ValueError(f"--rs-stochastic-iterations must be >= 1, got {self.stochastic_iterations}")
 
