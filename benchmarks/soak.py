@@ -6,6 +6,7 @@ runs, failures, wall time per run and the load average. Exit code 1 if anything 
 
     python benchmarks/soak.py --runs 50 --load 2
     python benchmarks/soak.py --runs 50 --load 2 --conforming   # the independent shapes too
+    python benchmarks/soak.py --runs 50 --load 2 --concurrency 8  # eight tests at once
 
 ``--conforming`` adds the shapes of ``tests/conforming`` (JVM example ports, actor and
 prefetching processors, ``first()``/``take(n)``, one-shot and asyncio-task publishers), labelled
@@ -84,6 +85,7 @@ def soak(
     *,
     conforming: bool = False,
     on_run: Callable[[dict[str, Any]], None] | None = None,
+    concurrency: int = 1,
 ) -> dict[str, Any]:
     """Run each selected subject's verification ``runs`` times; per-subject failures and wall times."""
     chosen = {label: value for label, value in {**subjects(), **(conforming_subjects() if conforming else {})}.items()
@@ -102,7 +104,7 @@ def soak(
     for i in range(runs):
         for label, (verification, subject) in chosen.items():
             t0 = time.monotonic()
-            results = run_verification(verification, subject)
+            results = run_verification(verification, subject, concurrency=concurrency)
             walls[label].append(time.monotonic() - t0)
             tests[label] = len(results)
             for r in results:
@@ -135,9 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="write the per-run numbers here")
     parser.add_argument("--only", action="append", metavar="LABEL", help="soak only this subject (repeatable)")
     parser.add_argument("--conforming", action="store_true", help="add the shapes of tests/conforming")
+    parser.add_argument("--concurrency", type=int, default=1, help="tests run at once (1: the default mode)")
     args = parser.parse_args(argv)
     burners = start_load(args.load)
-    report: dict[str, Any] = {"runs": args.runs, "load": args.load, "loadavg_1m_start": round(os.getloadavg()[0], 2)}
+    report: dict[str, Any] = {"runs": args.runs, "load": args.load, "concurrency": args.concurrency,
+                              "loadavg_1m_start": round(os.getloadavg()[0], 2)}
     start = time.monotonic()
 
     def progress(subjects_so_far: dict[str, Any]) -> None:
@@ -148,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                            "loadavg_1m_now": round(os.getloadavg()[0], 2)}, fh, indent=2)
 
     try:
-        report["subjects"] = soak(args.runs, args.only, conforming=args.conforming, on_run=progress)
+        report["subjects"] = soak(args.runs, args.only, conforming=args.conforming, on_run=progress,
+                                  concurrency=args.concurrency)
     finally:
         for p in burners:
             p.terminate()

@@ -14,7 +14,10 @@ from typing import Any
 
 import pluggy
 import pytest
+from rstck.contexts import Context
+from rstck.engine import Schedule
 from rstck.engine import select
+from rstck.environment import Environment
 from rstck.errors import SetupError
 from rstck.results import TestResult
 from rstck.rules import RULES
@@ -208,6 +211,11 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
         if subject is not None:
             subjects[option.verification] = subject
+    if settings.concurrency > 1 and (hasattr(config, "workerinput") or config.getoption("numprocesses", None)):
+        raise pytest.UsageError(
+            "--rs-concurrency cannot be combined with pytest-xdist (-n): both run tests in "
+            "parallel; use one of them"
+        )
     count = getattr(config.option, "count", None)  # pytest-repeat's option, when installed
     if subjects and isinstance(count, int) and count > 1:
         raise pytest.UsageError(
@@ -312,15 +320,7 @@ class RsTckItem(pytest.Item):
             self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
 
     def runtest(self) -> None:
-        state = self.config.stash[state_key]
-        verification = VERIFICATIONS[self.test.verification]
-        subject = state.subjects[self.test.verification]
-        result = run_test(
-            self.test,
-            lambda env: verification.make_context(env, subject),
-            state.settings_for(self.test.verification),
-            subject_label=state.labels()[self.test.verification],
-        )
+        result = _scheduled(self)
         self.stash[result_key] = result
         if result.outcome == "skipped":
             pytest.skip(result.message)
@@ -334,6 +334,39 @@ class RsTckItem(pytest.Item):
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return self.test.verification, None, f"{self.test.verification}::{self.test.test_id}"
+
+
+#: Per verification: its schedule, and each not yet reported item's index in it.
+schedules_key = pytest.StashKey[dict[str, tuple[Schedule, dict[str, int]]]]()
+
+
+def _scheduled(item: RsTckItem) -> TestResult:
+    """Run the item's test through its verification's schedule, so windows overlap.
+
+    The schedule covers this item and the items of the same verification after it, in session
+    order; each item still reports its own test's result. Under xdist each worker runs the
+    items it is given, one at a time.
+    """
+    config, name = item.config, item.test.verification
+    state = config.stash[state_key]
+    verification, subject = VERIFICATIONS[name], state.subjects[name]
+
+    def make_context(env: Environment) -> Context:
+        return verification.make_context(env, subject)
+
+    settings, label = state.settings_for(name), state.labels()[name]
+    if hasattr(config, "workerinput"):
+        return run_test(item.test, make_context, settings, subject_label=label)
+    schedules = config.stash.setdefault(schedules_key, {})
+    entry = schedules.get(name)
+    if entry is None or item.nodeid not in entry[1]:
+        peers = [i for i in item.session.items if isinstance(i, RsTckItem) and i.test.verification == name]
+        peers = peers[peers.index(item):] if item in peers else [item]
+        entry = (Schedule([p.test for p in peers], make_context, settings, subject_label=label),
+                 {p.nodeid: k for k, p in enumerate(peers)})
+        schedules[name] = entry
+    schedule, index = entry
+    return schedule.result(index.pop(item.nodeid))
 
 
 class RsTckFailure(Exception):

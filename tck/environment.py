@@ -61,8 +61,6 @@ class Environment:
         self._progress = 0
         self.problems_dropped = 0
         self._installed = False
-        self._previous_excepthook: Callable[[threading.ExceptHookArgs], Any] | None = None
-        self._previous_unraisablehook: Callable[[Any], Any] | None = None
         #: The call into the subject the verification thread is blocked in, and since when.
         self.current_call: tuple[str, float] | None = None
         #: Identity of the thread running the verification body (the one the watchdog watches).
@@ -74,6 +72,13 @@ class Environment:
         self.iterations: dict[str, int] | None = None
         #: How calls into the subject are made; the default calls on the current thread.
         self.dispatch: Callable[..., Any] = self._direct
+        #: Threads seen working for this verification (its body, threads that signalled its
+        #: probes or called its upstream): errors on them are this verification's, even while
+        #: other verifications run at the same time.
+        self.threads: set[int] = set()
+        #: Called once the body only waits out its closing quiet windows (see ``Context``),
+        #: so that a scheduler may start the next verification meanwhile.
+        self.on_closing: Callable[[], None] | None = None
 
     # -- problems ---------------------------------------------------------------------------
 
@@ -140,22 +145,18 @@ class Environment:
     # -- hooks for errors on foreign threads -------------------------------------------------
 
     def install(self) -> None:
-        self._previous_excepthook = threading.excepthook
-        self._previous_unraisablehook = sys.unraisablehook
-        threading.excepthook = self._excepthook
-        sys.unraisablehook = self._unraisablehook
+        _ROUTER.add(self)
         self._installed = True
 
     def uninstall(self) -> None:
         if not self._installed:
             return
-        # Only restore if nobody replaced our hooks meanwhile; otherwise leave theirs alone.
-        if threading.excepthook == self._excepthook and self._previous_excepthook is not None:
-            threading.excepthook = self._previous_excepthook
-        if sys.unraisablehook == self._unraisablehook and self._previous_unraisablehook is not None:
-            sys.unraisablehook = self._previous_unraisablehook
+        _ROUTER.remove(self)
         self._installed = False
         self.closed = True
+
+    def owns(self, ident: int) -> bool:
+        return ident in self.threads or ident == self.body_ident
 
     def _excepthook(self, args: threading.ExceptHookArgs) -> None:
         if args.exc_type is SystemExit or args.exc_value is None:
@@ -207,6 +208,63 @@ class Environment:
         finally:
             if mine:
                 self.current_call = None
+
+
+class _Router:
+    """The process's thread and unraisable hooks while verifications run, shared by all of them.
+
+    Verifications may overlap (a closing quiet window, or ``concurrency``), so the hooks are
+    installed once, by the first, and restored by the last. An error goes to the verification
+    that owns the thread it happened on; one on a thread nobody owns goes to the verification
+    started last, as it did when only one ran at a time.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active: list[Environment] = []
+        self._previous: tuple[Callable[[threading.ExceptHookArgs], Any], Callable[[Any], Any]] | None = None
+
+    def add(self, env: Environment) -> None:
+        with self._lock:
+            if not self._active:
+                self._previous = (threading.excepthook, sys.unraisablehook)
+                threading.excepthook = self._excepthook
+                sys.unraisablehook = self._unraisablehook
+            self._active.append(env)
+
+    def remove(self, env: Environment) -> None:
+        with self._lock:
+            if env in self._active:
+                self._active.remove(env)
+            if self._active or self._previous is None:
+                return
+            # Only restore if nobody replaced our hooks meanwhile; otherwise leave theirs alone.
+            if threading.excepthook == self._excepthook:
+                threading.excepthook = self._previous[0]
+            if sys.unraisablehook == self._unraisablehook:
+                sys.unraisablehook = self._previous[1]
+            self._previous = None
+
+    def owner(self, ident: int) -> Environment | None:
+        with self._lock:
+            for env in reversed(self._active):
+                if env.owns(ident):
+                    return env
+            return self._active[-1] if self._active else None
+
+    def _excepthook(self, args: threading.ExceptHookArgs) -> None:
+        thread = args.thread
+        env = self.owner(thread.ident if thread is not None and thread.ident else threading.get_ident())
+        if env is not None:
+            env._excepthook(args)
+
+    def _unraisablehook(self, args: Any) -> None:
+        env = self.owner(threading.get_ident())
+        if env is not None:
+            env._unraisablehook(args)
+
+
+_ROUTER = _Router()
 
 
 def as_violation(problem: Problem, rule: str | None = None) -> RuleViolation:

@@ -175,6 +175,7 @@ class ManualSubscription:
     def _enter(self, what: str) -> bool:
         """Rule 2.7: note a second thread entering while another is still inside."""
         me = threading.get_ident()
+        self.publisher.env.threads.add(me)
         with self._sections_lock:
             if me in self._sections:
                 return False  # re-entrant on the same thread (e.g. request from inline on_next)
@@ -468,6 +469,7 @@ class ManualPublisher:
             sub.sent += 1
             if before < MAX_DEMAND:
                 sub.demand = before - 1
+            self._cond.notify_all()  # wait_sent and the feeder wait on what was sent
         try:
             element = self.element(index)
         except Exception as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
+from _thread import get_ident
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,17 @@ class ProbeAbort(Exception):
 Hook = Callable[["ProbeSubscriber", Any], None]
 
 
+class _Waiter:
+    """A bounded wait for one condition, woken only when that condition holds."""
+
+    __slots__ = ("gate", "predicate")
+
+    def __init__(self, predicate: Callable[[], bool]) -> None:
+        self.predicate = predicate
+        self.gate = threading.Lock()
+        self.gate.acquire()
+
+
 class ProbeSubscriber:
     """A well-behaved subscriber that watches the publisher it is subscribed to."""
 
@@ -48,6 +60,7 @@ class ProbeSubscriber:
         on_subscribe: Hook | None = None,
         on_next: Hook | None = None,
         yield_s: float | None = 0.0,
+        yield_always: bool = False,
         storm_limit: int = 10_000,
     ) -> None:
         self.env = env
@@ -57,16 +70,23 @@ class ProbeSubscriber:
         self.on_next_hook = on_next
         #: Pause inside every on_* (seconds; None: none) so a racing second thread gets the
         #: interpreter lock while this one is still "inside" and the overlap becomes visible.
+        #: Unless ``yield_always``, the pause starts once a race is possible: a signal on a
+        #: thread other than the verification's own, or signals from two threads. A synchronous
+        #: publisher called from the verification thread cannot race, and pays nothing.
         self.yield_s = yield_s
         self.storm_limit = storm_limit
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._waiters: list[_Waiter] = []
+        #: Per thread: how many signal methods it is inside, and how deep in on_next.
         self._sections: dict[int, int] = {}
+        self._depths: dict[int, int] = {}
         #: The outermost signal method each thread is inside, to name both sides of an overlap.
         self._methods: dict[int, str] = {}
-        self._sections_lock = threading.Lock()
         #: The trace record of the signal each thread is (or was last) inside.
         self._inside_seq: dict[int, int] = {}
-        self._local = threading.local()
+        self._threads: set[int] = set()
+        self._racy = yield_s is not None and yield_always
+        self._pause_s = 0.0 if yield_s is None else yield_s
         self.subscription: Subscription | None = None
         self.subscriptions: list[Subscription] = []
         self.demand = 0
@@ -99,7 +119,7 @@ class ProbeSubscriber:
         try:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
-            with self._cond:
+            with self._lock:
                 self.signals += 1
                 first = self.subscription is None and not self.subscriptions
                 if subscription is None:
@@ -118,7 +138,8 @@ class ProbeSubscriber:
                     if first:
                         self.subscription = subscription
                 record = self._record("on_subscribe", short_repr(subscription))
-                self._cond.notify_all()
+                if self._waiters:
+                    self._wake()
             self._flag(problems, overlap, record)
             if subscription is not None and not first:
                 # Behave as rule 2.5 asks of a subscriber: cancel the extra subscription.
@@ -126,76 +147,108 @@ class ProbeSubscriber:
             self._pause()
             if first and subscription is not None and self.on_subscribe_hook is not None:
                 self.on_subscribe_hook(self, subscription)
+                self._rewake()
         finally:
             self._exit()
 
     def on_next(self, element: Any) -> None:
-        if self.env.closed:
+        env = self.env
+        if env.closed:
             # The verification is over (its thread may have been abandoned): stop whoever
             # still emits, so a runaway publisher does not burn a core for the rest of the run.
             raise ProbeAbort(f"{self.name}: signal after its verification ended")
-        overlap = self._enter("on_next")
-        depth = getattr(self._local, "depth", 0) + 1
-        self._local.depth = depth
+        # The hottest path of the TCK: entering (rule 1.3, nesting depth), checking and
+        # recording the element happen under one acquisition of the lock.
+        me = get_ident()
+        sections, depths = self._sections, self._depths
+        problems: list[tuple[str, str, str]] | None = None
+        with self._lock:
+            count = sections.get(me, 0)
+            sections[me] = count + 1
+            if not count:
+                self._methods[me] = "on_next"
+            overlap = self._overlap("on_next", me) if len(sections) > 1 else None
+            depth = depths[me] = depths.get(me, 0) + 1
+            self.max_depth = max(self.max_depth, depth)
+            if me not in self._threads:
+                self._new_thread(me)
+            env._progress += 1  # env.bump(), inlined
+            self.signals += 1
+            self.received += 1
+            before = self.demand
+            if before <= 0 or self.subscription is None or self.terminal is not None \
+                    or self.cancelled or element is None:
+                problems = self._next_problems(element, before)
+            elif before < MAX_DEMAND:
+                self.demand = before - 1
+            if self.keep_elements:
+                self.elements.append(element)
+            seq = self._inside_seq[me] = env.trace.log(self.name, "on_next", short_repr(element), before)
+            if self._waiters:
+                self._wake()
+            flood = max(self.after_terminal, self.excess)
+            after_cancel = self.after_cancel
         try:
-            self.env.bump()
-            problems: list[tuple[str, str, str]] = []
-            with self._cond:
-                self.signals += 1
-                self.received += 1
-                before = self.demand
-                self.max_depth = max(self.max_depth, depth)
-                if self.subscription is None:
-                    problems.append(("1.9", "on_subscribe before any other signal",
-                                     f"on_next({short_repr(element)}) before on_subscribe"))
-                if self.terminal is not None:
-                    self.after_terminal += 1
-                    if self.after_terminal == 1:
-                        problems.append(("1.7", f"no signal after {self.terminal}",
-                                         f"on_next({short_repr(element)}) after {self.terminal}"))
-                if self.cancelled:
-                    self.after_cancel += 1
-                if element is None:
-                    problems.append(("2.13", "elements are never None", "on_next(None)"))
-                if before <= 0 and self.subscription is not None and not (
-                    self.cancelled and self.requested_after_cancel
-                ):
-                    self.excess += 1
-                    if self.excess == 1:
-                        problems.append((
-                            "1.1",
-                            f"at most {self._requested_text()} on_next in total (the demand requested so far)",
-                            f"on_next #{self.received} ({short_repr(element)}) with no outstanding demand",
-                        ))
-                elif before < MAX_DEMAND:
-                    self.demand = before - 1
-                if self.keep_elements:
-                    self.elements.append(element)
-                record = self._record("on_next", short_repr(element), before)
-                self._cond.notify_all()
-                flood = max(self.excess, self.after_terminal)
-                after_cancel = self.after_cancel
-            self._flag(problems, overlap, record)
+            if problems or overlap:
+                self._flag(problems or [], overlap, seq)
             if flood > self.storm_limit:
                 raise ProbeAbort(f"{self.name}: {flood} elements beyond demand or after a terminal signal")
-            limit = self.env.settings.after_cancel_limit
+            limit = env.settings.after_cancel_limit
             if after_cancel > limit:
                 if after_cancel == limit + 1:
-                    self.env.violation(
+                    env.violation(
                         "1.8", f"signals to stop after cancel(), within {limit} more elements",
                         f"{after_cancel} elements after cancel() and still flowing",
                         hint="re-read the cancelled flag per element, or raise after_cancel_limit "
                         "if larger batches legitimately follow a cancel",
-                        evidence=cite(self.cancel_seq, record.seq),
+                        evidence=cite(self.cancel_seq, seq),
                         setting="after_cancel_limit",
                     )
                 raise ProbeAbort(f"{self.name}: {after_cancel} elements after cancel()")
-            self._pause()
+            if self._racy:
+                time.sleep(self._pause_s)
             if self.on_next_hook is not None:
                 self.on_next_hook(self, element)
+                self._rewake()
         finally:
-            self._local.depth = depth - 1
-            self._exit()
+            with self._lock:
+                left = sections[me] - 1
+                if left:
+                    sections[me] = left
+                else:
+                    del sections[me]
+                    self._methods.pop(me, None)
+                if depth > 1:
+                    depths[me] = depth - 1
+                else:
+                    del depths[me]
+
+    def _next_problems(self, element: Any, before: int) -> list[tuple[str, str, str]]:
+        """The rare path of on_next (called under the lock): what this element breaks."""
+        problems: list[tuple[str, str, str]] = []
+        if self.subscription is None:
+            problems.append(("1.9", "on_subscribe before any other signal",
+                             f"on_next({short_repr(element)}) before on_subscribe"))
+        if self.terminal is not None:
+            self.after_terminal += 1
+            if self.after_terminal == 1:
+                problems.append(("1.7", f"no signal after {self.terminal}",
+                                 f"on_next({short_repr(element)}) after {self.terminal}"))
+        if self.cancelled:
+            self.after_cancel += 1
+        if element is None:
+            problems.append(("2.13", "elements are never None", "on_next(None)"))
+        if before <= 0 and self.subscription is not None and not (self.cancelled and self.requested_after_cancel):
+            self.excess += 1
+            if self.excess == 1:
+                problems.append((
+                    "1.1",
+                    f"at most {self._requested_text()} on_next in total (the demand requested so far)",
+                    f"on_next #{self.received} ({short_repr(element)}) with no outstanding demand",
+                ))
+        elif before < MAX_DEMAND:
+            self.demand = before - 1
+        return problems
 
     def on_error(self, exc: BaseException) -> None:
         self._terminate("on_error", exc)
@@ -211,7 +264,7 @@ class ProbeSubscriber:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
             shown = f"{signal}({short_repr(exc)})" if signal == "on_error" else "on_complete()"
-            with self._cond:
+            with self._lock:
                 self.signals += 1
                 if self.subscription is None:
                     problems.append(("1.9", "on_subscribe before any other signal", f"{shown} before on_subscribe"))
@@ -225,8 +278,9 @@ class ProbeSubscriber:
                 if self.terminal is None:
                     self.terminal = signal
                     self.error = exc
-                    self.terminal_seq = record.seq
-                self._cond.notify_all()
+                    self.terminal_seq = record
+                if self._waiters:
+                    self._wake()
             self._flag(problems, overlap, record)
             self._pause()
         finally:
@@ -236,23 +290,27 @@ class ProbeSubscriber:
 
     def _enter(self, what: str) -> tuple[str, str, str, tuple[int, ...]] | None:
         """Note this thread inside a signal method; the first overlap is returned as a problem."""
-        me = threading.get_ident()
-        with self._sections_lock:
+        me = get_ident()
+        with self._lock:
             sections = self._sections
             count = sections.get(me, 0)
-            busy = len(sections) > (1 if count else 0)
             sections[me] = count + 1
             if not count:
                 self._methods[me] = what
-            others = [t for t in sections if t != me] if busy else []
-            running = {t: self._methods.get(t, "a signal method") for t in others}
-            inside = tuple(sorted(self._inside_seq[t] for t in others if t in self._inside_seq))
-        if not others:
-            return None
+            overlap = self._overlap(what, me) if len(sections) > 1 else None
+            if me not in self._threads:
+                self._new_thread(me)
+        return overlap
+
+    def _overlap(self, what: str, me: int) -> tuple[str, str, str, tuple[int, ...]] | None:
+        # Called with the lock held, when another thread is inside a signal method too.
+        others = [t for t in self._sections if t != me]
         self.concurrent_entries += 1
         if self.concurrent_entries > 1:
             return None
-        overlapped = ", ".join(f"{method} was running on thread {_thread_name(t)}" for t, method in running.items())
+        inside = tuple(sorted(self._inside_seq[t] for t in others if t in self._inside_seq))
+        overlapped = ", ".join(f"{self._methods.get(t, 'a signal method')} was running on thread {_thread_name(t)}"
+                               for t in others)
         return (
             "1.3",
             "signals delivered one at a time (never two threads inside the subscriber at once)",
@@ -261,28 +319,36 @@ class ProbeSubscriber:
             inside,
         )
 
-    def _record(self, signal: str, detail: str, demand: int | None = None) -> Record:
+    def _new_thread(self, me: int) -> None:
+        # Called with the lock held. A race needs a second thread: pause from now on if one
+        # can be there (a thread not the verification's own, or a second one).
+        self._threads.add(me)
+        self.env.threads.add(me)
+        if not self._racy:
+            self._racy = self.yield_s is not None and (len(self._threads) > 1 or me != self.env.body_ident)
+
+    def _record(self, signal: str, detail: str, demand: int | None = None) -> int:
         """Trace a signal received, remembering it as the one this thread is inside (rule 1.3)."""
-        record = self.env.trace.add(self.name, signal, detail, self.demand if demand is None else demand)
-        self._inside_seq[threading.get_ident()] = record.seq
-        return record
+        seq = self.env.trace.log(self.name, signal, detail, self.demand if demand is None else demand)
+        self._inside_seq[get_ident()] = seq
+        return seq
 
     def _flag(
         self,
         problems: list[tuple[str, str, str]],
         overlap: tuple[str, str, str, tuple[int, ...]] | None,
-        record: Record,
+        seq: int,
     ) -> None:
         """Record the problems a signal showed, citing its trace record (and, for 1.3, the other's)."""
         if overlap is not None:
             rule, expected, observed, inside = overlap
-            self.env.violation(rule, expected, observed, evidence=(*inside, record.seq))
+            self.env.violation(rule, expected, observed, evidence=(*inside, seq))
         for rule, expected, observed in problems:
-            self.env.violation(rule, expected, observed, evidence=(record.seq,))
+            self.env.violation(rule, expected, observed, evidence=(seq,))
 
     def _exit(self) -> None:
-        me = threading.get_ident()
-        with self._sections_lock:
+        me = get_ident()
+        with self._lock:
             left = self._sections.get(me, 1) - 1
             if left:
                 self._sections[me] = left
@@ -291,15 +357,29 @@ class ProbeSubscriber:
                 self._methods.pop(me, None)
 
     def _pause(self) -> None:
-        if self.yield_s is not None:
-            time.sleep(self.yield_s)
+        if self._racy:
+            time.sleep(self._pause_s)
+
+    # -- waiting: each wait is woken once, when what it waits for holds ------------------------
+
+    def _wake(self) -> None:
+        """Release the waits whose condition now holds (called with the lock held)."""
+        for waiter in [w for w in self._waiters if w.predicate()]:
+            self._waiters.remove(waiter)
+            waiter.gate.release()
+
+    def _rewake(self) -> None:
+        # A hook may change what a wait looks at (a flag it sets) after the signal was counted.
+        if self._waiters:
+            with self._lock:
+                self._wake()
 
     # -- the TCK side: acting on the subscription --------------------------------------------
 
     def request(self, n: int) -> None:
         """Request ``n`` through the subscription, counting the demand as the probe sees it."""
         subscription = self._require_subscription("request")
-        with self._cond:
+        with self._lock:
             if n > 0 and not self.cancelled and self.terminal is None:
                 self.demand = min(MAX_DEMAND, self.demand + n)
                 self.requested = min(MAX_DEMAND, self.requested + n)
@@ -313,7 +393,7 @@ class ProbeSubscriber:
 
     def cancel(self) -> None:
         subscription = self._require_subscription("cancel")
-        with self._cond:
+        with self._lock:
             self.cancelled = True
         record = self.env.trace.add(self.name, "cancel", "", self.demand)
         if self.cancel_seq is None:
@@ -351,8 +431,17 @@ class ProbeSubscriber:
     # -- expectations, called by the verification thread -------------------------------------
 
     def _wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
-        with self._cond:
-            return self._cond.wait_for(predicate, timeout)
+        """Block until ``predicate`` holds (checked first, then on each signal), or time out."""
+        with self._lock:
+            if predicate():
+                return True
+            waiter = _Waiter(predicate)
+            self._waiters.append(waiter)
+        woken = waiter.gate.acquire(timeout=max(0.0, timeout))
+        with self._lock:
+            if not woken and waiter in self._waiters:
+                self._waiters.remove(waiter)
+            return predicate()
 
     def expect_subscription(self, *, timeout: float | None = None) -> Subscription:
         timeout = self.env.settings.timeout if timeout is None else timeout
@@ -370,7 +459,7 @@ class ProbeSubscriber:
         """Wait for the next unconsumed element; a terminal signal first is a violation."""
         timeout = self.env.settings.timeout if timeout is None else timeout
         self._wait(lambda: bool(self.elements) or self.terminal is not None, timeout)
-        with self._cond:
+        with self._lock:
             if self.elements:
                 return self.elements.popleft()
             terminal = self._terminal_text()
@@ -394,7 +483,7 @@ class ProbeSubscriber:
         timeout = self.env.settings.timeout if timeout is None else timeout
         self._wait(lambda: bool(self.elements) or self.terminal is not None, timeout)
         rule = self.env.rule if rule is None else rule
-        with self._cond:
+        with self._lock:
             if self.elements:
                 raise RuleViolation(rule, "on_complete (end of stream)", f"on_next({short_repr(self.elements[0])})")
             terminal = self.terminal
@@ -412,7 +501,7 @@ class ProbeSubscriber:
         timeout = self.env.settings.timeout if timeout is None else timeout
         self._wait(lambda: self.terminal is not None, timeout)
         rule = self.env.rule if rule is None else rule
-        with self._cond:
+        with self._lock:
             terminal, error = self.terminal, self.error
         if terminal is None:
             raise RuleViolation(rule, f"on_error({kind.__name__}) within {_ms(timeout)}",
@@ -431,7 +520,7 @@ class ProbeSubscriber:
 
     def mark(self) -> int:
         """The number of signals so far, to pass as ``expect_quiet(since=...)``."""
-        with self._cond:
+        with self._lock:
             return self.signals
 
     def expect_quiet(
@@ -443,11 +532,10 @@ class ProbeSubscriber:
         too: a publisher that answers a call synchronously signals before the wait begins.
         """
         window = self.env.settings.no_signal_window if window is None else window
-        with self._cond:
+        with self._lock:
             start = self.signals if since is None else since
-            self._cond.wait_for(lambda: self.signals != start, window)
-            if self.signals == start:
-                return
+        if not self._wait(lambda: self.signals != start, window):
+            return
         rule = self.env.rule if rule is None else rule
         last = self._last_signal()
         shown = f"{last.signal}({last.detail})" if last else "a signal"
@@ -464,15 +552,12 @@ class ProbeSubscriber:
         window = self.env.settings.no_signal_window if window is None else window
         limit = self.env.settings.timeout + window if limit is None else limit
         deadline = time.monotonic() + limit
-        with self._cond:
-            first = self.signals
-            while True:
-                seen = self.signals
-                self._cond.wait_for(lambda seen=seen: self.signals != seen, window)  # type: ignore[misc]
-                if self.signals == seen:
-                    return self.signals - first, True
-                if time.monotonic() >= deadline:
-                    return self.signals - first, False
+        first = self.mark()
+        while True:
+            if not self._wait(_changed(self, self.mark()), window):
+                return self.signals - first, True
+            if time.monotonic() >= deadline:
+                return self.signals - first, False
 
     def wait_for_signal(self, *, timeout: float | None = None) -> bool:
         """Wait until an unconsumed element or a terminal signal is there; False on timeout."""
@@ -481,7 +566,7 @@ class ProbeSubscriber:
 
     def depth(self) -> int:
         """How deeply on_next calls are nested on the calling thread right now (rule 3.3)."""
-        return int(getattr(self._local, "depth", 0))
+        return self._depths.get(get_ident(), 0)
 
     # -- bookkeeping for messages ------------------------------------------------------------
 
@@ -509,6 +594,10 @@ class ProbeSubscriber:
         """Cancel a subscription the verification left open, so nothing leaks into the next."""
         if self.subscription is not None and not self.cancelled and self.terminal is None:
             self.cancel()
+
+
+def _changed(probe: ProbeSubscriber, seen: int) -> Callable[[], bool]:
+    return lambda: probe.signals != seen
 
 
 def _ms(seconds: float) -> str:

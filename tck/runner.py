@@ -57,10 +57,16 @@ def run_test(
     settings: Settings,
     *,
     subject_label: str = "",
+    on_closing: Callable[[], None] | None = None,
 ) -> TestResult:
-    """Run ``test`` and return its result; never raises for anything the subject does."""
+    """Run ``test`` and return its result; never raises for anything the subject does.
+
+    ``on_closing`` is called (on the test's thread) once only its closing quiet windows remain,
+    so a scheduler can start another test meanwhile.
+    """
     env = Environment(settings)
     env.rule = test.rule_id
+    env.on_closing = on_closing
     if settings.loop == "asyncio":
         from .loop import shared_loop
 
@@ -69,6 +75,7 @@ def run_test(
 
     def body() -> None:
         env.body_ident = threading.get_ident()
+        env.threads.add(env.body_ident)
         context = make_context(env)
         try:
             test.func(context)

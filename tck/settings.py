@@ -52,6 +52,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("coordinated_emission", "--rs-coordinated-emission", "rs_coordinated_emission",
          "RS_TCK_COORDINATED_EMISSION", "bool",
          "The processor emits an element only once every subscriber has demand for it"),
+    Knob("concurrency", "--rs-concurrency", "rs_concurrency", "RS_TCK_CONCURRENCY", "int",
+         "Tests run at once, each against its own fresh subject (1: one after another, with only "
+         "closing quiet windows overlapping the next test)"),
     Knob("loop", "--rs-loop", "rs_loop", "RS_TCK_LOOP", "choice",
          "Where calls into the subject run: 'thread' (the TCK's own) or 'asyncio' (a TCK event loop)",
          choices=("thread", "asyncio")),
@@ -92,6 +95,7 @@ class Settings:
     fuzz_examples: int = 100
     fuzz_replay: str = ""
     fuzz_db: str = ""
+    concurrency: int = 1
     #: Signals kept in a trace: this many from the start and as many from the end.
     trace_keep: int = 100
     #: Knob names that were set explicitly (not defaults), for the report.
@@ -117,6 +121,8 @@ class Settings:
             from .fuzz.scenario import decode
 
             decode(self.fuzz_replay)  # a damaged token is a usage error, named before anything runs
+        if self.concurrency < 1:
+            raise ValueError(f"--rs-concurrency must be >= 1, got {self.concurrency}")
         if self.stochastic_iterations < 1:
             raise ValueError(f"--rs-stochastic-iterations must be >= 1, got {self.stochastic_iterations}")
 

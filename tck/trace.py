@@ -64,22 +64,31 @@ class Trace:
     def __init__(self, keep: int = 100) -> None:
         self._keep = keep
         self._lock = threading.Lock()
-        self._head: list[Record] = []
-        self._tail: collections.deque[Record] = collections.deque(maxlen=keep)
+        # Plain tuples, made into Records when read: adding is on every signal's path.
+        self._head: list[tuple[Any, ...]] = []
+        self._tail: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=keep)
         self._seq = 0
         self._t0 = time.monotonic()
 
     def add(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> Record:
+        return Record(*self._append(actor, signal, detail, demand))
+
+    def log(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> int:
+        """``add`` for the per-signal path: returns only the record's ``seq``."""
+        return int(self._append(actor, signal, detail, demand)[0])
+
+    def _append(self, actor: str, signal: str, detail: str, demand: int | None) -> tuple[Any, ...]:
         thread = threading.current_thread().name
         now = time.monotonic() - self._t0
         with self._lock:
-            record = Record(self._seq, now, thread, actor, signal, detail, demand)
-            self._seq += 1
-            if len(self._head) < self._keep:
-                self._head.append(record)
+            seq = self._seq
+            self._seq = seq + 1
+            row = (seq, now, thread, actor, signal, detail, demand)
+            if seq < self._keep:
+                self._head.append(row)
             else:
-                self._tail.append(record)
-        return record
+                self._tail.append(row)
+        return row
 
     def note(self, text: str) -> Record:
         return self.add("tck", "note", text)
@@ -90,7 +99,8 @@ class Trace:
 
     def records(self) -> list[Record]:
         with self._lock:
-            return [*self._head, *self._tail]
+            rows = [*self._head, *self._tail]
+        return [Record(*row) for row in rows]
 
     @property
     def dropped(self) -> int:

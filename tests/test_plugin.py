@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import xml.etree.ElementTree as ET
 from importlib import resources
@@ -159,3 +160,29 @@ def test_junit_xml_carries_rule_properties(project: pytest.Pytester) -> None:
     assert props
     assert all(p == {"rs_rule": "3.9", "rs_level": p["rs_level"], "rs_verification": "publisher"} for p in props)
     assert {p["rs_level"] for p in props} == {"required", "optional"}
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_overlapping_tests_keep_their_own_verdicts(project: pytest.Pytester, concurrency: int) -> None:
+    """Closing windows overlap the next test (and with --rs-concurrency, whole tests do): each
+    test still reports its own verdict, and the file shows when each started and ended."""
+    path = project.path / "out.json"
+    result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, f"--rs-report-json={path}",
+                               "--rs-rules=1.5,1.6,1.7,3.6,3.7,3.9", f"--rs-concurrency={concurrency}",
+                               "--rs-timeout-ms=300")
+    result.assert_outcomes(passed=9, failed=3, skipped=2)
+    results = json.loads(path.read_text())["results"]
+    failed = sorted(r["test"] for r in results if r["outcome"] == "failed")
+    assert failed == ["required_spec309_request_negative_number_must_signal_value_error",
+                      "required_spec309_request_zero_from_inside_on_next_must_signal_value_error",
+                      "required_spec309_request_zero_must_signal_value_error"]
+    spans = sorted((r["started_at"], r["finished_at"]) for r in results)
+    assert all(0 < start <= end for start, end in spans)
+    # Some test started before the one before it had its verdict: the windows overlapped.
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))
+
+
+def test_concurrency_must_be_positive(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, "--rs-concurrency=0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--rs-concurrency must be >= 1, got 0*"])

@@ -68,6 +68,7 @@ class ProcessorContext(Context):
             failed_factory=subject.failed_factory or self._failed_processor,
             label=subject.label,
         ))
+        self.adopt(self.as_subscriber, self.as_publisher)
 
     @staticmethod
     def publisher_view(ctx: ProcessorContext) -> PublisherContext:

@@ -201,7 +201,7 @@ def required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_rela
     upstream.send_complete()
     ctx.env.check()
     downstream.expect_completion(rule="4.1")
-    downstream.expect_quiet(after="after on_complete")
+    ctx.closing_quiet(downstream, after="after on_complete")
 
 
 @tck_test("4.2", "required")

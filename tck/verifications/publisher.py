@@ -89,7 +89,7 @@ def required_spec101_request_must_result_in_the_correct_number_of_elements(ctx: 
     reentrant = ctx.subscribed(10, name="reentrant", on_next=again)
     reentrant.request(1)
     reentrant.next_elements(5)
-    reentrant.expect_quiet(after="beyond the 5 elements requested one by one from on_next")
+    ctx.closing_quiet(reentrant, after="beyond the 5 elements requested one by one from on_next")
 
 
 @tck_test("1.2", "required")
@@ -159,7 +159,7 @@ def required_spec104_must_signal_on_error_when_failing(ctx: PublisherContext) ->
     it (after on_subscribe) rather than raising from subscribe() or staying silent.
     """
     probe = ctx.failed_subscription("1.4")
-    probe.expect_quiet(after="after on_error")
+    ctx.closing_quiet(probe, after="after on_error")
 
 
 @tck_test("1.5", "required")
@@ -175,7 +175,7 @@ def required_spec105_must_signal_on_complete_when_finite_stream_terminates(ctx: 
         probe.next_element()
     probe.request(1)
     probe.expect_completion()
-    probe.expect_quiet(after="after on_complete")
+    ctx.closing_quiet(probe, after="after on_complete")
 
 
 @tck_test("1.5", "optional")
@@ -187,7 +187,7 @@ def optional_spec105_empty_stream_must_terminate_by_signalling_on_complete(ctx: 
     probe = ctx.subscribed(0, completes=True)
     probe.request(1)
     probe.expect_completion()
-    probe.expect_quiet(after="after on_complete")
+    ctx.closing_quiet(probe, after="after on_complete")
 
 
 @tck_test("1.6", "required")
@@ -206,7 +206,7 @@ def required_spec106_must_consider_subscription_cancelled_after_on_complete(ctx:
     for n in (1, 0, -1):
         probe.request(n)
     probe.cancel()
-    probe.expect_quiet(after="after on_complete, whatever is requested", since=mark)
+    ctx.closing_quiet(probe, after="after on_complete, whatever is requested", since=mark)
 
 
 @tck_test("1.6", "required")
@@ -217,7 +217,7 @@ def required_spec106_must_consider_subscription_cancelled_after_on_error(ctx: Pu
     for n in (1, 0, -1):
         probe.request(n)
     probe.cancel()
-    probe.expect_quiet(after="after on_error, whatever is requested", since=mark)
+    ctx.closing_quiet(probe, after="after on_error, whatever is requested", since=mark)
 
 
 @tck_test("1.7", "required")
@@ -229,7 +229,7 @@ def required_spec107_must_not_emit_further_signals_once_on_complete_has_been_sig
     probe.expect_completion()
     mark = probe.mark()
     probe.request(10)
-    probe.expect_quiet(after="after on_complete", since=mark)
+    ctx.closing_quiet(probe, after="after on_complete", since=mark)
 
 
 @tck_test("1.7", "required")
@@ -238,7 +238,7 @@ def required_spec107_must_not_emit_further_signals_once_on_error_has_been_signal
     probe = ctx.failed_subscription("1.4")
     mark = probe.mark()
     probe.request(10)
-    probe.expect_quiet(after="after on_error", since=mark)
+    ctx.closing_quiet(probe, after="after on_error", since=mark)
 
 
 @tck_test("1.8", "required")
@@ -322,14 +322,14 @@ def required_spec109_must_issue_on_subscribe_for_non_null_subscriber(ctx: Publis
     probe = ctx.probe()
     ctx.subscribe(ctx.publisher(1), probe)
     probe.expect_subscription()
-    probe.wait_quiet()
+    ctx.closing_drain(probe)
 
 
 @tck_test("1.9", "required")
 def required_spec109_may_reject_subscribe_with_on_error_after_on_subscribe(ctx: PublisherContext) -> None:
     """The failed publisher rejects a subscriber with on_subscribe first, then on_error once."""
     probe = ctx.failed_subscription("1.9")
-    probe.expect_quiet(after="after on_error")
+    ctx.closing_quiet(probe, after="after on_error")
 
 
 tck_test.untested(
@@ -476,7 +476,7 @@ def required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_su
     ctx.subscribe(ctx.publisher(6), probe)
     probe.expect_subscription()
     probe.next_elements(6)
-    probe.wait_quiet()
+    ctx.closing_drain(probe)
 
 
 @tck_test("3.3", "required")
@@ -561,7 +561,7 @@ def required_spec305_cancel_must_be_idempotent_and_thread_safe(ctx: PublisherCon
                             setting="timeout")
     probe.wait_quiet()
     probe.request(5)
-    probe.expect_quiet(after="after cancel() and a further request(5)")
+    ctx.closing_quiet(probe, after="after cancel() and a further request(5)")
 
 
 @tck_test("3.6", "required")
@@ -572,7 +572,7 @@ def required_spec306_after_subscription_is_cancelled_request_must_be_nops(ctx: P
     probe.cancel()
     for _ in range(3):
         probe.request(1)
-    probe.expect_quiet(after="after cancel(), whatever is requested", since=mark)
+    ctx.closing_quiet(probe, after="after cancel(), whatever is requested", since=mark)
 
 
 @tck_test("3.7", "required")
@@ -582,7 +582,7 @@ def required_spec307_after_subscription_is_cancelled_additional_cancels_must_be_
     mark = probe.mark()  # nothing was requested: no signal at all may follow
     for _ in range(3):
         probe.cancel()
-    probe.expect_quiet(after="after repeated cancel()", since=mark)
+    ctx.closing_quiet(probe, after="after repeated cancel()", since=mark)
 
 
 @tck_test("3.8", "required")
@@ -595,7 +595,7 @@ def required_spec308_request_must_register_given_number_elements_to_be_produced(
     for _ in range(10):
         probe.request(1)
     probe.next_elements(10, rule="3.8")
-    probe.expect_quiet(after="beyond the 10 requested elements")
+    ctx.closing_quiet(probe, after="beyond the 10 requested elements")
 
 
 @tck_test("3.9", "required")
@@ -661,13 +661,17 @@ def required_spec312_cancel_must_make_the_publisher_eventually_stop_signalling(c
     probe.request(5)
     probe.next_element()
     probe.cancel()
-    _, quiet = probe.wait_quiet()
-    if not quiet:
-        raise RuleViolation("3.12", "signals to stop after cancel()",
-                            f"still signalling {ctx.settings.timeout * 1000:.0f} ms after cancel()",
-                            setting="timeout")
-    if probe.received > 15:
-        raise RuleViolation("3.12", "at most the 15 requested elements", f"{probe.received} elements")
+
+    def stopped() -> None:
+        _, quiet = probe.wait_quiet()
+        if not quiet:
+            raise RuleViolation("3.12", "signals to stop after cancel()",
+                                f"still signalling {ctx.settings.timeout * 1000:.0f} ms after cancel()",
+                                setting="timeout")
+        if probe.received > 15:
+            raise RuleViolation("3.12", "at most the 15 requested elements", f"{probe.received} elements")
+
+    ctx.at_close(stopped)
 
 
 @tck_test("3.13", "required")
@@ -743,7 +747,7 @@ def required_spec315_cancel_must_return_normally(ctx: PublisherContext) -> None:
         done.next_element()
         done.expect_completion()
         done.cancel()
-    fresh.expect_quiet(after="after cancel() with nothing requested", since=mark)
+    ctx.closing_quiet(fresh, after="after cancel() with nothing requested", since=mark)
 
 
 @tck_test("3.16", "required")
@@ -767,7 +771,7 @@ def required_spec316_request_must_return_normally(ctx: PublisherContext) -> None
         done.next_element()
         done.expect_completion()
         done.request(1)
-    cancelled.wait_quiet()
+    ctx.closing_drain(cancelled)
 
 
 @tck_test("3.17", "required")
@@ -819,12 +823,16 @@ def required_spec317_must_not_signal_on_error_when_pending_above_long_max_value(
     probe = ctx.subscribed(elements, keep_elements=False, on_next=overflow, yield_s=None)
     probe.request(1)
     probe._wait(lambda: probe.received >= 10 or probe.terminal is not None, ctx.settings.timeout)
-    probe.wait_quiet()
-    if probe.terminal == "on_error":
-        raise RuleViolation("3.17", "no on_error when the total demand exceeds 2**63-1", probe._terminal_text())
-    if probe.received < 10:
-        raise RuleViolation("3.17", "elements to keep flowing under a demand above 2**63-1",
-                            f"only {probe.received} arrived")
+
+    def no_error() -> None:
+        probe.wait_quiet()
+        if probe.terminal == "on_error":
+            raise RuleViolation("3.17", "no on_error when the total demand exceeds 2**63-1", probe._terminal_text())
+        if probe.received < 10:
+            raise RuleViolation("3.17", "elements to keep flowing under a demand above 2**63-1",
+                                f"only {probe.received} arrived")
+
+    ctx.at_close(no_error)
 
 
 # -- contexts the tests above do not create ----------------------------------------------------
@@ -877,7 +885,7 @@ def required_spec104_failed_publisher_must_signal_on_error_to_every_subscriber(c
         ctx.subscribe(publisher, probe)
         probe.expect_subscription()
         ctx.expect_failure_signal(probe, "1.4")
-    probe.expect_quiet(after="after on_error")
+    ctx.closing_quiet(probe, after="after on_error")
 
 
 @tck_test("1.7", "required")
@@ -978,7 +986,7 @@ def required_spec308_requests_made_inside_on_subscribe_must_add_up(ctx: Publishe
     ctx.subscribe(ctx.publisher(10), probe)
     probe.expect_subscription()
     probe.next_elements(3, rule="3.8")
-    probe.expect_quiet(after="beyond the 3 elements requested inside on_subscribe")
+    ctx.closing_quiet(probe, after="beyond the 3 elements requested inside on_subscribe")
 
 
 @tck_test("3.13", "required")
@@ -1030,7 +1038,7 @@ def required_spec308_hundreds_of_requests_must_add_up(ctx: PublisherContext) -> 
                             f"{ctx.settings.timeout * 1000:.0f} ms", f"{probe.received} arrived",
                             evidence=cite(last_seq(ctx.env.trace, probe.name, "request")),
                             setting="timeout")
-    probe.expect_quiet(after=f"beyond the {calls} requested elements")
+    ctx.closing_quiet(probe, after=f"beyond the {calls} requested elements")
 
 
 @tck_test("3.6", "required")
@@ -1052,7 +1060,7 @@ def required_spec306_requests_after_a_cancel_made_inside_on_next_must_be_nops(ct
     probe.request(1)
     probe.next_element()
     # Everything after the first on_next came after the cancel: one signal since the mark.
-    probe.expect_quiet(after="after cancel() and request(5) made inside on_next", since=mark + 1)
+    ctx.closing_quiet(probe, after="after cancel() and request(5) made inside on_next", since=mark + 1)
 
 
 @tck_test("3.9", "required")
@@ -1093,3 +1101,4 @@ def fuzz_demand_cancel_orders(ctx: PublisherContext) -> None:
     from ..fuzz.verify import fuzz_publisher
 
     fuzz_publisher(ctx)
+    ctx.closing_quiet(probe, after="after the on_error that answered request(0)", since=mark)

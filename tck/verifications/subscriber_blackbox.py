@@ -39,7 +39,7 @@ def required_spec201_blackbox_must_signal_demand_via_subscription_request(ctx: B
         upstream.send_next(rule="2.1")
         ctx.env.check()
     upstream.send_complete()
-    upstream.settle()
+    ctx.at_close(upstream.settle)
 
 
 tck_test.untested(
@@ -58,7 +58,7 @@ def _terminal_inside(ctx: BlackboxContext, signal: str) -> None:
         upstream.send_complete()
     else:
         upstream.send_error(TckFailure("failure signalled by the TCK (rule 2.3 test)"))
-    upstream.settle()
+    ctx.at_close(upstream.settle)
 
 
 @tck_test("2.3", "required")
@@ -131,7 +131,7 @@ def required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an
     upstream.wait_demand()
     ctx.second_subscription(subscriber, upstream, ctx.upstream("second"), "2.5")
     upstream.send_complete()
-    upstream.settle()
+    ctx.at_close(upstream.settle)
 
 
 tck_test.untested(
@@ -165,7 +165,7 @@ def stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_p
             ctx.env.check()
     upstream.settle()
     upstream.send_complete()
-    upstream.settle()
+    ctx.at_close(upstream.settle)
 
 
 tck_test.untested(
@@ -184,7 +184,7 @@ def _terminal_prepared(ctx: BlackboxContext, signal: str, rule: str, preceding_r
     else:
         upstream.send_error(TckFailure(f"failure signalled by the TCK (rule {rule} test)"), rule=rule)
     ctx.env.check()
-    upstream.settle()
+    ctx.at_close(upstream.settle)
 
 
 @tck_test("2.9", "required")
@@ -254,7 +254,7 @@ def required_spec212_blackbox_subscribed_twice_must_keep_the_first_subscription_
         upstream.send_next()
     upstream.send_complete()
     ctx.env.check()
-    upstream.settle()
+    ctx.at_close(upstream.settle)
 
 
 @tck_test("2.13", "required")
@@ -272,7 +272,7 @@ def required_spec213_blackbox_signal_methods_must_return_normally(ctx: BlackboxC
     ctx.warm_up(subscriber, failing)
     failing.send_error(TckFailure("failure signalled by the TCK (rule 2.13 test)"))
     ctx.env.check()
-    failing.settle()
+    ctx.at_close(failing.settle)
 
 
 @tck_test("2.13", "required")
@@ -336,7 +336,7 @@ def required_spec310_blackbox_must_be_prepared_for_on_next_delivered_synchronous
     upstream.settle()
     ctx.env.check()
     upstream.send_complete()
-    upstream.settle()
+    ctx.at_close(upstream.settle)
 
 
 @tck_test("3.11", "required")

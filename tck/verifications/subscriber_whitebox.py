@@ -51,7 +51,7 @@ def required_sanity_exercise_whitebox_happy_path(ctx: WhiteboxStages) -> None:
     stage.probe.expect_next(y)
     stage.cancel()
     stage.expect_upstream_cancel(needed=False)
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 # -- section 2: Subscriber ---------------------------------------------------------------------
@@ -69,7 +69,7 @@ def required_spec201_must_signal_demand_via_subscription_request(ctx: WhiteboxSt
     stage.expect_demand(rule="2.1")
     x = stage.send_next(rule="2.1")
     stage.probe.expect_next(x, rule="2.1")
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 tck_test.untested(
@@ -94,7 +94,7 @@ def _no_calls_inside(ctx: WhiteboxStages, signal: str) -> None:
         error = _failure("2.3")
         stage.send_error(error)
         stage.probe.expect_error(error)
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 @tck_test("2.3", "required")
@@ -173,7 +173,7 @@ def required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscrip
     stage.expect_demand(rule="2.5")
     x = stage.send_next(rule="2.5")
     stage.probe.expect_next(x, rule="2.5")
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 tck_test.untested(
@@ -206,7 +206,7 @@ def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from
             ctx.env.check()
     for element in sent:
         stage.probe.expect_next(element)
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 @tck_test("2.8", "required")
@@ -227,7 +227,7 @@ def required_spec208_must_be_prepared_to_receive_on_next_signals_after_having_ca
     stage.send_next(rule="2.8")
     stage.request(1)
     stage.request(1)
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 def _terminal_prepared(ctx: WhiteboxStages, signal: str, rule: str, preceding_request: bool) -> None:
@@ -242,7 +242,7 @@ def _terminal_prepared(ctx: WhiteboxStages, signal: str, rule: str, preceding_re
         error = _failure(rule)
         stage.send_error(error, rule=rule)
         stage.probe.expect_error(error, rule=rule)
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 @tck_test("2.9", "required")
@@ -307,7 +307,7 @@ def required_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_
     for element in sent:
         stage.probe.expect_next(element, rule="2.11")
     stage.probe.expect_complete(rule="2.11")
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 def _on_other_thread(ctx: WhiteboxStages, fn: Any) -> Any:
@@ -336,7 +336,7 @@ def required_spec212_subscribed_twice_must_keep_the_first_subscription_and_cance
     stage.expect_demand(rule="2.12")
     x = stage.send_next(rule="2.12")
     stage.probe.expect_next(x, rule="2.12")
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 @tck_test("2.13", "required")
@@ -357,7 +357,7 @@ def required_spec213_signal_methods_must_return_normally(ctx: WhiteboxStages) ->
     error = _failure("2.13")
     failing.send_error(error)
     failing.probe.expect_error(error)
-    failing.upstream.settle()
+    ctx.at_close(failing.upstream.settle)
 
 
 @tck_test("2.13", "required")
@@ -410,7 +410,7 @@ def required_spec308_whitebox_request_must_register_given_number_elements_to_be_
         for _ in range(asked):
             x = stage.send_next(rule="3.8")
             stage.probe.expect_next(x, rule="3.8")
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 @tck_test("3.10", "required")
@@ -430,7 +430,7 @@ def required_spec310_whitebox_must_be_prepared_for_on_next_delivered_synchronous
     stage.upstream.wait_sent(5)
     for element in list(stage.sent):
         stage.probe.expect_next(element, rule="3.10")
-    stage.upstream.settle()
+    ctx.at_close(stage.upstream.settle)
 
 
 @tck_test("3.11", "required")
