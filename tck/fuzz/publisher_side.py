@@ -327,13 +327,13 @@ class _Subscriber:
                 self.requests_after_cancel += 1
             if n <= 0 and live and self.illegal_at is None:
                 self.illegal_at = self.run.env.trace.total
-                with probe._cond:
+                with probe._lock:
                     # Only what was already owed may complete the stream before the on_error.
                     self.illegal_in_flight = probe.received + probe.demand
             probe.request(n)
         else:
             if self.cancel_demand is None:
-                with probe._cond:
+                with probe._lock:
                     self.cancel_demand = probe.demand
                     self.cancel_received = probe.received
             probe.cancel()
@@ -489,7 +489,7 @@ class PublisherScenario:
             probe = sub.probe
             if probe.subscription is None:
                 continue
-            with probe._cond:
+            with probe._lock:
                 received, requested, terminal, error = probe.received, probe.requested, probe.terminal, probe.error
                 after_cancel = probe.after_cancel
                 elements = list(probe.elements)

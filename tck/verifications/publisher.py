@@ -1081,7 +1081,7 @@ def required_spec309_request_zero_from_inside_on_next_must_signal_value_error(ct
     probe.expect_error(ValueError, rule="3.9")
     mark = probe.mark()
     probe.request(5)
-    probe.expect_quiet(after="after the on_error that answered request(0)", since=mark)
+    ctx.closing_quiet(probe, after="after the on_error that answered request(0)", since=mark)
 
 
 # -- fuzzing -----------------------------------------------------------------------------------
@@ -1101,4 +1101,3 @@ def fuzz_demand_cancel_orders(ctx: PublisherContext) -> None:
     from ..fuzz.verify import fuzz_publisher
 
     fuzz_publisher(ctx)
-    ctx.closing_quiet(probe, after="after the on_error that answered request(0)", since=mark)
