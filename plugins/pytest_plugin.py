@@ -147,7 +147,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(knob.option, dest=knob.ini, action="store_true", default=None,
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         else:
-            group.addoption(knob.option, dest=knob.ini, metavar={"ms": "MS", "choice": "|".join(knob.choices)}.get(knob.kind, "N"),
+            group.addoption(knob.option, dest=knob.ini, metavar={"ms": "MS", "choice": "|".join(knob.choices), "text": "VALUE"}.get(knob.kind, "N"),
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         parser.addini(knob.ini, knob.help, default=None)
 
@@ -185,11 +185,11 @@ def _rule_list(config: pytest.Config, dest: str, option: str) -> list[str]:
     if not raw:
         return []
     ids = [part.strip() for part in raw.split(",") if part.strip()]
-    unknown = [i for i in ids if i not in RULES and i != "sanity"]
+    unknown = [i for i in ids if i not in RULES and i not in ("sanity", "fuzz")]
     if unknown or not ids:
         raise pytest.UsageError(
             f"{option}: unknown rule id(s) {', '.join(unknown) or repr(raw)}; valid ids are "
-            "1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2 and 'sanity'"
+            "1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2, 'sanity' and 'fuzz'"
         )
     return ids
 

@@ -30,7 +30,7 @@ def _cell(results: list[TestResult]) -> tuple[str, str, str]:
     text = "FAILED" if bad in FAILING and not known else LABELS.get(bad, bad)
     if known:
         text = "known deviation"
-    tests = counts((r.level for r in results), ("required", "optional", "stochastic", "untested"))
+    tests = counts((r.level for r in results), ("required", "optional", "stochastic", "untested", "fuzz"))
     if len({verdict(r) for r in results}) > 1:
         tests += ": " + counts(verdict(r) for r in results)
     races = race_count(results)
@@ -64,14 +64,14 @@ def table(results: list[TestResult]) -> list[tuple[str, str]]:
     by_rule: dict[str, dict[str, list[TestResult]]] = {}
     elsewhere: dict[str, set[str]] = {}
     for r in results:
-        key = r.rule if r.rule in RULES else "sanity"
+        key = r.rule if r.rule in RULES else "fuzz" if r.level == "fuzz" else "sanity"
         by_rule.setdefault(key, {}).setdefault(r.verification, []).append(r)
         for cited in broken_rules(r):
             if cited in RULES and cited != r.rule:
                 elsewhere.setdefault(cited, set()).add(r.rule or "sanity")
 
     rows: list[tuple[list[str], str]] = []
-    for rid in ["sanity", *RULES]:
+    for rid in ["sanity", *RULES, "fuzz"]:
         if rid not in by_rule and rid not in elsewhere:  # a rule broken in other tests gets its row
             continue
         cells: list[str] = []

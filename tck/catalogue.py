@@ -61,7 +61,8 @@ def verifications_markdown() -> str:
     for name, verification in VERIFICATIONS.items():
         out += ["", f"## {name} ({len(verification.tests)} tests)", ""]
         for test in verification.tests:
-            rule = f"rule [{test.rule.id}]({test.rule.url})" if test.rule else "sanity"
+            rule = f"rule [{test.rule.id}]({test.rule.url})" if test.rule else \
+                "every rule it can observe (see [fuzzing](fuzzing.md))" if test.level == "fuzz" else "sanity"
             out.append(f"### `{test.test_id}`")
             out.append("")
             out.append(f"*{test.level}*, {rule}.")

@@ -33,12 +33,13 @@ def select(
 ) -> list[TckTest]:
     """Tests whose rule is in ``rules`` (all if empty) and not in ``skip_rules``.
 
-    ``"sanity"`` names the tests that check the factory itself rather than a rule.
+    ``"sanity"`` names the tests that check the factory itself rather than a rule, ``"fuzz"``
+    the fuzz tests (they check every rule they can observe).
     """
     wanted, unwanted = set(rules), set(skip_rules)
 
     def key(test: TckTest) -> str:
-        return test.rule_id or "sanity"
+        return "fuzz" if test.level == "fuzz" else test.rule_id or "sanity"
 
     return [t for t in tests if (not wanted or key(t) in wanted) and key(t) not in unwanted]
 

@@ -91,6 +91,8 @@ class TestResult:
     subject: str = ""
     #: ``"known"`` when a baseline lists this failure as a known deviation; absent otherwise.
     baseline: str | None = None
+    #: For a failed fuzz test: the shrunk scenario as steps, its replay token, what finding it took.
+    fuzz: dict[str, Any] | None = None
     #: What the test found, headline first; empty when it passed or did not apply.
     failures: list[Failure] = field(default_factory=list)
     #: Epoch seconds: when the test started, and when its verdict was final.
@@ -119,6 +121,8 @@ class TestResult:
         }
         if self.baseline is not None:
             data["baseline"] = self.baseline
+        if self.fuzz is not None:
+            data["fuzz"] = self.fuzz
         return data
 
     @classmethod
@@ -136,6 +140,7 @@ class TestResult:
             trace_total=int(data.get("trace_total", len(data.get("trace", [])))),
             subject=data.get("subject", ""),
             baseline=data.get("baseline"),
+            fuzz=data.get("fuzz"),
             failures=[Failure.from_json(f) for f in data.get("failures", [])],
             started_at=float(data.get("started_at", 0.0)),
             finished_at=float(data.get("finished_at", 0.0)),

@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .contexts import Context
 from .environment import Environment
@@ -86,9 +87,11 @@ def run_test(
             raise
         context.finish()
 
+    switching = sys.getswitchinterval()
     with env:
         worker = Worker(body, "rs-tck-body")
         stalled = _watch(env, worker, start, settings)
+    sys.setswitchinterval(switching)  # a race-hunting test that was abandoned cannot restore it
     duration = time.monotonic() - start
     error = stalled if stalled is not None else worker.error
     return _result(test, env, error, started_at, duration, subject_label)
@@ -179,10 +182,13 @@ def _result(
         if verdict == "optional_unsupported":
             message = "optional, not supported: " + message
     records = env.trace.records()
+    rule = test.rule_id
+    if test.level == "fuzz" and primary is not None and primary.rule is not None:
+        rule = primary.rule.id  # a fuzz test verifies no single rule: it reports the one broken
     return TestResult(
         test=test.name,
         verification=test.verification,
-        rule=test.rule_id,
+        rule=rule,
         level=test.level,
         outcome=outcome,
         verdict=verdict,
@@ -191,6 +197,7 @@ def _result(
         trace=[r.to_json() for r in records],
         trace_total=env.trace.total,
         subject=subject,
+        fuzz=getattr(primary, "fuzz", None),
         failures=failures,
         started_at=started_at,
         finished_at=time.time(),
@@ -247,12 +254,31 @@ def _failure_lines(failure: Failure, raised: BaseException | None,
     return lines
 
 
+def _fuzz_lines(fuzz: dict[str, Any] | None) -> list[str]:
+    """A fuzz failure's shrunk scenario, how it was found, and how to replay it."""
+    if not fuzz:
+        return []
+    lines = []
+    race = fuzz.get("race")
+    if race:
+        lines.append(f"  race    : the failure does not repeat on every run of this scenario: it failed "
+                     f"{race['failed']} of {race['replays']} replays")
+    if fuzz.get("runs", 1) > 1:
+        lines.append(f"  found   : after {fuzz['examples']} generated scenario(s) ({fuzz['seconds_to_find']:.2f} s),"
+                     f" shrunk in {fuzz['runs']} run(s) in all")
+    lines.append("  scenario: the smallest found; the trace below is its last run")
+    lines += ["    " + step for step in fuzz.get("scenario", [])]
+    lines.append(f"  replay  : pytest ... {fuzz['replay_option']}")
+    return lines
+
+
 def _failure_message(test: TckTest, found: list[_Found], env: Environment, subject: str) -> str:
     """The human-readable report of a failed test: the one place its failures become text."""
     first, others = found[0], found[1:]
     lines = _failure_lines(first.violation.failure(), first.raised, first.violation)
     if first.problem is not None:
         lines.append(f"  where   : {first.problem.origin}")
+    lines += _fuzz_lines(getattr(first.violation, "fuzz", None))
     if subject:
         lines.append(f"  subject : {subject}")
     if others:

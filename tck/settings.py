@@ -21,7 +21,7 @@ class Knob:
     option: str  # command-line option
     ini: str  # ini key
     env: str  # environment variable
-    kind: str  # "ms", "int", "bool" or "choice"
+    kind: str  # "ms", "int", "bool", "choice" or "text"
     help: str
     choices: tuple[str, ...] = ()
 
@@ -58,6 +58,14 @@ KNOBS: tuple[Knob, ...] = (
     Knob("loop", "--rs-loop", "rs_loop", "RS_TCK_LOOP", "choice",
          "Where calls into the subject run: 'thread' (the TCK's own) or 'asyncio' (a TCK event loop)",
          choices=("thread", "asyncio")),
+    Knob("no_fuzz", "--rs-no-fuzz", "rs_no_fuzz", "RS_TCK_NO_FUZZ", "bool",
+         "Skip the fuzz verifications (generated request/cancel/signal orders)"),
+    Knob("fuzz_examples", "--rs-fuzz-examples", "rs_fuzz_examples", "RS_TCK_FUZZ_EXAMPLES", "int",
+         "Scenarios each fuzz verification generates before it passes"),
+    Knob("fuzz_replay", "--rs-fuzz-replay", "rs_fuzz_replay", "RS_TCK_FUZZ_REPLAY", "text",
+         "Replay the scenario of this token (from a fuzz failure) instead of generating scenarios"),
+    Knob("fuzz_db", "--rs-fuzz-db", "rs_fuzz_db", "RS_TCK_FUZZ_DB", "text",
+         "Directory for Hypothesis's example database (default: none is written)"),
 )
 
 KNOBS_BY_NAME = {k.name: k for k in KNOBS}
@@ -83,6 +91,10 @@ class Settings:
     stochastic_iterations: int = 100
     coordinated_emission: bool = False
     loop: str = "thread"
+    no_fuzz: bool = False
+    fuzz_examples: int = 100
+    fuzz_replay: str = ""
+    fuzz_db: str = ""
     concurrency: int = 1
     #: Signals kept in a trace: this many from the start and as many from the end.
     trace_keep: int = 100
@@ -103,6 +115,12 @@ class Settings:
             raise ValueError(f"--rs-max-subscribers must be >= 1, got {self.max_subscribers}")
         if self.loop not in KNOBS_BY_NAME["loop"].choices:
             raise ValueError(f"--rs-loop must be one of thread, asyncio, got {self.loop!r}")
+        if self.fuzz_examples < 1:
+            raise ValueError(f"--rs-fuzz-examples must be >= 1, got {self.fuzz_examples}")
+        if self.fuzz_replay:
+            from .fuzz.scenario import decode
+
+            decode(self.fuzz_replay)  # a damaged token is a usage error, named before anything runs
         if self.concurrency < 1:
             raise ValueError(f"--rs-concurrency must be >= 1, got {self.concurrency}")
         if self.stochastic_iterations < 1:
@@ -136,6 +154,10 @@ def parse_value(knob: Knob, raw: str, where: str) -> float | int | bool | str:
             if low in ("0", "false", "no", "off"):
                 return False
             raise ValueError(text)
+        if knob.kind == "text":
+            if not text:
+                raise ValueError(text)
+            return text
         if knob.kind == "choice":
             if text not in knob.choices:
                 raise ValueError(text)
@@ -153,6 +175,7 @@ def parse_value(knob: Knob, raw: str, where: str) -> float | int | bool | str:
             "int": "an integer (2**63-1 is accepted)",
             "bool": "true or false",
             "choice": "one of " + ", ".join(knob.choices),
+            "text": "a non-empty value",
         }[knob.kind]
         raise ValueError(f"{where}: {knob.option.lstrip('-')} must be {accepted}, got {raw!r}") from None
 

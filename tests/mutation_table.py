@@ -16,6 +16,7 @@ from pathlib import Path
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 
+from . import test_fuzz as fuzz_catalogue
 from . import test_processor_catalogue as processor_catalogue
 from . import test_publisher_catalogue as publisher_catalogue
 from . import test_subscriber_catalogue as subscriber_catalogue
@@ -72,6 +73,25 @@ def rows() -> list[Row]:
     return out
 
 
+@dataclass(frozen=True)
+class FuzzRow:
+    """One order-dependent broken case: every fixed verification passes it, the fuzzer must not."""
+
+    case: str
+    verification: str
+    test: str
+    rule: str
+
+
+def fuzz_rows() -> list[FuzzRow]:
+    """The order-dependent cases of ``tests/test_fuzz.py``, in catalogue order."""
+    out = []
+    for param in fuzz_catalogue.CASES:
+        case = param.values[0]  # type: ignore[attr-defined]
+        out.append(FuzzRow(case.id, case.verification, fuzz_catalogue.FUZZ_TEST[case.verification], case.rule))
+    return out
+
+
 def verified_rules() -> dict[str, list[str]]:
     """rule (or "sanity") -> verifications with an executable (non-untested) test of it."""
     out: dict[str, list[str]] = {}
@@ -113,17 +133,21 @@ def markdown() -> str:
         "`tests/test_processor_catalogue.py`. Each row is a deliberately broken implementation and the",
         "verdict the TCK must give it; those catalogue tests prove each row. A rule is *caught* when at",
         "least one broken case targets a test of it, *untested* when the TCK reports it untested, and",
-        "*not verified* when neither.",
+        "*not verified* when neither. The *fuzz* column counts the order-dependent cases of",
+        "`tests/test_fuzz.py`: every fixed verification passes them, the fuzz verifications must",
+        "catch them on that rule.",
         "",
         "Summary: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + f" ({len(keys)} rules).",
         "",
-        "| rule | status | cases |",
-        "|---|---|---|",
+        "| rule | status | cases | fuzz |",
+        "|---|---|---|---|",
     ]
+    fuzzed = fuzz_rows()
     for key in keys:
         n = sum(1 for r in table if r.rule == key)
+        f = sum(1 for r in fuzzed if r.rule == key)
         label = key if key == SANITY else f"[{key}]({RULES[key].url})"
-        out.append(f"| {label} | {status(key, table)} | {n} |")
+        out.append(f"| {label} | {status(key, table)} | {n} | {f or ''} |")
     for key in keys:
         mine = [r for r in table if r.rule == key]
         if not mine:
@@ -137,6 +161,10 @@ def markdown() -> str:
             if r.defect:
                 verdict += f" (xfail: {r.defect})"
             out.append(f"| `{r.catalogue}:{r.case}` | {r.verification} | `{r.test}` | {verdict} |")
+    out += ["", "## Order-dependent: missed by every fixed verification, caught by fuzzing", "",
+            "| case | verification | test | cites |", "|---|---|---|---|"]
+    for row in fuzzed:
+        out.append(f"| `order_dependent:{row.case}` | {row.verification} | `{row.test}` | {row.rule} |")
     return "\n".join(out) + "\n"
 
 

@@ -15,8 +15,10 @@ from typing import Any
 import html5lib
 import pytest
 from rstck.engine import run_verification
+from rstck.engine import select
 from rstck.results import document
 from rstck.subjects import load_publisher_subject
+from rstck.verifications import VERIFICATIONS
 from rstck_plugins.campaign import cli
 from rstck_plugins.campaign.plan import SubjectSpec
 from rstck_plugins.campaign.plan import build
@@ -95,14 +97,15 @@ def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(spark: Any, tmp_path: 
     failing = {r["seed"] for r in rows if r["subject"] == RACY and r["outcome"] == "failed"}
     assert failing
     assert all(_draws_racy(seed) for seed in failing)
-    assert len({r["row_id"] for r in rows}) == len(rows) == 16  # two 1.3 tests
-    first = next(r for r in rows if r["outcome"] == "failed" and r["test"].startswith("stochastic_spec103"))
+    per_unit = len(select(VERIFICATIONS["publisher"].tests, rules=["1.3"]))
+    assert len({r["row_id"] for r in rows}) == len(rows) == 8 * per_unit
+    first = next(r for r in rows if r["outcome"] == "failed")
     assert first["failure_rule"] == "1.3"
-    assert "in the same subscriber" in first["failure_observed"] or "inside a signal method" in first["failure_observed"]
+    assert "on_next entered on thread" in first["failure_observed"]
     assert json.loads(first["failures"])[0]["rule"] == "1.3"
     # Rerunning the same campaign (same --seed, same --out) adds nothing: rows are keyed by unit.
     assert cli.main(argv, spark=spark) == 1
-    assert len(_rows(spark, out)) == 16
+    assert len(_rows(spark, out)) == 8 * per_unit
     # The report: parses, the matrix shows both subjects, the flaky test comes first with its repro.
     page = (out / "report.html").read_text()
     tree = html5lib.parse(page, namespaceHTMLElements=False)
@@ -253,8 +256,8 @@ def test_standalone_cluster_on_loopback_ships_the_subject(spark: Any, tmp_path: 
     assert "shipped" in done.stderr
     assert "tests.zip" in done.stderr
     rows = _rows(spark, out)
-    assert len(rows) == 6  # 1.1, and the two 1.3 tests, twice
+    assert len(rows) == 2 * len(select(VERIFICATIONS["publisher"].tests, rules=["1.1", "1.3"]))
     assert all(".zip" in r["subject_origin"] and str(ROOT) not in r["subject_origin"] for r in rows)
-    race = next(r for r in _summary(out) if r["rule"] == "1.3")
+    race = next(r for r in _summary(out) if r["test"] == "stochastic_spec103_must_signal_on_methods_sequentially")
     assert race["runs"] == 2
     assert race["pass_rate"] == 0.5

@@ -341,7 +341,8 @@ def test_conforming_publisher_passes(test: TckTest, subject: PublisherSubject,
 
 def test_every_executable_test_has_a_case() -> None:
     aimed = {_spec(c).test for c in CASES}
-    assert [t.name for t in EXECUTABLE if t.name not in aimed] == []
+    # The fuzz verification's broken cases are the order-dependent ones, in tests/test_fuzz.py.
+    assert [t.name for t in EXECUTABLE if t.name not in aimed and t.level != "fuzz"] == []
 
 
 def test_every_rule_has_a_case() -> None:

@@ -82,6 +82,22 @@ def _finding(f: Failure, r: TestResult, anchor: str, settings: Mapping[str, Any]
     return facts
 
 
+def _fuzz_scenario(r: TestResult) -> str:
+    """A fuzz failure's shrunk scenario as numbered steps, with the option that replays it."""
+    fuzz = r.fuzz if isinstance(r.fuzz, Mapping) else None
+    if fuzz is None:
+        return ""
+    steps = [str(step).split(". ", 1)[-1] for step in fuzz.get("scenario", []) or []]
+    race = fuzz.get("race")
+    note = ""
+    if isinstance(race, Mapping):
+        note = (f'<p class="muted">a race: the scenario failed {esc(str(race.get("failed")))} of '
+                f'{esc(str(race.get("replays")))} replays</p>')
+    items = "".join(f"<li>{esc(step)}</li>" for step in steps)
+    return (f'<section class="fuzz"><h4>Shrunk scenario</h4><ol class="mono">{items}</ol>{note}'
+            f'<p>replay: <code>{esc(str(fuzz.get("replay_option", "")))}</code></p></section>')
+
+
 def _dl(facts: list[tuple[str, str, str]]) -> str:
     return '<dl class="facts">' + "".join(f'<dt>{esc(k)}</dt><dd class="{c}">{v}</dd>' for k, c, v in facts) + "</dl>"
 
@@ -94,7 +110,9 @@ def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any]) -> 
                                f"{r.duration_s * 1000:.1f} ms)")))
     if r.subject:
         facts.append(("subject", "", esc(r.subject)))
-    if r.iterations is not None:
+    if r.iterations is not None and r.level == "fuzz":
+        facts.append(("scenarios", "", esc(f"{r.iterations['ran']} run, {r.iterations['showed']} of them failed")))
+    elif r.iterations is not None:
         ran, showed = r.iterations["ran"], r.iterations["showed"]
         facts.append(("race rounds", "", esc(f"{ran} run, {showed} of them showed the race this test hunts")))
     if known:
@@ -118,7 +136,7 @@ def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any]) -> 
         f'<article class="failure {kind}{" known" if known else ""}" id="{anchor}">'
         f"<header>{badge(_verdict(r), known)}<h3>{esc(title)} · {esc(r.verification)} · "
         f'<span class="mono">{esc(r.test)}</span></h3></header>'
-        f"{_dl(facts)}{''.join(findings)}"
+        f"{_dl(facts)}{''.join(findings)}{_fuzz_scenario(r)}"
         f"<details><summary>the full message, as the terminal shows it</summary><pre>{esc(r.message)}</pre>"
         "</details>"
         f'<h4>Signal trace <span class="muted">({esc(total)})</span></h4>{LEGEND}'

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
+import sys
 from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +17,25 @@ from ..rules import Rule
 from ..rules import rule as lookup_rule
 
 _NAME = re.compile(rf"^({'|'.join(LEVELS)})_(spec(\d)(\d\d)|sanity)_[a-z0-9_]+$")
+#: Fuzz tests check every rule they can observe, so they name none: ``fuzz_<what>``.
+_FUZZ_NAME = re.compile(r"^fuzz_[a-z0-9_]+$")
+
+
+#: The thread switch interval while a test hunts a race. The interpreter's default (5 ms) lets
+#: one thread run a whole signal method before another gets the lock, hiding most overlaps;
+#: 10 us interleaves them. The runner restores the previous interval even if a test is abandoned.
+RACE_SWITCH_INTERVAL = 1e-5
+
+
+@contextlib.contextmanager
+def aggressive_switching(interval: float = RACE_SWITCH_INTERVAL) -> Iterator[None]:
+    """Switch threads as often as ``interval`` for the duration (never less often than now)."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(min(previous, interval))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
 
 
 @dataclass(frozen=True)
@@ -34,7 +56,9 @@ class TckTest:
 
     @property
     def test_id(self) -> str:
-        """The id shown to users, carrying the rule: ``required_spec309_...[3.9]``."""
+        """The id shown to users, carrying the rule: ``required_spec309_...[3.9]``, ``fuzz_...[fuzz]``."""
+        if self.level == "fuzz":
+            return f"{self.name}[fuzz]"
         return f"{self.name}[{self.rule.id if self.rule else 'sanity'}]"
 
 
@@ -74,6 +98,13 @@ class Registry:
 
     def _add(self, name: str, rule_id: str | None, level: str, func: Callable[[Any], None], doc: str,
              untested_reason: str = "") -> None:
+        if level == "fuzz":
+            if not _FUZZ_NAME.match(name) or rule_id is not None:
+                raise ValueError(f"fuzz test name {name!r} must start with 'fuzz_' and name no rule")
+            if any(t.name == name for t in self.tests):
+                raise ValueError(f"duplicate test name {name!r}")
+            self.tests.append(TckTest(name, self.verification, None, level, func, _dedent(doc)))
+            return
         match = _NAME.match(name)
         if level not in LEVELS or not match or match.group(1) != level:
             raise ValueError(f"test name {name!r} must start with '{level}_spec<rule>_' or '{level}_sanity_'")

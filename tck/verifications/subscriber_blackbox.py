@@ -14,6 +14,7 @@ from ..contexts import BlackboxContext
 from ..contexts import TckFailure
 from ..errors import NotVerified
 from ._base import Registry
+from ._base import aggressive_switching
 
 VERIFICATION = "subscriber_blackbox"
 tck_test = Registry(VERIFICATION)
@@ -155,12 +156,13 @@ def stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_p
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
     subscriber, upstream = ctx.stage(yield_s=0.0005)
     ctx.requested(subscriber, upstream)
-    for i in range(64):
-        if upstream.wait_demand() <= 0:
-            break
-        upstream.send_next()
-        ctx.env.count_iterations(i + 1, upstream.subscription.overlaps)
-        ctx.env.check()
+    with aggressive_switching():
+        for i in range(64):
+            if upstream.wait_demand() <= 0:
+                break
+            upstream.send_next()
+            ctx.env.count_iterations(i + 1, upstream.subscription.overlaps)
+            ctx.env.check()
     upstream.settle()
     upstream.send_complete()
     ctx.at_close(upstream.settle)
@@ -376,3 +378,18 @@ tck_test.untested(
     "an obligation of the subscription, which the TCK plays here; the publisher verification "
     "checks it",
 )
+
+
+@tck_test(None, "fuzz")
+def fuzz_signal_orders(ctx: BlackboxContext) -> None:
+    """Generated legal signal orders, shrunk to the smallest scenario that breaks a rule.
+
+    The TCK's upstream sends elements within demand in bursts or one by one, from the test
+    thread, another thread or inside request(), and on_complete/on_error at any point. Every
+    live check holds (2.3, 2.7, 3.9, 2.13), and the subscriber keeps asking for elements as it
+    does when fed one at a time (2.1). If this fails, replay the printed scenario
+    (--rs-fuzz-replay) and follow its numbered steps.
+    """
+    from ..fuzz.verify import fuzz_subscriber
+
+    fuzz_subscriber(ctx, whitebox=False)

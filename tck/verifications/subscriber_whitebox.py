@@ -19,6 +19,7 @@ from ..errors import RuleViolation
 from ..whitebox import WhiteboxProbe
 from ..worker import Worker
 from ._base import Registry
+from ._base import aggressive_switching
 
 VERIFICATION = "subscriber_whitebox"
 tck_test = Registry(VERIFICATION)
@@ -198,10 +199,11 @@ def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from
     stage = ctx.stage(yield_s=0.0005)
     stage.request(32)
     sent = []
-    for i in range(32):
-        sent.append(stage.upstream.send_next())
-        ctx.env.count_iterations(i + 1, stage.subscription.overlaps)
-        ctx.env.check()
+    with aggressive_switching():
+        for i in range(32):
+            sent.append(stage.upstream.send_next())
+            ctx.env.count_iterations(i + 1, stage.subscription.overlaps)
+            ctx.env.check()
     for element in sent:
         stage.probe.expect_next(element)
     ctx.at_close(stage.upstream.settle)
@@ -475,3 +477,15 @@ tck_test.untested(
     "an obligation of the subscription, which the TCK plays here; the publisher verification "
     "checks it",
 )
+
+
+@tck_test(None, "fuzz")
+def fuzz_signal_orders(ctx: WhiteboxStages) -> None:
+    """Generated legal signal orders and puppet calls, shrunk to the smallest failing scenario.
+
+    As the blackbox fuzz verification, plus puppet.request(k)/puppet.cancel() at any point and
+    the probe's check that each signal is processed exactly once (2.11).
+    """
+    from ..fuzz.verify import fuzz_subscriber
+
+    fuzz_subscriber(ctx, whitebox=True)

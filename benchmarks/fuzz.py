@@ -1,0 +1,119 @@
+"""Measure the fuzz verifications: their cost on conforming subjects, and what they catch.
+
+For each reference subject: the wall time of its fuzz verification with the default budget and
+how many scenarios ran. For each order-dependent broken implementation of
+``tests/broken/order_dependent.py``: whether any fixed verification fails it, whether the fuzz
+verification does (on which rule), after how many scenarios and seconds, and the shrunk
+scenario. ``--ci`` derandomises as the ``CI`` profile does; ``--repeat N`` runs the fuzz side N
+times (random seeds) and reports how often it caught each case.
+
+    python benchmarks/fuzz.py --ci
+    python benchmarks/fuzz.py --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rstck.reference import async_range_publisher
+from rstck.reference import async_subscriber
+from rstck.reference import async_whitebox_subscriber
+from rstck.reference import identity_processor
+from rstck.reference import range_publisher
+from rstck.reference import sync_subscriber
+from rstck.reference import sync_whitebox_subscriber
+from rstck.results import TestResult
+from rstck.runner import run_test
+from rstck.settings import Settings
+from rstck.subjects import ProcessorSubject
+from rstck.subjects import PublisherSubject
+from rstck.subjects import SubscriberSubject
+from rstck.subjects import WhiteboxSubject
+from rstck.verifications import VERIFICATIONS
+
+from tests.broken import order_dependent as od
+
+FUZZ = {"publisher": "fuzz_demand_cancel_orders", "processor": "fuzz_demand_cancel_orders",
+        "subscriber_blackbox": "fuzz_signal_orders", "subscriber_whitebox": "fuzz_signal_orders"}
+#: The catalogue tests' short waits, for the fixed verifications.
+FAST = Settings(timeout=0.5, no_signal_window=0.05, gc_window=1.0, stochastic_iterations=10)
+
+
+def run(verification: str, name: str, subject: Any, settings: Settings) -> TestResult:
+    v = VERIFICATIONS[verification]
+    (test,) = [t for t in v.tests if t.name == name]
+    return run_test(test, lambda env: v.make_context(env, subject), subject.apply(settings),
+                    subject_label=subject.label)
+
+
+def conforming() -> None:
+    subjects = [
+        ("publisher", "range_publisher", PublisherSubject(range_publisher)),
+        ("publisher", "async_range_publisher", PublisherSubject(async_range_publisher)),
+        ("processor", "identity_processor", ProcessorSubject(identity_processor)),
+        ("subscriber_blackbox", "sync_subscriber", SubscriberSubject(sync_subscriber)),
+        ("subscriber_blackbox", "async_subscriber", SubscriberSubject(async_subscriber)),
+        ("subscriber_whitebox", "sync_whitebox_subscriber", WhiteboxSubject(sync_whitebox_subscriber)),
+        ("subscriber_whitebox", "async_whitebox_subscriber", WhiteboxSubject(async_whitebox_subscriber)),
+    ]
+    print("| subject | verification | outcome | scenarios | seconds |")
+    print("|---|---|---|---|---|")
+    for verification, label, subject in subjects:
+        result = run(verification, FUZZ[verification], subject, Settings())
+        ran = (result.iterations or {}).get("ran", 0)
+        print(f"| {label} | {verification} | {result.outcome} | {ran} | {result.duration_s:.2f} |", flush=True)
+
+
+def broken(repeat: int) -> None:
+    cases = [(i, "publisher", PublisherSubject(f), r) for i, f, r in od.PUBLISHERS]
+    cases += [(i, "subscriber_blackbox", SubscriberSubject(f), r) for i, f, r in od.SUBSCRIBERS]
+    print("| case | rule | caught by fixed | caught by fuzzing | scenarios to find | s to find | s in all |")
+    print("|---|---|---|---|---|---|---|")
+    shrunk = {}
+    for case, verification, subject, rule in cases:
+        tests = [t for t in VERIFICATIONS[verification].tests if t.level not in ("untested", "fuzz")]
+        fixed = [t.name for t in tests if run(verification, t.name, subject, FAST).outcome in ("failed", "error")]
+        caught, examples, found, total = 0, [], [], []
+        for _ in range(repeat):
+            result = run(verification, FUZZ[verification], subject, FAST.replace(stochastic_iterations=100))
+            if result.outcome == "failed" and result.rule == rule and result.fuzz:
+                caught += 1
+                examples.append(result.fuzz["examples"])
+                found.append(result.fuzz["seconds_to_find"])
+                total.append(result.duration_s)
+                shrunk[case] = result.fuzz["scenario"]
+        rate = f"y ({caught}/{repeat})" if repeat > 1 else ("y" if caught else "n")
+        mean = (lambda xs: f"{sum(xs) / len(xs):.1f}" if xs else "-")
+        print(f"| {case} | {rule} | {'y: ' + ', '.join(fixed) if fixed else 'n'} | {rate if caught else 'n'} | "
+              f"{mean(examples)} | {mean(found)} | {mean(total)} |", flush=True)
+    for case, steps in shrunk.items():
+        print(f"\n{case}:")
+        for step in steps:
+            print(f"    {step}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ci", action="store_true", help="derandomise, as with CI set")
+    parser.add_argument("--repeat", type=int, default=1, help="fuzz runs per broken case")
+    args = parser.parse_args(argv)
+    if args.ci:
+        os.environ["CI"] = "1"
+    started = time.monotonic()
+    if os.environ.get("FUZZ_BENCH_SKIP_CONFORMING") is None:
+        conforming()
+    print()
+    broken(args.repeat)
+    print(f"\n(total {time.monotonic() - started:.0f} s, load avg {os.getloadavg()[0]:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,625 @@
+"""Fuzzing a publisher: request/cancel orders no fixed verification uses, judged by the rules.
+
+A scenario subscribes probes to a fresh publisher from the factory and makes calls on their
+subscriptions: ``request(k)`` with small, boundary, non-positive and huge k (sums crossing
+2**63-1 included), ``cancel()``; from the test thread, from another thread, or re-entrantly from
+inside ``on_subscribe``/``on_next`` (there, also handed to another thread while ``on_next`` waits,
+which is how a request lands while a drain loop is running); further subscribers to the same
+publisher (the failed publisher too); "let it run" pauses; and calls after terminal signals.
+
+The verdict rests on the rules, checked as in every verification by the probes (1.1, 1.3, 1.7,
+1.9, 2.13, 3.15, 3.16 live) and, at the end of each scenario, by this module:
+
+* 3.6/1.8: after ``cancel()`` only what was in flight may still arrive: at most the demand
+  outstanding at that moment, and for unbounded demand the signals must stop within the
+  timeout. A bounded batch after cancel is conforming (1.8 says "eventually");
+* 3.8/3.17: demand requested and not cancelled is served: ``min(requested, n)`` elements arrive
+  (3.17 when the total crossed 2**63-1), and 1.5: on_complete follows the n-th;
+* 3.9: a non-positive request on a live subscription ends it with ``on_error(ValueError)``;
+* conservation: no element lost, duplicated or reordered. The reference is what the same
+  factory produced for a plain subscriber, twice, when both runs agree (a deterministic
+  publisher); otherwise only counts are checked.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from collections.abc import Iterator
+from typing import Any
+
+from ..api import MAX_DEMAND
+from ..environment import Environment
+from ..environment import as_violation
+from ..errors import NotVerified
+from ..errors import RuleViolation
+from ..probe import ProbeAbort
+from ..probe import ProbeSubscriber
+from ..runner import stall_limit
+from ..settings import Settings
+from ..trace import short_repr
+from .sandbox import ScenarioEnvironment
+from .sandbox import call_on_thread
+from .sandbox import scenario_env
+from .scenario import Scenario
+from .scenario import demand_text
+from .scenario import elements_text
+from .search import drop_chunks
+from .search import pick
+from .search import simpler_demand
+
+#: The failed publisher, as the element count of a scenario.
+FAILED = -1
+#: Elements a probe takes under unbounded demand before it cancels by itself (endless streams).
+TAKE_LIMIT = 2000
+#: Elements of an endless stream compared with the reference run.
+REFERENCE_PREFIX = 64
+_BOUNDARY = (MAX_DEMAND - 1, MAX_DEMAND, MAX_DEMAND + 1, 2**62, 2**64)
+_NON_POSITIVE = (0, -1, -MAX_DEMAND)
+_SIZES = (0, 1, 2, 3, 4, 7, 16, 64)
+
+
+# -- generating scenarios --------------------------------------------------------------------
+
+
+def generator(settings: Settings, *, subscribers: int, failed: bool) -> Callable[[random.Random], Scenario]:
+    """Scenarios ``(n, actions in on_subscribe, actions from on_next #i, steps)`` for a subject."""
+    if settings.can_complete:
+        sizes = [k for k in _SIZES if k <= settings.max_elements]
+    else:
+        sizes = [settings.max_elements]
+    # Mostly longer than what is requested, so that a miscount shows as an extra element.
+    middle = [k for k in sizes if 7 <= k <= 16] or sizes
+
+    def generate(rng: random.Random) -> Scenario:
+        def demand(boundary: int = 2, illegal: int = 1) -> int:
+            return int(pick(rng, ((24, lambda: rng.randint(1, 3)), (4, lambda: rng.randint(4, 20)),
+                                  (boundary, lambda: rng.choice(_BOUNDARY)),
+                                  (illegal, lambda: rng.choice(_NON_POSITIVE)))))
+
+        def via(thread: int = 1) -> str:
+            return str(pick(rng, ((2, "here"), (thread, "thread"))))
+
+        def action(cancels: int = 1, boundary: int = 2, illegal: int = 1, thread: int = 1) -> tuple[Any, ...]:
+            if pick(rng, ((6, "request"), (cancels, "cancel"))) == "request":
+                return ("request", demand(boundary, illegal), via(thread))
+            return ("cancel", via(thread))
+
+        def target() -> int:
+            # Mostly the first subscriber: a step aimed at one not subscribed yet does nothing.
+            return 0 if subscribers == 1 else int(pick(rng, ((3, 0), (1, lambda: rng.randint(1, subscribers - 1)))))
+
+        def step() -> tuple[Any, ...]:
+            kinds: list[tuple[int, Any]] = [(6, "request"), (1, "cancel"), (1, "run")]
+            if subscribers > 1:
+                kinds.append((1, "subscribe"))
+            kind = pick(rng, kinds)
+            if kind == "request":
+                return ("request", target(), demand(), via())
+            if kind == "cancel":
+                return ("cancel", target(), via())
+            if kind == "run":
+                return ("run",)
+            return ("subscribe", tuple(action() for _ in range(rng.randint(0, 2))))
+
+        if failed and rng.random() < 0.25:
+            n = FAILED
+        else:
+            n = rng.choice(middle) if rng.random() < 0.75 else rng.choice(sizes)
+        # Inside on_subscribe nothing can be delivered yet: where demand accumulates (3.17).
+        first = tuple(action(cancels=0, boundary=3) for _ in range(rng.randint(0, 3)))
+        # Re-entrant calls, dense: a drain loop is where order-dependent defects hide.
+        # Handed to another thread as often as not: a call landing while a drain loop runs.
+        reactions = tuple(sorted({(target(), int(pick(rng, ((3, lambda: rng.randint(1, 3)),
+                                                           (1, lambda: rng.randint(4, 8))))),
+                                   action(cancels=2, illegal=6, thread=2))
+                                  for _ in range(rng.randint(0, 6))}))
+        count = rng.randint(0, 12) if rng.random() < 0.85 else rng.randint(40, 200)
+        return (n, first, reactions, tuple(step() for _ in range(count)))
+
+    return generate
+
+
+def candidates(scenario: Scenario) -> Iterator[Scenario]:
+    """Simpler variants of a failing scenario, the most promising first (for the shrinker)."""
+    n, first, reactions, steps = scenario
+    # Steps aimed at a subscriber not subscribed yet, and reactions of one never subscribed,
+    # do nothing: gone at once, before any costlier attempt.
+    subscribers, live = 1, []
+    for step in steps:
+        subscribers += step[0] == "subscribe"
+        if step[0] in ("subscribe", "run") or step[1] < subscribers:
+            live.append(step)
+    used = tuple(r for r in reactions if r[0] < subscribers)
+    if len(live) < len(steps) or len(used) < len(reactions):
+        yield (n, first, used, tuple(live))
+    for shorter in drop_chunks(steps):
+        yield (n, first, reactions, shorter)
+    for fewer in drop_chunks(reactions):
+        yield (n, first, fewer, steps)
+    for fewer in drop_chunks(first):
+        yield (n, fewer, reactions, steps)
+    if n > 0:
+        for smaller in sorted({k for k in _SIZES if k < n} | {n // 2, n - 1}):
+            yield (smaller, first, reactions, steps)
+    for i, step in enumerate(steps):
+        for simpler in _simpler_step(step):
+            yield (n, first, reactions, (*steps[:i], simpler, *steps[i + 1:]))
+    for i, (who, index, action) in enumerate(reactions):
+        simpler_reactions = [(who, k, action) for k in range(1, index)]
+        simpler_reactions += [(who, index, a) for a in _simpler_action(action)]
+        for reaction in simpler_reactions:
+            yield (n, first, tuple(sorted({*reactions[:i], reaction, *reactions[i + 1:]})), steps)
+    for i, action in enumerate(first):
+        for simpler in _simpler_action(action):
+            yield (n, (*first[:i], simpler, *first[i + 1:]), reactions, steps)
+
+
+def _simpler_action(action: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+    if action[-1] == "thread":
+        yield (*action[:-1], "here")
+    if action[0] == "request":
+        yield from (("request", k, action[2]) for k in simpler_demand(action[1]))
+
+
+def _simpler_step(step: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+    if step[0] == "request":
+        for action in _simpler_action(("request", step[2], step[3])):
+            yield ("request", step[1], action[1], action[2])
+    elif step[0] == "cancel" and step[2] == "thread":
+        yield ("cancel", step[1], "here")
+    elif step[0] == "subscribe":
+        for fewer in drop_chunks(step[1]):
+            yield ("subscribe", fewer)
+
+
+def well_formed(scenario: Any) -> bool:
+    """Whether decoded data has the shape of a publisher scenario (a replay token's check)."""
+    try:
+        n, first, reactions, steps = scenario
+        return isinstance(n, int) and isinstance(first, tuple) and all(
+            isinstance(r, tuple) and len(r) == 3 for r in reactions) and all(
+            isinstance(s, tuple) and s and s[0] in ("request", "cancel", "subscribe", "run")
+            for s in steps)
+    except (TypeError, ValueError):
+        return False
+
+
+# -- showing scenarios ----------------------------------------------------------------------
+
+
+def _name(index: int) -> str:
+    return "probe" if index == 0 else f"sub{index + 1}"
+
+
+def action_text(action: tuple[Any, ...]) -> str:
+    call = f"request({demand_text(action[1])})" if action[0] == "request" else "cancel()"
+    return ("from another thread (waited for): " if action[-1] == "thread" else "") + call
+
+
+def render(scenario: Scenario, *, multi: bool | None = None) -> list[str]:
+    """The scenario as numbered steps a person can follow by hand."""
+    n, first, reactions, steps = scenario
+    multi = any(s[0] == "subscribe" for s in steps) if multi is None else multi
+    made = "the failed publisher" if n == FAILED else f"factory({demand_text(n)}) ({elements_text(n)})"
+    head = f"subscribe probe to {made}"
+    if first:
+        head += "; from its on_subscribe: " + ", then ".join(action_text(a) for a in first)
+    for target, index, action in reactions:
+        head += f"; from {_name(target) + chr(39) + 's ' if multi else ''}on_next #{index}: {action_text(action)}"
+    lines = [f"1. {head}"]
+    subscribers = 1
+    for i, step in enumerate(steps, 2):
+        kind = step[0]
+        if kind == "subscribe":
+            subscribers += 1
+            text = f"subscribe {_name(subscribers - 1)} to the same publisher"
+            if step[1]:
+                text += "; from its on_subscribe: " + ", then ".join(action_text(a) for a in step[1])
+        elif kind == "run":
+            text = "let it run (wait until no signal arrives)"
+        else:
+            target = step[1]
+            prefix = f"{_name(target)}: " if multi else ""
+            if target >= subscribers:
+                text = f"{prefix}(no such subscriber yet: nothing done)"
+            elif kind == "request":
+                text = prefix + action_text(("request", step[2], step[3]))
+            else:
+                text = prefix + action_text(("cancel", step[2]))
+        lines.append(f"{i}. {text}")
+    lines.append(f"{len(steps) + 2}. wait for what is owed, then check every subscriber")
+    return lines
+
+
+# -- running scenarios ----------------------------------------------------------------------
+
+
+class _Subscriber:
+    """One probe of a scenario: its armed re-entrant actions and what the checks need."""
+
+    def __init__(self, run: PublisherScenario, index: int, on_subscribe: tuple[Any, ...]) -> None:
+        self.run = run
+        self.index = index
+        self.name = _name(index)
+        #: Serialises the TCK's calls on this subscription (rule 2.7 binds the TCK too).
+        self.lock = threading.RLock()
+        self.armed: dict[int, list[tuple[Any, ...]]] = {}
+        self.pending: list[tuple[str, tuple[Any, ...]]] = []
+        self.initial = on_subscribe
+        self.illegal_at: int | None = None  # trace seq of a non-positive request while live
+        self.illegal_in_flight = 0
+        self.cancel_demand: int | None = None
+        self.cancel_received = 0
+        self.requests_after_cancel = 0
+        self.took_all = False
+        #: Re-entrant actions being made right now, and whether on_subscribe's are done.
+        self.busy = 0
+        self.subscribed = threading.Event()
+        self.probe = ProbeSubscriber(run.env, self.name, on_subscribe=self._on_subscribe,
+                                     on_next=self._on_next, storm_limit=4 * TAKE_LIMIT)
+
+    # hooks, on the publisher's thread
+
+    def _on_subscribe(self, probe: ProbeSubscriber, subscription: Any) -> None:
+        try:
+            for action in self.initial:
+                self.reentrant("on_subscribe", action)
+        finally:
+            self.subscribed.set()
+
+    def _on_next(self, probe: ProbeSubscriber, element: Any) -> None:
+        count = probe.received
+        if count >= TAKE_LIMIT and not probe.cancelled and probe.demand >= MAX_DEMAND:
+            self.took_all = True
+            self.run.env.trace.note(f"{self.name} took {count} elements of unbounded demand: cancelling")
+            self.reentrant(f"on_next #{count}", ("cancel", "here"))
+            return
+        for action in self.armed.pop(count, ()):
+            self.reentrant(f"on_next #{count}", action)
+
+    def reentrant(self, where: str, action: tuple[Any, ...]) -> None:
+        """Act from inside a signal; deferred if the TCK is inside a call from another thread."""
+        self.busy += 1
+        try:
+            self._reentrant(where, action)
+        finally:
+            self.busy -= 1
+
+    def _reentrant(self, where: str, action: tuple[Any, ...]) -> None:
+        if not self.lock.acquire(blocking=False):
+            self.run.env.trace.note(f"{self.name}: from {where}: {action_text(action)} deferred "
+                                    "(the TCK was inside a call on another thread)")
+            self.pending.append((where, action))
+            return
+        try:
+            self.run.env.trace.note(f"{self.name}: from {where}: {action_text(action)}")
+            if action[-1] == "thread" and self.run.env.settings.loop == "asyncio":
+                # Every call runs on the subject's event loop, which this signal occupies: a
+                # call handed to another thread would wait for it. "Here" is the same context.
+                self.run.env.trace.note("on an event loop every call runs on the loop: made here")
+                action = (*action[:-1], "here")
+            self.perform(action)
+        finally:
+            self.lock.release()
+
+    # actions, with the lock held
+
+    def perform(self, action: tuple[Any, ...]) -> None:
+        if action[-1] == "thread":
+            plain = (*action[:-1], "here")
+            finished = call_on_thread(self.run.env, action_text(action), lambda: self._act(plain),
+                                      self.run.handoff_s)
+            if not finished:
+                self.run.env.trace.note(f"{self.name}: {action_text(plain)} on another thread has "
+                                        "not returned yet; going on")
+            return
+        self._act(action)
+
+    def _act(self, action: tuple[Any, ...]) -> None:
+        probe = self.probe
+        if action[0] == "request":
+            n = action[1]
+            live = not probe.cancelled and probe.terminal is None
+            if probe.cancelled:
+                self.requests_after_cancel += 1
+            if n <= 0 and live and self.illegal_at is None:
+                self.illegal_at = self.run.env.trace.total
+                with probe._lock:
+                    # Only what was already owed may complete the stream before the on_error.
+                    self.illegal_in_flight = probe.received + probe.demand
+            probe.request(n)
+        else:
+            if self.cancel_demand is None:
+                with probe._lock:
+                    self.cancel_demand = probe.demand
+                    self.cancel_received = probe.received
+            probe.cancel()
+
+    def flush(self) -> None:
+        while self.pending:
+            where, action = self.pending.pop(0)
+            with self.lock:
+                self.run.env.trace.note(f"{self.name}: deferred action from {where}: {action_text(action)}")
+                self.perform(action)
+
+
+class PublisherScenario:
+    """Runs one scenario against a fresh publisher of the verification's context."""
+
+    def __init__(self, ctx: Any, env: ScenarioEnvironment, scenario: Scenario,
+                 reference: Callable[[int], tuple[Any, ...] | None]) -> None:
+        self.ctx = ctx
+        self.env = env
+        self.scenario = scenario
+        self.reference = reference
+        settings = env.settings
+        self.timeout = settings.timeout
+        self.window = max(0.002, settings.no_signal_window / 20)
+        self.handoff_s = max(0.05, settings.no_signal_window)
+        self.blocked_s = stall_limit(settings) + 1.0
+        self.subs: list[_Subscriber] = []
+        self.publisher: Any = None
+
+    def execute(self) -> RuleViolation | None:
+        n, first, reactions, steps = self.scenario
+        self.reactions = reactions
+        made = "failed publisher" if n == FAILED else f"factory({demand_text(n)})"
+        self.env.trace.note(f"step 1: subscribe probe to {made}")
+        if n == FAILED:
+            self.publisher = self.ctx.failed_publisher()
+        else:
+            self.publisher = self.ctx.publisher(n)
+        failure = self._subscribe(first)
+        for number, step in enumerate(steps, 2):
+            failure = failure or self._step(number, step)
+            if failure is not None:
+                break
+            self._flush()
+        return failure or self._settle()
+
+    def _quiet(self, limit: float) -> bool:
+        """Wait until a whole window passes with no signal to any probe; False if not in ``limit``."""
+        deadline = time.monotonic() + limit
+        while True:
+            seen = self.env.outer.progress
+            time.sleep(self.window)
+            if self.env.outer.progress == seen:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+
+    def _flush(self) -> None:
+        for sub in self.subs:
+            sub.flush()
+
+    def _subscribe(self, actions: tuple[Any, ...]) -> RuleViolation | None:
+        sub = _Subscriber(self, len(self.subs), actions)
+        for target, index, action in self.reactions:
+            if target == sub.index:
+                sub.armed.setdefault(index, []).append(action)
+        self.subs.append(sub)
+        self.env.trace.add("tck", "subscribe", sub.name)
+        try:
+            self.env.invoke("subscribe()", self.publisher.subscribe, sub.probe)
+        except ProbeAbort:
+            pass
+        except Exception as exc:
+            return RuleViolation("1.9", "subscribe() to return normally (failures are signalled with on_error)",
+                                 f"it raised {type(exc).__name__}: {short_repr(exc, 200)}")
+        try:
+            sub.probe.expect_subscription()
+        except RuleViolation as violation:
+            return violation
+        # on_subscribe may run on the publisher's thread: its actions belong to this step.
+        sub.subscribed.wait(self.blocked_s)
+        return None
+
+    def _step(self, number: int, step: tuple[Any, ...]) -> RuleViolation | None:
+        kind = step[0]
+        if kind == "subscribe":
+            self.env.trace.note(f"step {number}: subscribe {_name(len(self.subs))}")
+            return self._subscribe(step[1])
+        if kind == "run":
+            self.env.trace.note(f"step {number}: let it run")
+            self._quiet(self.timeout)
+            return None
+        if step[1] >= len(self.subs):
+            return None
+        sub = self.subs[step[1]]
+        action = ("request", step[2], step[3]) if kind == "request" else ("cancel", step[2])
+        self.env.trace.note(f"step {number}: {sub.name}: {action_text(action)}")
+        if action[-1] == "thread":
+            plain = (*action[:-1], "here")
+
+            def locked() -> None:
+                with sub.lock:
+                    sub.perform(plain)
+
+            call_on_thread(self.env, action_text(action), locked, self.blocked_s)
+        else:
+            with sub.lock:
+                sub.perform(action)
+        return None
+
+    # -- the verdict ------------------------------------------------------------------------
+
+    def _settle(self) -> RuleViolation | None:
+        """Wait (event-driven) for what every subscriber is owed; then judge."""
+        self.env.trace.note("settle: waiting for what is owed")
+        n = self.scenario[0]
+        # Judge only once no re-entrant action is being made (an asynchronous publisher runs
+        # them on its own thread, possibly still now).
+        deadline = time.monotonic() + self.blocked_s
+        while any(sub.busy for sub in self.subs) and time.monotonic() < deadline:
+            time.sleep(self.window)
+        for sub in self.subs:
+            probe = sub.probe
+            if probe.subscription is None:
+                continue
+            if sub.illegal_at is not None or n == FAILED:
+                if not probe.cancelled:
+                    probe.expect_terminal(timeout=self.timeout)
+            elif not probe.cancelled and sub.index == 0:
+                owed = min(probe.requested, n)
+                probe._wait(lambda p=probe, o=owed: p.received >= o or p.terminal is not None,  # type: ignore[misc]
+                            self.timeout)
+                if n < MAX_DEMAND - 1 and probe.requested >= n:
+                    probe.expect_terminal(timeout=self.timeout)
+        self._flush()
+        if self._quiet(self.timeout):
+            quiet = {sub.name: True for sub in self.subs}
+        else:
+            quiet = {sub.name: sub.probe.wait_quiet(window=self.window, limit=self.window * 4)[1]
+                     for sub in self.subs}
+        mine = self._judge(quiet)
+        problems = self.env.problems
+        if mine and mine[0].rule is not None and mine[0].rule.id == "3.6":
+            return mine[0]
+        if problems:
+            return as_violation(problems[0], None)
+        return mine[0] if mine else None
+
+    def _judge(self, quiet: dict[str, bool]) -> list[RuleViolation]:
+        n = self.scenario[0]
+        found: list[RuleViolation] = []
+        for sub in self.subs:
+            probe = sub.probe
+            if probe.subscription is None:
+                continue
+            with probe._lock:
+                received, requested, terminal, error = probe.received, probe.requested, probe.terminal, probe.error
+                after_cancel = probe.after_cancel
+                elements = list(probe.elements)
+            who = f"{sub.name}: " if len(self.subs) > 1 else ""
+            if sub.cancel_demand is not None and sub.cancel_demand < MAX_DEMAND and \
+                    after_cancel > sub.cancel_demand and sub.requests_after_cancel:
+                found.append(RuleViolation(
+                    "3.6", "request(n) after cancel() to be a no-op: at most the demand outstanding at "
+                    f"cancel() ({sub.cancel_demand}) may still arrive",
+                    f"{who}{after_cancel} element(s) after cancel(), which followed {sub.cancel_received} "
+                    f"element(s), once request(n) was called again after cancel()",
+                    hint="cancel() must stop the stream for good: check that the emitting loop does not "
+                    "write back a stale 'not cancelled' state when its batch ends"))
+            if not quiet[sub.name] and probe.cancelled and not sub.took_all:
+                found.append(RuleViolation(
+                    "1.8", f"signals to stop within {self.timeout * 1000:.0f} ms of cancel()",
+                    f"{who}still signalling after {after_cancel} element(s) following cancel()"))
+            if n == FAILED:
+                if received:
+                    found.append(RuleViolation("1.4", "the failed publisher to signal no element",
+                                               f"{who}{received} on_next signal(s)"))
+                elif requested and not probe.cancelled and terminal != "on_error":
+                    found.append(RuleViolation("1.4", "on_error from the failed publisher",
+                                               f"{who}{probe._terminal_text() or 'no terminal signal'} "
+                                               f"(after request({demand_text(requested)}))"))
+                continue
+            if sub.illegal_at is not None and not probe.cancelled and sub.index > 0:
+                # A later subscriber may have been turned away (1.9, 3.14: a publisher that shut
+                # down): any terminal signal ends it; none at all breaks 3.9.
+                if terminal is None:
+                    found.append(RuleViolation(
+                        "3.9", "a terminal signal after a request(n) with n <= 0",
+                        f"{who}none (the request is record #{sub.illegal_at} of the trace, or near it)"))
+                continue
+            if sub.illegal_at is not None and not probe.cancelled:
+                natural_end = terminal == "on_complete" and received >= n and sub.illegal_in_flight >= n
+                if (terminal != "on_error" and not natural_end) or \
+                        (terminal == "on_error" and not isinstance(error, ValueError)):
+                    found.append(RuleViolation(
+                        "3.9", "on_error(ValueError) after a request(n) with n <= 0",
+                        f"{who}{probe._terminal_text() or 'no terminal signal'} "
+                        f"(the request is record #{sub.illegal_at} of the trace, or near it)"))
+                continue
+            if sub.index == 0 and not probe.cancelled:
+                found += self._owed(sub, n, received, requested, terminal, who)
+            if sub.index == 0:
+                found += self._conserved(sub, n, elements, who)
+        return found
+
+    def _owed(self, sub: _Subscriber, n: int, received: int, requested: int, terminal: str | None,
+              who: str) -> list[RuleViolation]:
+        owed = min(requested, n)
+        crossed = requested >= MAX_DEMAND
+        rule = "3.17" if crossed else "3.8"
+        if received < owed and terminal is None:
+            return [RuleViolation(
+                rule, f"the {demand_text(owed)} element(s) requested and not cancelled within "
+                f"{self.timeout * 1000:.0f} ms" + (" (demand of 2**63-1 or more: unbounded)" if crossed else ""),
+                f"{who}{received} arrived, and nothing more: requested demand was lost",
+                hint="check the demand counter: a request arriving while an earlier one is being "
+                "served (or from inside on_next) must add to it, and sums must saturate at 2**63-1")]
+        if terminal == "on_error":
+            return [RuleViolation(None, f"only on_complete from factory({n}) (the factory contract)",
+                                  f"{who}{sub.probe._terminal_text()} after {received} element(s)")]
+        if terminal == "on_complete" and received < n:
+            return [RuleViolation(None, f"all {n} elements before on_complete (the factory contract)",
+                                  f"{who}on_complete after {received} element(s)")]
+        if n < MAX_DEMAND - 1 and requested >= n and terminal is None:
+            return [RuleViolation("1.5", f"on_complete after the last of {n} elements",
+                                  f"{who}no terminal signal within {self.timeout * 1000:.0f} ms")]
+        return []
+
+    def _conserved(self, sub: _Subscriber, n: int, elements: list[Any], who: str) -> list[RuleViolation]:
+        reference = self.reference(n)
+        if reference is None:
+            return []
+        for i, got in enumerate(elements[: len(reference)]):
+            if got == reference[i]:
+                continue
+            if got in elements[:i]:
+                what = f"element #{i + 1} is {short_repr(got)}, a duplicate of one already delivered"
+            elif got in reference[i + 1:]:
+                skipped = reference.index(got) - i
+                what = (f"element #{i + 1} is {short_repr(got)}: {skipped} element(s) from "
+                        f"{short_repr(reference[i])} on were skipped or reordered")
+            else:
+                what = f"element #{i + 1} is {short_repr(got)}, which the stream does not contain"
+            shown = ", ".join(short_repr(e) for e in reference[:6])
+            return [RuleViolation(
+                None, f"the stream's elements in order, each once (factory({n}) produced "
+                f"{shown}{', ...' if len(reference) > 6 else ''} for a plain subscriber, twice)",
+                f"{who}{what}", hint="no element may be lost, duplicated or reordered by a "
+                "particular order of requests and cancels")]
+        return []
+
+
+def reference_sequence(ctx: Any, n: int) -> tuple[Any, ...] | None:
+    """What factory(n) gives a plain subscriber, if two runs agree on it; None otherwise."""
+    runs = []
+    for _ in range(2):
+        with scenario_env(ctx) as env:
+            try:
+                runs.append(_plain_run(ctx, env, n))
+            except (RuleViolation, NotVerified, ProbeAbort):
+                return None
+            if env.problems:
+                return None
+    first = runs[0]
+    if first is None or runs[1] != first:
+        return None
+    try:
+        if len(set(first)) != len(first):
+            return None  # repeated values: a skipped element would not be told from a duplicate
+    except TypeError:
+        return None
+    return first
+
+
+def _plain_run(ctx: Any, env: Environment, n: int) -> tuple[Any, ...] | None:
+    count = min(n, REFERENCE_PREFIX)
+    publisher = ctx.publisher(n)
+    probe = ProbeSubscriber(env, "reference")
+    env.invoke("subscribe()", publisher.subscribe, probe)
+    probe.expect_subscription()
+    if count:
+        probe.request(count)
+    deadline = time.monotonic() + env.settings.timeout
+    probe._wait(lambda: probe.received >= count or probe.terminal is not None,
+                max(0.0, deadline - time.monotonic()))
+    if probe.received < count:
+        return None
+    probe.close()
+    return tuple(probe.elements)[:count]

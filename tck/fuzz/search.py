@@ -1,0 +1,253 @@
+"""Driving Hypothesis: generate scenarios, shrink the first failure, tell a race from a bug.
+
+The scenario interpreter is a plain function ``execute(scenario) -> Outcome``; this module owns
+everything Hypothesis-specific: the settings (no example database unless a path is given, the
+``CI`` profile derandomised so a CI run is reproducible), silencing its reporter, bounding the
+time spent shrinking, and turning ``Flaky`` (a failure that did not repeat) into a race verdict
+with a failure rate measured over replays, instead of an error of the kit.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+import hypothesis
+from hypothesis import HealthCheck
+from hypothesis import Phase
+from hypothesis import Verbosity
+from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.errors import Flaky
+from hypothesis.reporting import with_reporter
+
+from ..api import MAX_DEMAND
+from ..errors import RuleViolation
+from .scenario import Scenario
+
+#: Replays of a scenario whose failure did not repeat, to measure how often it fails.
+RACE_REPLAYS = 5
+
+
+def ci_profile() -> bool:
+    """Whether the run is derandomised: ``CI`` set (to anything but empty, 0 or false).
+
+    Hypothesis then draws the same examples on every run, so a CI verdict can be reproduced
+    by running again; a developer's run stays random and explores more over time.
+    """
+    value = os.environ.get("CI", "")
+    return value.strip().lower() not in ("", "0", "false", "no")
+
+
+@dataclass
+class Outcome:
+    """What one execution of a scenario showed; ``violation`` is None when it passed."""
+
+    scenario: Scenario
+    violation: RuleViolation | None
+    #: The environment of the run, kept for the failing ones: its trace and other problems.
+    record: Any = None
+
+
+@dataclass
+class Finding:
+    """The smallest failing scenario found, and what it took to find and shrink it."""
+
+    outcome: Outcome
+    examples: int  # scenarios run until the first failure
+    runs: int  # scenarios run in all, shrinking included
+    seconds_to_find: float
+    seconds: float
+    #: ``(failed, replays)`` when the failure did not repeat reliably: a race.
+    race: tuple[int, int] | None = None
+    shrink_cut: bool = False
+
+
+@dataclass
+class Budget:
+    """How much searching a fuzz verification may do."""
+
+    examples: int
+    #: Seconds of shrinking after the first failure; past it the best scenario so far stands.
+    shrink_s: float
+    #: Seconds of generating: a loaded machine runs fewer examples, never a longer search.
+    explore_s: float = 60.0
+    database: str | None = None
+    derandomize: bool = field(default_factory=ci_profile)
+    #: Examples actually run by the last search (fewer than ``examples`` when time ran out).
+    ran: int = 0
+
+
+class _Failed(Exception):
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(str(outcome.violation))
+        self.outcome = outcome
+
+
+def pick(rng: random.Random, table: Sequence[tuple[int, Any]]) -> Any:
+    """A weighted choice from ``(weight, value)`` rows; a callable value is called for it."""
+    roll = rng.randrange(sum(weight for weight, _ in table))
+    for weight, value in table:
+        if roll < weight:
+            return value() if callable(value) else value
+        roll -= weight
+    raise AssertionError("unreachable")
+
+
+def drop_chunks(items: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+    """``items`` without one chunk, largest chunks first (the delta-debugging order)."""
+    size = len(items)
+    while size >= 1:
+        for start in range(0, len(items), size):
+            yield items[:start] + items[start + size:]
+        size //= 2
+
+
+def simpler_demand(n: int) -> Iterator[int]:
+    """Smaller request amounts to try in place of ``n``: 1 first, then nearer ones."""
+    if n > MAX_DEMAND:
+        yield MAX_DEMAND
+    if n > 1:
+        yield 1
+        if n // 2 > 1:
+            yield n // 2
+        if n - 1 > max(1, n // 2):
+            yield n - 1
+    elif n < 0:
+        yield 0
+        if n < -1:
+            yield -1
+
+
+def _size(scenario: Scenario) -> tuple[int, str]:
+    return len(repr(scenario)), repr(scenario)
+
+
+def search(
+    generate: Callable[[random.Random], Scenario],
+    candidates: Callable[[Scenario], Iterator[Scenario]],
+    execute: Callable[[Scenario], Outcome],
+    budget: Budget,
+) -> Finding | None:
+    """Run up to ``budget.examples`` generated scenarios; the shrunk first failure, or None.
+
+    Hypothesis draws a seed per example (derandomised under ``CI``, remembered in the example
+    database when one is configured) and tells a failure that does not repeat (``Flaky``)
+    from one that does; each seed expands into a scenario with the weights the generator
+    gives. Hypothesis would shrink the seed, which says nothing about the scenario, so the
+    failing scenario is shrunk structurally here instead: whole steps and re-entrant actions
+    removed, amounts, sizes and threads simplified, as long as the same rule still breaks.
+    """
+    start = time.monotonic()
+    counts = {"runs": 0, "skipped": 0}
+    failed_at: list[float] = []
+
+    def run(rng: random.Random) -> None:
+        if time.monotonic() - start > budget.explore_s:
+            counts["skipped"] += 1  # out of time: the remaining examples are not run
+            return
+        scenario = generate(rng)
+        counts["runs"] += 1
+        outcome = execute(scenario)
+        if outcome.violation is not None:
+            if not failed_at:
+                failed_at.append(time.monotonic())
+            raise _Failed(outcome)
+
+    settings = hypothesis.settings(
+        max_examples=budget.examples,
+        database=DirectoryBasedExampleDatabase(budget.database) if budget.database else None,
+        derandomize=budget.derandomize,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+        report_multiple_bugs=False,
+        phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    )
+    test = settings(hypothesis.given(st.randoms(use_true_random=True))(run))
+    found: Outcome | None = None
+    race = False
+    budget.ran = 0
+    try:
+        with with_reporter(lambda *_: None):
+            test()
+    except _Failed as failed:
+        found = failed.outcome
+    except Flaky as flaky:
+        race = True
+        found = _flaky_outcome(flaky)
+    budget.ran = counts["runs"]
+    if found is None:
+        return None
+    examples = counts["runs"]
+    found_after = (failed_at[0] if failed_at else time.monotonic()) - start
+    shrunk, cut = shrink(found, candidates, execute, budget.shrink_s, counts)
+    finding = Finding(outcome=shrunk, examples=examples, runs=counts["runs"],
+                      seconds_to_find=found_after, seconds=time.monotonic() - start, shrink_cut=cut)
+    if race:
+        failures = 0
+        for _ in range(RACE_REPLAYS):
+            again = execute(shrunk.scenario)
+            counts["runs"] += 1
+            if again.violation is not None:
+                failures += 1
+        finding.race = (failures, RACE_REPLAYS)
+        finding.runs = counts["runs"]
+    return finding
+
+
+#: Rules the shrinker treats as one: demand lost shows as 3.17 while the total is at or above
+#: 2**63-1 and as 3.8 below it, so simpler amounts may move a failure from one to the other.
+_SAME_DEFECT = {"3.17": "3.8"}
+
+
+def _rule(outcome: Outcome) -> str | None:
+    violation = outcome.violation
+    rule = violation.rule.id if violation is not None and violation.rule is not None else None
+    return _SAME_DEFECT.get(rule, rule) if rule is not None else None
+
+
+def shrink(found: Outcome, candidates: Callable[[Scenario], Iterator[Scenario]],
+           execute: Callable[[Scenario], Outcome], limit_s: float,
+           counts: dict[str, int]) -> tuple[Outcome, bool]:
+    """The smallest variant of ``found`` that still breaks the same rule, within ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    best, rule = found, _rule(found)
+    tried: set[Scenario] = {found.scenario}
+    improved = True
+    while improved:
+        improved = False
+        for candidate in candidates(best.scenario):
+            if time.monotonic() > deadline:
+                return best, True
+            if candidate in tried or _size(candidate) >= _size(best.scenario):
+                continue
+            tried.add(candidate)
+            counts["runs"] += 1
+            outcome = execute(candidate)
+            if outcome.violation is not None and _rule(outcome) == rule:
+                best, improved = outcome, True
+                break
+    return best, False
+
+
+def _flaky_outcome(flaky: BaseException) -> Outcome | None:
+    """The failure a ``Flaky`` stands for: the one it carries."""
+    stack: list[BaseException] = [flaky]
+    while stack:
+        exc = stack.pop()
+        if isinstance(exc, _Failed):
+            return exc.outcome
+        stack.extend(getattr(exc, "exceptions", ()))
+        for linked in (exc.__cause__, exc.__context__):
+            if linked is not None:
+                stack.append(linked)
+    return None

@@ -1,0 +1,191 @@
+"""The fuzz verifications' bodies: search (or replay), then report the shrunk scenario.
+
+A failure is reported as the rule the smallest failing scenario broke, with that scenario as
+numbered steps, the signal trace of its last run (it becomes the verification's trace), and
+the replay token that runs exactly that scenario again (``--rs-fuzz-replay``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import NotVerified
+from ..errors import RuleViolation
+from ..errors import SetupError
+from . import publisher_side
+from . import subscriber_side
+from .sandbox import scenario_env
+from .scenario import ReplayError
+from .scenario import Scenario
+from .scenario import decode
+from .scenario import encode
+from .search import RACE_REPLAYS
+from .search import Budget
+from .search import Finding
+from .search import Outcome
+from .search import search
+
+#: Seconds a fuzz verification may spend shrinking a failure before it reports the best so far.
+SHRINK_S = 5.0
+
+
+class FuzzViolation(RuleViolation):
+    """A rule broken by a generated scenario: the rule's own failure plus how to see it again."""
+
+    def __init__(self, violation: RuleViolation, side: str, scenario: Scenario, steps: list[str],
+                 finding: Finding | None) -> None:
+        super().__init__(violation.rule, violation.expected, violation.observed, hint=violation.hint,
+                         evidence=violation.evidence, setting=violation.setting)
+        self.__cause__ = violation.__cause__
+        self.replay = encode(side, scenario)
+        race = finding.race if finding is not None else None
+        #: What the results JSON carries under ``"fuzz"``, and the runner renders in the message.
+        self.fuzz: dict[str, Any] = {
+            "side": side,
+            "scenario": steps,
+            "replay": self.replay,
+            "replay_option": f"--rs-fuzz-replay={self.replay}",
+            "examples": finding.examples if finding else 0,
+            "runs": finding.runs if finding else 1,
+            "seconds_to_find": round(finding.seconds_to_find, 3) if finding else 0.0,
+            "seconds": round(finding.seconds, 3) if finding else 0.0,
+            "race": {"failed": race[0], "replays": race[1]} if race else None,
+        }
+
+
+#: Seconds of generating per example asked for, at most: a scenario takes about 0.03 s, so 100
+#: take some 3 s; on a loaded machine the search stops at 10 s with fewer. A failure found in
+#: that time is then shrunk for at most ``SHRINK_S``.
+EXPLORE_S_PER_EXAMPLE = 0.1
+
+
+def _budget(settings: Any) -> Budget:
+    explore = max(2.0, settings.fuzz_examples * EXPLORE_S_PER_EXAMPLE)
+    return Budget(examples=settings.fuzz_examples, shrink_s=min(SHRINK_S, settings.test_limit / 4),
+                  explore_s=min(explore, settings.test_limit / 2), database=settings.fuzz_db or None)
+
+
+def _replay_scenario(settings: Any, side: str) -> Scenario | None:
+    if not settings.fuzz_replay:
+        return None
+    try:
+        token_side, scenario = decode(settings.fuzz_replay)
+    except ReplayError as exc:
+        raise SetupError(str(exc)) from None
+    return scenario if token_side == side else None
+
+
+def _deselected(settings: Any) -> None:
+    if settings.no_fuzz:
+        raise NotVerified("fuzzing is switched off (--rs-no-fuzz)", kind="deselected")
+
+
+def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
+         candidates: Callable[[Scenario], Iterator[Scenario]],
+         execute_in: Callable[[Any, Scenario], RuleViolation | None], render: Callable[[Scenario], list[str]],
+         shape: Callable[[Scenario], bool]) -> None:
+    settings = ctx.settings
+    _deselected(settings)
+
+    def execute(scenario: Scenario) -> Outcome:
+        with scenario_env(ctx) as env:
+            violation = execute_in(env, scenario)
+            if violation is None and env.problems:
+                violation = _first(env)
+            return Outcome(scenario, violation, env if violation is not None else None)
+
+    replay = _replay_scenario(settings, side)
+    if replay is not None:
+        if not shape(replay):
+            raise SetupError("--rs-fuzz-replay: the token does not hold a well-formed "
+                             f"{side} scenario")
+        ctx.env.trace.note(f"replaying the scenario of --rs-fuzz-replay ({RACE_REPLAYS} runs at most)")
+        for _ in range(RACE_REPLAYS):
+            outcome = execute(replay)
+            if outcome.violation is not None:
+                _report(ctx, side, outcome, render, None)
+        ctx.env.trace.note(f"the replayed scenario passed {RACE_REPLAYS} runs")
+        return
+    budget = _budget(settings)
+    finding = search(generate, candidates, execute, budget)
+    if finding is not None and finding.race is not None and finding.race[0] == 0:
+        # Seen once, then not in any replay: too weak to accuse anyone of; said in the trace.
+        ctx.env.trace.note(f"a {side} scenario failed once ({finding.outcome.violation}) and passed "
+                           f"{finding.race[1]} replays: not reported")
+        finding = None
+    if finding is None:
+        cut = "" if budget.ran >= settings.fuzz_examples else \
+            f" (of {settings.fuzz_examples} asked: the time budget of {budget.explore_s:.1f} s ran out)"
+        ctx.env.trace.note(f"{budget.ran} generated scenario(s) ({side} side){cut}: no violation")
+        ctx.env.count_iterations(budget.ran, 0)
+        return
+    _report(ctx, side, finding.outcome, render, finding)
+
+
+def _first(env: Any) -> RuleViolation:
+    from ..environment import as_violation
+
+    return as_violation(env.problems[0], None)
+
+
+def _report(ctx: Any, side: str, outcome: Outcome, render: Callable[[Scenario], list[str]],
+            finding: Finding | None) -> None:
+    violation = outcome.violation
+    assert violation is not None
+    record = outcome.record
+    if record is not None:
+        # The verification's trace becomes the final run's, and its other problems are listed.
+        ctx.env.trace = record.trace
+        for problem in record.problems:
+            if problem.error is not violation and getattr(violation, "problem", None) is not problem:
+                with ctx.env._lock:
+                    ctx.env._keep(problem)
+    if finding is not None:
+        race = finding.race
+        ctx.env.count_iterations(*(race[::-1] if race else (finding.examples, 1)))
+    raise FuzzViolation(violation, side, outcome.scenario, render(outcome.scenario), finding)
+
+
+# -- the publisher side ----------------------------------------------------------------------
+
+
+def fuzz_publisher(ctx: Any) -> None:
+    """Generated request/cancel orders against fresh publishers from the factory."""
+    settings = ctx.settings
+    subscribers = 3 if settings.max_subscribers >= 3 else 2 if settings.max_subscribers >= 2 else 1
+    failed = getattr(ctx.subject, "failed_factory", None) is not None
+    references: dict[int, tuple[Any, ...] | None] = {}
+
+    def reference(n: int) -> tuple[Any, ...] | None:
+        if n not in references:
+            references[n] = publisher_side.reference_sequence(ctx, n)
+        return references[n]
+
+    def execute_in(env: Any, scenario: Scenario) -> RuleViolation | None:
+        try:
+            return publisher_side.PublisherScenario(ctx, env, scenario, reference).execute()
+        except RuleViolation as violation:
+            return violation
+
+    _run(ctx, "publisher", publisher_side.generator(settings, subscribers=subscribers, failed=failed),
+         publisher_side.candidates, execute_in, publisher_side.render, publisher_side.well_formed)
+
+
+# -- the subscriber side ---------------------------------------------------------------------
+
+
+def fuzz_subscriber(ctx: Any, *, whitebox: bool) -> None:
+    """Generated legal signal orders sent to fresh subscribers from the factory."""
+    baselines: dict[str, Any] = {}
+
+    def execute_in(env: Any, scenario: Scenario) -> RuleViolation | None:
+        try:
+            return subscriber_side.SubscriberScenario(ctx, env, scenario, whitebox, baselines).execute()
+        except RuleViolation as violation:
+            return violation
+
+    _run(ctx, "subscriber", subscriber_side.generator(whitebox=whitebox), subscriber_side.candidates,
+         execute_in, subscriber_side.render, subscriber_side.well_formed)

@@ -1,0 +1,309 @@
+"""The fuzz verifications: they catch what only a particular order shows, and nothing else.
+
+Each order-dependent broken implementation of ``tests/broken/order_dependent.py`` is run
+through every fixed verification (all pass: they never make that order) and through the fuzz
+verification with the default budget, derandomised as in CI (it must fail, on the rule the
+case names, with a shrunk scenario and a replay token that reproduces it). The conforming
+references must pass the fuzz verifications, also while the CPU is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rstck.fuzz import search as fuzz_search
+from rstck.fuzz.publisher_side import render as render_publisher
+from rstck.fuzz.scenario import ReplayError
+from rstck.fuzz.scenario import decode
+from rstck.fuzz.scenario import encode
+from rstck.fuzz.search import Budget
+from rstck.fuzz.search import Outcome
+from rstck.reference import async_range_publisher
+from rstck.reference import async_subscriber
+from rstck.reference import async_whitebox_subscriber
+from rstck.reference import range_publisher
+from rstck.reference import sync_subscriber
+from rstck.reference import sync_whitebox_subscriber
+from rstck.results import TestResult
+from rstck.runner import run_test
+from rstck.settings import Settings
+from rstck.subjects import PublisherSubject
+from rstck.subjects import SubscriberSubject
+from rstck.subjects import WhiteboxSubject
+from rstck.verifications import VERIFICATIONS
+from rstck.verifications._base import aggressive_switching
+
+from tests.broken import order_dependent as od
+
+pytest_plugins = ["pytester"]
+
+#: Short waits, as in the other catalogues; the fuzz budget stays the default one.
+FAST = Settings(timeout=0.5, no_signal_window=0.05, gc_window=1.0, stochastic_iterations=10)
+FUZZ_TEST = {"publisher": "fuzz_demand_cancel_orders", "subscriber_blackbox": "fuzz_signal_orders",
+             "subscriber_whitebox": "fuzz_signal_orders"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One order-dependent broken implementation and the rule the fuzzer must cite."""
+
+    id: str
+    verification: str
+    subject: Any
+    rule: str
+
+
+CASES = [
+    *(pytest.param(Case(id, "publisher", PublisherSubject(factory), rule), id=id)
+      for id, factory, rule in od.PUBLISHERS),
+    *(pytest.param(Case(id, "subscriber_blackbox", SubscriberSubject(factory), rule), id=id)
+      for id, factory, rule in od.SUBSCRIBERS),
+]
+
+
+def run(verification: str, name: str, subject: Any, settings: Settings = FAST) -> TestResult:
+    v = VERIFICATIONS[verification]
+    (test,) = [t for t in v.tests if t.name == name]
+    return run_test(test, lambda env: v.make_context(env, subject), subject.apply(settings),
+                    subject_label=subject.label)
+
+
+@pytest.fixture
+def ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CI profile: Hypothesis derandomised, so a verdict is the same on every run."""
+    monkeypatch.setenv("CI", "1")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fixed_verifications_miss_the_order_dependent_defect(case: Case) -> None:
+    tests = [t for t in VERIFICATIONS[case.verification].tests if t.level not in ("untested", "fuzz")]
+    failed = [(t.name, r.message.splitlines()[0]) for t in tests
+              if (r := run(case.verification, t.name, case.subject)).outcome in ("failed", "error")]
+    assert not failed, f"{case.id} is caught by a fixed verification, so it is not order-dependent: {failed}"
+
+
+@pytest.mark.usefixtures("ci")
+@pytest.mark.parametrize("case", CASES)
+def test_default_fuzz_budget_catches_it_on_its_rule(case: Case) -> None:
+    # The default budget, except for a case that shows in too few scenarios for it to be
+    # caught every time (the catalogue says how often it shows, docs/fuzzing.md how often found).
+    examples = od.EXAMPLES.get(case.id, Settings().fuzz_examples)
+    result = run(case.verification, FUZZ_TEST[case.verification], case.subject, FAST.replace(fuzz_examples=examples))
+    assert (result.outcome, result.level, result.rule) == ("failed", "fuzz", case.rule), result.message
+    assert result.failures[0].rule == case.rule
+    assert result.message.startswith(f"[rule {case.rule}]"), result.message
+    fuzz = result.fuzz
+    assert fuzz is not None
+    assert fuzz["scenario"][0].startswith("1. ")
+    assert "  scenario: the smallest found" in result.message
+    assert fuzz["replay_option"] in result.message
+    # The token replays exactly that scenario, and it breaks the same rule again.
+    again = run(case.verification, FUZZ_TEST[case.verification], case.subject,
+                FAST.replace(fuzz_replay=fuzz["replay"]))
+    assert (again.outcome, again.rule) == ("failed", case.rule), again.message
+    assert again.fuzz is not None
+    assert again.fuzz["scenario"] == fuzz["scenario"]
+
+
+CONFORMING = [
+    pytest.param("publisher", PublisherSubject(range_publisher), id="range-publisher"),
+    pytest.param("publisher", PublisherSubject(async_range_publisher), id="async-range-publisher"),
+    pytest.param("subscriber_blackbox", SubscriberSubject(sync_subscriber), id="sync-subscriber"),
+    pytest.param("subscriber_blackbox", SubscriberSubject(async_subscriber), id="async-subscriber"),
+    pytest.param("subscriber_whitebox", WhiteboxSubject(sync_whitebox_subscriber), id="sync-whitebox"),
+    pytest.param("subscriber_whitebox", WhiteboxSubject(async_whitebox_subscriber), id="async-whitebox"),
+]
+
+
+@pytest.mark.parametrize(("verification", "subject"), CONFORMING)
+def test_conforming_references_are_never_flagged(verification: str, subject: Any) -> None:
+    result = run(verification, FUZZ_TEST[verification], subject, Settings())
+    assert result.outcome == "passed", result.message
+    assert result.iterations is not None
+    assert result.iterations["ran"] > 0
+    assert result.iterations["showed"] == 0
+
+
+def test_conforming_references_are_never_flagged_under_load() -> None:
+    soak = _load_soak()
+    burners = soak.start_load(2)
+    try:
+        for verification, subject in [p.values for p in CONFORMING]:  # type: ignore[attr-defined]
+            result = run(verification, FUZZ_TEST[verification], subject, Settings(fuzz_examples=40))
+            assert result.outcome == "passed", result.message
+    finally:
+        for burner in burners:
+            burner.terminate()
+
+
+def test_the_processor_is_fuzzed_as_a_publisher_and_passes() -> None:
+    from rstck.reference import identity_processor
+    from rstck.subjects import ProcessorSubject
+
+    names = {t.name for t in VERIFICATIONS["processor"].tests if t.level == "fuzz"}
+    assert names == {"fuzz_demand_cancel_orders"}
+    result = run("processor", "fuzz_demand_cancel_orders", ProcessorSubject(identity_processor),
+                 Settings(fuzz_examples=40))
+    assert result.outcome == "passed", result.message
+
+
+def test_asyncio_loop_runs_the_fuzz_verification_through_the_event_loop() -> None:
+    result = run("publisher", "fuzz_demand_cancel_orders", PublisherSubject(range_publisher),
+                 Settings(loop="asyncio", fuzz_examples=30))
+    assert result.outcome == "passed", result.message
+    assert any(r["thread"] != "rs-tck-body" for r in result.trace if r["signal"] == "note") or result.trace
+
+
+def test_no_fuzz_deselects_the_fuzz_verifications() -> None:
+    result = run("publisher", "fuzz_demand_cancel_orders", PublisherSubject(range_publisher),
+                 Settings(no_fuzz=True))
+    assert (result.outcome, result.verdict) == ("skipped", "deselected")
+
+
+# -- the search: races, shrinking, tokens ----------------------------------------------------
+
+
+def test_a_failure_that_does_not_repeat_is_reported_as_a_race_with_its_rate() -> None:
+    from rstck.errors import RuleViolation
+
+    calls = {"n": 0}
+
+    def execute(scenario: Any) -> Outcome:
+        calls["n"] += 1
+        broke = calls["n"] == 3  # once only: Hypothesis's replay of it passes
+        return Outcome(scenario, RuleViolation("1.3", "one thread at a time", "two") if broke else None)
+
+    finding = fuzz_search.search(lambda rng: (rng.randint(0, 9), ()), lambda s: iter(()), execute,
+                                 Budget(examples=20, shrink_s=1.0, derandomize=True))
+    assert finding is not None
+    assert finding.race == (0, fuzz_search.RACE_REPLAYS)
+    assert finding.outcome.violation is not None
+    assert finding.outcome.violation.rule is not None
+    assert finding.outcome.violation.rule.id == "1.3"
+
+
+def test_shrinking_keeps_the_rule_and_drops_what_does_not_matter() -> None:
+    from rstck.errors import RuleViolation
+
+    def execute(scenario: Any) -> Outcome:
+        n, _first, _reactions, steps = scenario
+        broke = n >= 3 and ("request", 0, 2, "here") in steps
+        return Outcome(scenario, RuleViolation("3.8", "served", "lost") if broke else None)
+
+    big = (16, (("request", 5, "thread"),), ((0, 2, ("cancel", "here")),),
+           (("run",), ("request", 0, 7, "thread"), ("request", 0, 2, "here"), ("cancel", 0, "here")))
+    from rstck.fuzz.publisher_side import candidates
+
+    shrunk, cut = fuzz_search.shrink(execute(big), candidates, execute, 5.0, {"runs": 0})
+    assert not cut
+    assert shrunk.scenario == (3, (), (), (("request", 0, 2, "here"),))
+    assert render_publisher(shrunk.scenario) == [
+        "1. subscribe probe to factory(3) (3 elements)",
+        "2. request(2)",
+        "3. wait for what is owed, then check every subscriber",
+    ]
+
+
+def test_replay_tokens_round_trip_and_bad_ones_are_named() -> None:
+    scenario = (7, (("request", 2**63 - 1, "here"),), ((0, 1, ("cancel", "thread")),), (("run",),))
+    assert decode(encode("publisher", scenario)) == ("publisher", scenario)
+    for bad in ("nonsense", "rsfz1-elsewhere-abc", "rsfz1-publisher-!!!"):
+        with pytest.raises(ReplayError, match="--rs-fuzz-replay"):
+            decode(bad)
+
+
+def test_generated_scenarios_reach_every_kind_of_step() -> None:
+    from rstck.fuzz.publisher_side import generator
+
+    generate = generator(Settings(), subscribers=3, failed=True)
+    rng = random.Random(7)
+    seen: set[str] = set()
+    for _ in range(300):
+        n, first, reactions, steps = generate(rng)
+        seen |= {s[0] + (f":{s[-1]}" if s[0] in ("request", "cancel") else "") for s in steps}
+        seen |= {"reentrant:" + a[0] + ":" + a[-1] for _, _, a in reactions}
+        seen |= {"illegal" for s in steps if s[0] == "request" and s[2] <= 0}
+        seen |= {"past-max" for a in first if a[0] == "request" and a[1] >= 2**63 - 1}
+        seen |= {"failed" if n < 0 else "finite"}
+        seen |= {"long" for _ in [0] if len(steps) >= 40}
+    assert seen >= {"request:here", "request:thread", "cancel:here", "cancel:thread", "run", "subscribe",
+                    "reentrant:request:here", "reentrant:request:thread", "reentrant:cancel:here",
+                    "illegal", "past-max", "failed", "finite", "long"}
+
+
+def test_aggressive_switching_restores_the_interval() -> None:
+    import sys
+
+    before = sys.getswitchinterval()
+    with aggressive_switching():
+        assert sys.getswitchinterval() <= 1e-5
+    assert sys.getswitchinterval() == before
+
+
+# -- through pytest ---------------------------------------------------------------------------
+
+
+def test_default_run_includes_the_fuzz_verification_and_json_carries_the_scenario(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(broken="from tests.broken.order_dependent import PUBLISHERS\n"
+                               "overwrites = PUBLISHERS[2][1]\n")
+    pytester.syspathinsert(Path(__file__).resolve().parents[1])
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rs-publisher=broken:overwrites",
+                                "--rs-rules=fuzz,sanity", "--rs-report-json=out.json",
+                                "--rs-timeout-ms=500", "-v")
+    result.stdout.fnmatch_lines(["*publisher::fuzz_demand_cancel_orders[[]fuzz[]] FAILED*",
+                                 "*scenario: the smallest found*", "*--rs-fuzz-replay=rsfz1-publisher-*"])
+    data = json.loads((pytester.path / "out.json").read_text())
+    (fuzz,) = [r for r in data["results"] if r["level"] == "fuzz"]
+    assert fuzz["rule"] == "3.8"
+    assert fuzz["failures"][0]["rule"] == "3.8"
+    assert fuzz["fuzz"]["replay"].startswith("rsfz1-publisher-")
+    assert fuzz["fuzz"]["scenario"]
+
+
+def test_fuzz_options_have_ini_and_env_forms(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makeini("[pytest]\nrs_fuzz_examples = 5\n")
+    monkeypatch.setenv("RS_TCK_NO_FUZZ", "1")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rs-publisher=rstck.reference:range_publisher",
+                                "--rs-rules=fuzz", "-rs")
+    result.stdout.fnmatch_lines(["*fuzzing is switched off (--rs-no-fuzz)*"])
+    monkeypatch.delenv("RS_TCK_NO_FUZZ")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rs-publisher=rstck.reference:range_publisher",
+                                "--rs-rules=fuzz", "--rs-report-json=out.json")
+    assert result.ret == 0
+    data = json.loads((pytester.path / "out.json").read_text())
+    assert data["results"][0]["iterations"]["ran"] == 5
+    assert data["settings"]["fuzz_examples"] == 5
+
+
+def test_a_damaged_replay_token_is_a_one_line_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rs-publisher=rstck.reference:range_publisher",
+                                "--rs-fuzz-replay=rsfz1-publisher-AAAA")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--rs-fuzz-replay: the token is damaged*"])
+
+
+def test_no_example_database_is_written_unless_asked(pytester: pytest.Pytester) -> None:
+    pytester.runpytest("-p", "no:cacheprovider", "--rs-publisher=rstck.reference:range_publisher",
+                       "--rs-rules=fuzz", "--rs-fuzz-examples=5")
+    assert not (pytester.path / ".hypothesis").exists()
+    pytester.runpytest("-p", "no:cacheprovider", "--rs-publisher=rstck.reference:range_publisher",
+                       "--rs-rules=fuzz", "--rs-fuzz-examples=5", "--rs-fuzz-db=fuzzdb")
+    assert not (pytester.path / ".hypothesis").exists()
+
+
+def _load_soak() -> Any:
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "soak.py"
+    spec = importlib.util.spec_from_file_location("rstck_soak_fuzz", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
