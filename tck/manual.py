@@ -84,7 +84,7 @@ class ManualSubscription:
         #: The record of the call each thread is inside, cited when another thread overlaps it.
         self._inside_seq: dict[int, int] = {}
         self._sections: dict[int, str] = {}
-        self._sections_lock = threading.Lock()
+        self._sections_lock = threading.Condition(threading.Lock())
         self._wip = 0
 
     def __repr__(self) -> str:
@@ -130,7 +130,7 @@ class ManualSubscription:
             self._inside_seq[threading.get_ident()] = record.seq
             for rule, expected, observed in problems:
                 pub.env.violation(rule, expected, observed, evidence=(record.seq,))
-            pub._pause()
+            self._pause()
             if pub.inline and not state:
                 pub._drain(self)
         finally:
@@ -156,7 +156,7 @@ class ManualSubscription:
             self._inside_seq[threading.get_ident()] = record.seq
             for rule, expected, observed in problems:
                 pub.env.violation(rule, expected, observed, evidence=(record.seq,))
-            pub._pause()
+            self._pause()
         finally:
             self._exit(entered)
 
@@ -183,7 +183,9 @@ class ManualSubscription:
             inside = tuple(sorted(self._inside_seq[t] for t in others if t in self._inside_seq))
             self._sections[me] = what
         if others:
-            self.overlaps += 1
+            with self._sections_lock:
+                self.overlaps += 1
+                self._sections_lock.notify_all()  # ends a rival's hold at once
             if self.overlaps == 1:
                 busy = ", ".join(f"{_thread_name(t)} in {w}" for t, w in others.items())
                 self.publisher.env.violation(
@@ -195,6 +197,22 @@ class ManualSubscription:
                     evidence=inside,
                 )
         return True
+
+    def _pause(self) -> None:
+        """Stay inside the call a moment, so that a second thread racing in is seen (2.7).
+
+        With ``hold_s`` set, a call from one of the subject's own threads waits up to that long for
+        a rival and ends the moment one enters: two threads released together are caught even when
+        the scheduler wakes the second late, and a conforming subject pays the hold only on calls
+        made off the test's thread.
+        """
+        pub = self.publisher
+        if pub.hold_s and threading.get_ident() != pub.env.body_ident:
+            with self._sections_lock:
+                seen = self.overlaps
+                self._sections_lock.wait_for(lambda: self.overlaps != seen, pub.hold_s)
+            return
+        pub._pause()
 
     def _exit(self, entered: bool) -> None:
         if entered:
@@ -234,6 +252,7 @@ class ManualPublisher:
         fail_on_subscribe: BaseException | None = None,
         signal_rule: str | None = None,
         yield_s: float | None = 0.0,
+        hold_s: float | None = None,
     ) -> None:
         self.env = env
         self.name = name
@@ -251,6 +270,8 @@ class ManualPublisher:
         self.signal_rule = signal_rule
         #: Pause inside request/cancel so that a second thread racing in is seen (rule 2.7).
         self.yield_s = yield_s
+        #: Longer, event-ended pause for calls from the subject's own threads (see _pause).
+        self.hold_s = hold_s
         self.subscriptions: list[ManualSubscription] = []
         self.closed = False
         self._cond = threading.Condition()

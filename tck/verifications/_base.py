@@ -27,6 +27,13 @@ _FUZZ_NAME = re.compile(r"^fuzz_[a-z0-9_]+$")
 RACE_SWITCH_INTERVAL = 1e-5
 
 
+#: How long a call on the TCK's subscription from one of the subject's own threads waits for a
+#: rival thread in the 2.7 tests (it ends the moment one enters). Two threads released together
+#: are then caught even when the scheduler wakes the second late: with a 0.5 ms pause alone, a
+#: processor that splits each request across two threads passed one run in six on an idle machine.
+RIVAL_HOLD_S = 0.005
+
+
 @contextlib.contextmanager
 def aggressive_switching(interval: float = RACE_SWITCH_INTERVAL) -> Iterator[None]:
     """Switch threads as often as ``interval`` for the duration (never less often than now)."""

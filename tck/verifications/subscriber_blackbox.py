@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..contexts import BlackboxContext
 from ..contexts import TckFailure
 from ..errors import NotVerified
+from ._base import RIVAL_HOLD_S
 from ._base import Registry
 from ._base import aggressive_switching
 
@@ -148,13 +149,15 @@ def stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_p
 ) -> None:
     """Up to 64 elements as fast as demand allows, watching for two threads inside the subscription.
 
-    The subscription pauses inside every request/cancel so that a second thread racing in
-    is seen. Calls from several threads one after the other are fine. If this fails, check
+    The subscription stays inside every request/cancel a moment (up to a few milliseconds when
+    the call comes from one of the subject's own threads, ending as soon as a second thread
+    enters) so that a thread racing in is seen. Calls from several threads one after the
+    other are fine. If this fails, check
     that request and cancel are made from one thread at a time (a serial worker or a lock).
     """
     if ctx.settings.skip_stochastic:
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
-    subscriber, upstream = ctx.stage(yield_s=0.0005)
+    subscriber, upstream = ctx.stage(yield_s=0.0005, hold_s=RIVAL_HOLD_S)
     ctx.requested(subscriber, upstream)
     with aggressive_switching():
         for i in range(64):

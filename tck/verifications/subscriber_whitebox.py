@@ -18,6 +18,7 @@ from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..whitebox import WhiteboxProbe
 from ..worker import Worker
+from ._base import RIVAL_HOLD_S
 from ._base import Registry
 from ._base import aggressive_switching
 
@@ -188,22 +189,25 @@ tck_test.untested(
 def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization(
     ctx: WhiteboxStages,
 ) -> None:
-    """puppet.request(32), then 32 elements as fast as demand allows, all processed; no overlap.
+    """puppet.request(8), then 8 elements as fast as demand allows, four times; no overlap.
 
-    The subscription pauses inside every request/cancel so that a second thread racing in
-    is seen. If this fails, check that request and cancel (the puppet's included) are made
-    from one thread at a time: a serial worker, or a lock around them.
+    The subscription stays inside every request/cancel a moment (up to a few milliseconds when
+    the call comes from one of the subject's own threads, ending as soon as a second thread
+    enters) so that a thread racing in is seen; four rounds of demand give a subject that
+    requests in bursts four chances to race. If this fails, check that request and cancel
+    (the puppet's included) are made from one thread at a time: a serial worker, or a lock.
     """
     if ctx.settings.skip_stochastic:
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
-    stage = ctx.stage(yield_s=0.0005)
-    stage.request(32)
+    stage = ctx.stage(yield_s=0.0005, hold_s=RIVAL_HOLD_S)
     sent = []
     with aggressive_switching():
-        for i in range(32):
-            sent.append(stage.upstream.send_next())
-            ctx.env.count_iterations(i + 1, stage.subscription.overlaps)
-            ctx.env.check()
+        for _ in range(4):
+            stage.request(8)
+            for _ in range(8):
+                sent.append(stage.upstream.send_next())
+                ctx.env.count_iterations(len(sent), stage.subscription.overlaps)
+                ctx.env.check()
     for element in sent:
         stage.probe.expect_next(element)
     ctx.at_close(stage.upstream.settle)
