@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import threading
+import types
 from pathlib import Path
 from typing import Any
 
@@ -424,3 +425,62 @@ def test_a_slow_but_steady_publisher_is_not_accused_of_losing_demand() -> None:
     assert lost.verdict == "failed"
     assert lost.failures[0].rule == "3.8"
     assert "265 arrived" in lost.failures[0].observed
+
+
+def test_a_starved_process_is_not_taken_for_a_blocking_subject(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watchdog wakes 5 s late once (the machine starved the process): that is not the
+    subject's silence. A request that truly never returns is still caught."""
+    import time as real_time
+
+    from rstck import runner
+    from rstck.engine import run_publisher_verification
+    from rstck.subjects import PublisherSubject
+
+    class SlowRequest:
+        """Answers each request after 0.3 s, while the clock jumps."""
+
+        def __init__(self, n: int, block: bool = False) -> None:
+            self.n, self.block = n, block
+
+        def subscribe(self, subscriber: Any) -> None:
+            publisher = self
+            sent = [0]
+
+            class Subscription:
+                def request(self, k: int) -> None:
+                    if publisher.block:
+                        threading.Event().wait(3.0)
+                        return
+                    real_time.sleep(0.3)
+                    for _ in range(min(k, publisher.n - sent[0])):
+                        sent[0] += 1
+                        subscriber.on_next(sent[0])
+                    if sent[0] == publisher.n:
+                        subscriber.on_complete()
+
+                def cancel(self) -> None:
+                    pass
+
+            subscriber.on_subscribe(Subscription())
+
+    jump, looks = [0.0], [0]
+    real_monotonic = real_time.monotonic
+
+    def monotonic() -> float:
+        if threading.current_thread().name != "rs-tck-body":
+            looks[0] += 1
+            if looks[0] == 6:  # the watchdog's fourth look, while a request is running
+                jump[0] = 5.0
+        return real_monotonic() + jump[0]
+
+    clock = types.SimpleNamespace(monotonic=monotonic, time=real_time.time)
+    monkeypatch.setattr(runner, "time", clock)
+    settings = Settings(timeout=0.5, no_signal_window=0.02, test_limit=20.0)
+    (slow,) = run_publisher_verification(PublisherSubject(SlowRequest), settings,
+                                         rules=["1.2"])[:1]
+    assert slow.verdict == "passed", slow.message
+    monkeypatch.undo()
+    (blocked,) = run_publisher_verification(PublisherSubject(lambda n: SlowRequest(n, block=True)),
+                                            settings, rules=["1.2"])[:1]
+    assert blocked.verdict in ("failed", "error")
+    assert "neither returned nor signalled" in blocked.message
