@@ -249,6 +249,7 @@ def test_aggressive_switching_restores_the_interval() -> None:
 # -- through pytest ---------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("ci")  # derandomised: the same scenarios on every run, as in CI
 def test_default_run_includes_the_fuzz_verification_and_json_carries_the_scenario(
     pytester: pytest.Pytester,
 ) -> None:
