@@ -213,7 +213,15 @@ def test_missing_pyspark_or_java_is_one_line_with_the_fix(tmp_path: Path) -> Non
     assert "install a JDK 17+" in done.stderr
 
 
-def test_campaign_file_on_local_1_through_the_console_script(tmp_path: Path) -> None:
+def test_campaign_file_runs_with_its_own_settings(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A TOML campaign file: subjects, rules, repetitions, settings and master come from it.
+
+    Run in-process on the tests' session, which the campaign uses instead of starting the
+    file's master (the manifest records the master that ran); the console script itself runs
+    in the standalone-cluster test below.
+    """
+    from rstck_plugins.campaign.plan import from_toml
+
     out = tmp_path / "toml-out"
     campaign = tmp_path / "campaign.toml"
     campaign.write_text(f"""
@@ -229,16 +237,14 @@ timeout-ms = 1000
 spec = "{REFERENCE}"
 failed = "rstck.reference:failed_publisher"
 """, encoding="utf-8")
-    script = Path(sys.executable).with_name("rs-tck")
-    done = subprocess.run([str(script), "campaign", str(campaign)], capture_output=True, text=True, check=False,
-                          cwd=ROOT, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert "2/2 units" in done.stderr
+    assert cli.main(["campaign", str(campaign)], spark=spark) == 0
+    assert "2/2 units" in capsys.readouterr().err
     summary = _summary(out)
     assert {r["rule"] for r in summary} == {"1.1", "3.9"}
     assert all(r["runs"] == 2 and r["pass_rate"] == 1 for r in summary if r["level"] == "required")
-    manifest = next((out / "campaigns").glob("c-*.json"))
-    assert json.loads(manifest.read_text())["master"] == "local[1]"
+    manifest = json.loads(next((out / "campaigns").glob("c-*.json")).read_text())
+    assert manifest["master"] == spark.sparkContext.master
+    assert from_toml(campaign, {}).master == "local[1]"
 
 
 def test_standalone_cluster_on_loopback_ships_the_subject(spark: Any, tmp_path: Path) -> None:
