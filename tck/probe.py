@@ -13,6 +13,7 @@ import threading
 import time
 from _thread import get_ident
 from collections.abc import Callable
+from time import monotonic
 from typing import Any
 
 from .api import MAX_DEMAND
@@ -67,7 +68,16 @@ class ProbeSubscriber:
         self.name = name
         self.keep_elements = keep_elements
         self.on_subscribe_hook = on_subscribe
-        self.on_next_hook = on_next
+        #: The fast path of on_next (see ``_fast_start``): the one thread allowed on it, whether
+        #: that thread is inside it right now, and its last trace record. None: every signal
+        #: takes the full path.
+        self._fast_owner: int | None = None
+        self._fast_inside = False
+        self._fast_seq: int | None = None
+        self._fast_thread = ""
+        self._fast_next: Callable[[], int] = _no_seq
+        self._fast_append: Callable[[tuple[Any, ...]], None] = _no_row
+        self._on_next_hook = on_next
         #: Pause inside every on_* (seconds; None: none) so a racing second thread gets the
         #: interpreter lock while this one is still "inside" and the overlap becomes visible.
         #: Unless ``yield_always``, the pause starts once a race is possible: a signal on a
@@ -112,6 +122,16 @@ class ProbeSubscriber:
     def __repr__(self) -> str:
         return f"ProbeSubscriber({self.name!r})"
 
+    @property
+    def on_next_hook(self) -> Hook | None:
+        return self._on_next_hook
+
+    @on_next_hook.setter
+    def on_next_hook(self, hook: Hook | None) -> None:
+        # The fast path never calls the hook: setting one sends the next signals the full way.
+        self._fast_owner = None
+        self._on_next_hook = hook
+
     # -- the Subscriber side (called by the publisher, on any thread) ------------------------
 
     def on_subscribe(self, subscription: Subscription) -> None:
@@ -152,22 +172,46 @@ class ProbeSubscriber:
             self._exit()
 
     def on_next(self, element: Any) -> None:
+        me = get_ident()
+        if me == self._fast_owner:
+            # The fast path: the only thread that ever signalled this probe, nothing unusual
+            # (see ``_fast_start``). It marks itself inside first, then re-reads the owner: a
+            # thread that closes the path (``_fast_end``) clears the owner first, then looks
+            # for this mark, so one of the two always sees the other (rule 1.3).
+            self._fast_inside = True
+            before = self.demand
+            if self._fast_owner == me and before > 0 and element is not None and not self.env.closed:
+                if before < MAX_DEMAND:
+                    self.demand = before - 1
+                self.received += 1
+                self.signals += 1
+                self.env._progress += 1  # env.bump(), inlined
+                if self.keep_elements:
+                    self.elements.append(element)
+                seq = self._fast_seq = self._fast_next()
+                self._fast_append((seq, monotonic(), self._fast_thread, self.name, "on_next",
+                                   element if type(element) is int else short_repr(element), before))
+                self._fast_inside = False
+                if self._waiters:
+                    self._rewake()
+                return
+            self._fast_inside = False
         env = self.env
         if env.closed:
             # The verification is over (its thread may have been abandoned): stop whoever
             # still emits, so a runaway publisher does not burn a core for the rest of the run.
             raise ProbeAbort(f"{self.name}: signal after its verification ended")
-        # The hottest path of the TCK: entering (rule 1.3, nesting depth), checking and
-        # recording the element happen under one acquisition of the lock.
-        me = get_ident()
+        # The full path: entering (rule 1.3, nesting depth), checking and recording the
+        # element happen under one acquisition of the lock.
         sections, depths = self._sections, self._depths
         problems: list[tuple[str, str, str]] | None = None
         with self._lock:
+            rival = self._fast_end() if self._fast_owner not in (None, me) else None
             count = sections.get(me, 0)
             sections[me] = count + 1
             if not count:
                 self._methods[me] = "on_next"
-            overlap = self._overlap("on_next", me) if len(sections) > 1 else None
+            overlap = self._overlap("on_next", me, rival) if len(sections) > 1 or rival else None
             depth = depths[me] = depths.get(me, 0) + 1
             self.max_depth = max(self.max_depth, depth)
             if me not in self._threads:
@@ -179,6 +223,8 @@ class ProbeSubscriber:
             if before <= 0 or self.subscription is None or self.terminal is not None \
                     or self.cancelled or element is None:
                 problems = self._next_problems(element, before)
+                if problems or self.excess:
+                    self._fast_end()  # what follows this signal may need the full path
             elif before < MAX_DEMAND:
                 self.demand = before - 1
             if self.keep_elements:
@@ -207,8 +253,9 @@ class ProbeSubscriber:
                 raise ProbeAbort(f"{self.name}: {after_cancel} elements after cancel()")
             if self._racy:
                 time.sleep(self._pause_s)
-            if self.on_next_hook is not None:
-                self.on_next_hook(self, element)
+            hook = self._on_next_hook
+            if hook is not None:
+                hook(self, element)
                 self._rewake()
         finally:
             with self._lock:
@@ -222,6 +269,8 @@ class ProbeSubscriber:
                     depths[me] = depth - 1
                 else:
                     del depths[me]
+                if not sections and not depths and self._fast_owner is None:
+                    self._fast_start(me)
 
     def _next_problems(self, element: Any, before: int) -> list[tuple[str, str, str]]:
         """The rare path of on_next (called under the lock): what this element breaks."""
@@ -276,6 +325,7 @@ class ProbeSubscriber:
                     problems.append(("2.13", "on_error with an exception", "on_error(None)"))
                 record = self._record(signal, short_repr(exc) if signal == "on_error" else "")
                 if self.terminal is None:
+                    self._fast_end()
                     self.terminal = signal
                     self.error = exc
                     self.terminal_seq = record
@@ -292,24 +342,32 @@ class ProbeSubscriber:
         """Note this thread inside a signal method; the first overlap is returned as a problem."""
         me = get_ident()
         with self._lock:
+            rival = self._fast_end() if self._fast_owner not in (None, me) else None
             sections = self._sections
             count = sections.get(me, 0)
             sections[me] = count + 1
             if not count:
                 self._methods[me] = what
-            overlap = self._overlap(what, me) if len(sections) > 1 else None
+            overlap = self._overlap(what, me, rival) if len(sections) > 1 or rival else None
             if me not in self._threads:
                 self._new_thread(me)
         return overlap
 
-    def _overlap(self, what: str, me: int) -> tuple[str, str, str, tuple[int, ...]] | None:
-        # Called with the lock held, when another thread is inside a signal method too.
+    def _overlap(
+        self, what: str, me: int, rival: int | None = None
+    ) -> tuple[str, str, str, tuple[int, ...]] | None:
+        # Called with the lock held, when another thread is inside a signal method too:
+        # ``rival`` is the fast path's owner, caught inside on_next by ``_fast_end``.
         others = [t for t in self._sections if t != me]
+        methods = dict(self._methods)
+        if rival is not None and rival not in others:
+            others.append(rival)
+            methods[rival] = "on_next"
         self.concurrent_entries += 1
         if self.concurrent_entries > 1:
             return None
         inside = tuple(sorted(self._inside_seq[t] for t in others if t in self._inside_seq))
-        overlapped = ", ".join(f"{self._methods.get(t, 'a signal method')} was running on thread {_thread_name(t)}"
+        overlapped = ", ".join(f"{methods.get(t, 'a signal method')} was running on thread {_thread_name(t)}"
                                for t in others)
         return (
             "1.3",
@@ -318,6 +376,50 @@ class ProbeSubscriber:
              "in the same subscriber"),
             inside,
         )
+
+    def _fast_start(self, me: int) -> None:
+        """Open the fast path of on_next to thread ``me`` if nothing needs the full one.
+
+        Called with the lock held, at the end of a full on_next with no signal method running.
+        The fast path makes every check the full path would make of such a signal (the demand
+        is positive, the element not None, the stream neither over nor cancelled) and records
+        it alike; it skips what cannot apply: a second thread (only ``me`` ever signalled, and
+        any other thread closes the path first), the pause (no race possible), the hook, the
+        flood limits (nothing beyond demand yet). Its trace rows go straight to the tail, so
+        it waits until the trace's head is full.
+        """
+        if (self._on_next_hook is not None or self._racy or self._threads != {me}
+                or self.subscription is None or self.terminal is not None or self.cancelled
+                or self.excess or self.env.closed):
+            return
+        sink = self.env.trace.tail_sink()
+        if sink is None:
+            return
+        self._fast_next, self._fast_append = sink
+        self._fast_thread = threading.current_thread().name
+        self._fast_owner = me
+
+    def _fast_end(self) -> int | None:
+        """Close the fast path (lock held); returns its owner if that thread was inside it.
+
+        Its owner changes the counters without the lock, so before another thread touches
+        them it waits until the owner is out: a few bytecodes, with no call out of the probe
+        but an element's ``__repr__``. The owner's last record becomes the one it is "inside"
+        for rule 1.3, as on the full path.
+        """
+        owner = self._fast_owner
+        if owner is None:
+            return None
+        self._fast_owner = None
+        inside = False
+        if owner != get_ident():
+            while self._fast_inside:
+                inside = True
+                time.sleep(0)
+        seq = self._fast_seq
+        if seq is not None and seq > self._inside_seq.get(owner, -1):
+            self._inside_seq[owner] = seq
+        return owner if inside else None
 
     def _new_thread(self, me: int) -> None:
         # Called with the lock held. A race needs a second thread: pause from now on if one
@@ -380,6 +482,8 @@ class ProbeSubscriber:
         """Request ``n`` through the subscription, counting the demand as the probe sees it."""
         subscription = self._require_subscription("request")
         with self._lock:
+            if self._fast_owner not in (None, get_ident()):
+                self._fast_end()
             if n > 0 and not self.cancelled and self.terminal is None:
                 self.demand = min(MAX_DEMAND, self.demand + n)
                 self.requested = min(MAX_DEMAND, self.requested + n)
@@ -394,6 +498,7 @@ class ProbeSubscriber:
     def cancel(self) -> None:
         subscription = self._require_subscription("cancel")
         with self._lock:
+            self._fast_end()
             self.cancelled = True
         record = self.env.trace.add(self.name, "cancel", "", self.demand)
         if self.cancel_seq is None:
@@ -437,6 +542,11 @@ class ProbeSubscriber:
                 return True
             waiter = _Waiter(predicate)
             self._waiters.append(waiter)
+            if predicate():
+                # The fast path of on_next changes state without the lock, then looks for
+                # waiters: a signal between the first look and the append is seen here.
+                self._waiters.remove(waiter)
+                return True
         woken = waiter.gate.acquire(timeout=max(0.0, timeout))
         with self._lock:
             if not woken and waiter in self._waiters:
@@ -594,6 +704,14 @@ class ProbeSubscriber:
         """Cancel a subscription the verification left open, so nothing leaks into the next."""
         if self.subscription is not None and not self.cancelled and self.terminal is None:
             self.cancel()
+
+
+def _no_seq() -> int:
+    raise AssertionError("the fast path is closed")
+
+
+def _no_row(row: tuple[Any, ...]) -> None:
+    raise AssertionError("the fast path is closed")
 
 
 def _changed(probe: ProbeSubscriber, seen: int) -> Callable[[], bool]:
