@@ -52,6 +52,17 @@ class _Waiter:
 class ProbeSubscriber:
     """A well-behaved subscriber that watches the publisher it is subscribed to."""
 
+    # Slots: on_next reads and writes a dozen attributes per signal, a slot is the fastest.
+    __slots__ = (
+        "_cancelled", "_depths", "_fast_append", "_fast_inside", "_fast_key", "_fast_next",
+        "_fast_owner", "_fast_seq", "_inside_seq", "_lock", "_methods", "_on_next_hook", "_others",
+        "_pause_s", "_racy", "_sections", "_threads", "_waiters", "after_cancel", "after_terminal",
+        "cancel_seq", "concurrent_entries", "demand", "elements", "env", "error", "excess",
+        "keep_elements", "max_depth", "name", "on_subscribe_hook", "requested",
+        "requested_after_cancel", "signals", "storm_limit", "subscription", "subscriptions",
+        "terminal", "terminal_seq", "yield_s",
+    )
+
     def __init__(
         self,
         env: Environment,
@@ -74,7 +85,7 @@ class ProbeSubscriber:
         self._fast_owner: int | None = None
         self._fast_inside = False
         self._fast_seq: int | None = None
-        self._fast_thread = ""
+        self._fast_key: tuple[str, str, str] = ("", name, "on_next")
         self._fast_next: Callable[[], int] = _no_seq
         self._fast_append: Callable[[tuple[Any, ...]], None] = _no_row
         self._on_next_hook = on_next
@@ -101,15 +112,18 @@ class ProbeSubscriber:
         self.subscriptions: list[Subscription] = []
         self.demand = 0
         self.requested = 0
-        self.received = 0
         self.excess = 0
         self.signals = 0
+        #: Signals other than on_next: ``received`` is ``signals`` less these, so on_next
+        #: counts once (written before ``signals``: a reader without the lock may see an
+        #: element less for a moment, never one more).
+        self._others = 0
         self.max_depth = 0
         self.terminal: str | None = None
         self.error: BaseException | None = None
         #: The trace record of the terminal signal, cited when it came too early.
         self.terminal_seq: int | None = None
-        self.cancelled = False
+        self._cancelled = False
         self.elements: collections.deque[Any] = collections.deque()
         self.concurrent_entries = 0
         #: Signals that arrived after a terminal signal, and elements after cancel().
@@ -121,6 +135,23 @@ class ProbeSubscriber:
 
     def __repr__(self) -> str:
         return f"ProbeSubscriber({self.name!r})"
+
+    @property
+    def received(self) -> int:
+        """Elements received so far (every on_next, within demand or not)."""
+        return self.signals - self._others
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the probe cancelled its subscription (or a test declared it cancelled)."""
+        return self._cancelled
+
+    @cancelled.setter
+    def cancelled(self, value: bool) -> None:
+        # Elements after a cancel take the full path, which counts them (rule 1.8).
+        with self._lock:
+            self._fast_end()
+            self._cancelled = value
 
     @property
     def on_next_hook(self) -> Hook | None:
@@ -140,6 +171,7 @@ class ProbeSubscriber:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
             with self._lock:
+                self._others += 1
                 self.signals += 1
                 first = self.subscription is None and not self.subscriptions
                 if subscription is None:
@@ -183,13 +215,12 @@ class ProbeSubscriber:
             if self._fast_owner == me and before > 0 and element is not None and not self.env.closed:
                 if before < MAX_DEMAND:
                     self.demand = before - 1
-                self.received += 1
                 self.signals += 1
-                self.env._progress += 1  # env.bump(), inlined
                 if self.keep_elements:
                     self.elements.append(element)
-                seq = self._fast_seq = self._fast_next()
-                self._fast_append((seq, monotonic(), self._fast_thread, self.name, "on_next",
+                # env.bump(): the watchdog only looks for a change, and every seq is new.
+                seq = self._fast_seq = self.env._progress = self._fast_next()
+                self._fast_append((seq, monotonic(), self._fast_key,
                                    element if type(element) is int else short_repr(element), before))
                 self._fast_inside = False
                 if self._waiters:
@@ -218,10 +249,9 @@ class ProbeSubscriber:
                 self._new_thread(me)
             env._progress += 1  # env.bump(), inlined
             self.signals += 1
-            self.received += 1
             before = self.demand
             if before <= 0 or self.subscription is None or self.terminal is not None \
-                    or self.cancelled or element is None:
+                    or self._cancelled or element is None:
                 problems = self._next_problems(element, before)
                 if problems or self.excess:
                     self._fast_end()  # what follows this signal may need the full path
@@ -283,11 +313,11 @@ class ProbeSubscriber:
             if self.after_terminal == 1:
                 problems.append(("1.7", f"no signal after {self.terminal}",
                                  f"on_next({short_repr(element)}) after {self.terminal}"))
-        if self.cancelled:
+        if self._cancelled:
             self.after_cancel += 1
         if element is None:
             problems.append(("2.13", "elements are never None", "on_next(None)"))
-        if before <= 0 and self.subscription is not None and not (self.cancelled and self.requested_after_cancel):
+        if before <= 0 and self.subscription is not None and not (self._cancelled and self.requested_after_cancel):
             self.excess += 1
             if self.excess == 1:
                 problems.append((
@@ -314,6 +344,7 @@ class ProbeSubscriber:
             problems: list[tuple[str, str, str]] = []
             shown = f"{signal}({short_repr(exc)})" if signal == "on_error" else "on_complete()"
             with self._lock:
+                self._others += 1
                 self.signals += 1
                 if self.subscription is None:
                     problems.append(("1.9", "on_subscribe before any other signal", f"{shown} before on_subscribe"))
@@ -389,14 +420,14 @@ class ProbeSubscriber:
         it waits until the trace's head is full.
         """
         if (self._on_next_hook is not None or self._racy or self._threads != {me}
-                or self.subscription is None or self.terminal is not None or self.cancelled
+                or self.subscription is None or self.terminal is not None or self._cancelled
                 or self.excess or self.env.closed):
             return
         sink = self.env.trace.tail_sink()
         if sink is None:
             return
         self._fast_next, self._fast_append = sink
-        self._fast_thread = threading.current_thread().name
+        self._fast_key = (threading.current_thread().name, self.name, "on_next")
         self._fast_owner = me
 
     def _fast_end(self) -> int | None:
@@ -484,10 +515,10 @@ class ProbeSubscriber:
         with self._lock:
             if self._fast_owner not in (None, get_ident()):
                 self._fast_end()
-            if n > 0 and not self.cancelled and self.terminal is None:
+            if n > 0 and not self._cancelled and self.terminal is None:
                 self.demand = min(MAX_DEMAND, self.demand + n)
                 self.requested = min(MAX_DEMAND, self.requested + n)
-            elif n > 0 and self.cancelled:
+            elif n > 0 and self._cancelled:
                 # Demand the probe signalled after cancel(): an element it brings breaks 3.6,
                 # which the test judges; it is not an element nobody asked for (1.1).
                 self.requested_after_cancel = True
@@ -499,7 +530,7 @@ class ProbeSubscriber:
         subscription = self._require_subscription("cancel")
         with self._lock:
             self._fast_end()
-            self.cancelled = True
+            self._cancelled = True
         record = self.env.trace.add(self.name, "cancel", "", self.demand)
         if self.cancel_seq is None:
             self.cancel_seq = record.seq
@@ -702,7 +733,7 @@ class ProbeSubscriber:
 
     def close(self) -> None:
         """Cancel a subscription the verification left open, so nothing leaks into the next."""
-        if self.subscription is not None and not self.cancelled and self.terminal is None:
+        if self.subscription is not None and not self._cancelled and self.terminal is None:
             self.cancel()
 
 

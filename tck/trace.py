@@ -70,9 +70,11 @@ class Trace:
 
     def __init__(self, keep: int = 100) -> None:
         self._keep = keep
-        # Plain tuples (seq, monotonic time, thread, actor, signal, detail, demand), made into
-        # Records when read: adding is on every signal's path. A detail that is an int is the
-        # element itself, shown with ``short_repr`` when read (ints are immutable: same text).
+        # Plain tuples (seq, monotonic time, thread, actor, signal, detail, demand), or from a
+        # ``tail_sink`` writer (seq, monotonic time, (thread, actor, signal), detail, demand),
+        # made into Records when read: adding is on every signal's path. A detail that is an
+        # int is the element itself, shown with ``short_repr`` when read (ints are immutable:
+        # the same text as when it was added).
         self._head: list[tuple[Any, ...]] = []
         self._tail: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=keep)
         self._next_seq = itertools.count().__next__
@@ -96,14 +98,18 @@ class Trace:
         """For a writer that builds its own rows: (next seq, add a row), once the head is full.
 
         Every later seq belongs in the tail then, so a row is two C calls and no branch. The
-        row is ``(seq, time.monotonic(), thread, actor, signal, detail, demand)``.
+        row is ``(seq, time.monotonic(), (thread, actor, signal), detail, demand)``: the middle
+        part is the same tuple for every signal of one writer.
         """
         if len(self._head) < self._keep:
             return None
         return self._next_seq, self._tail.append
 
     def _record(self, row: tuple[Any, ...]) -> Record:
-        seq, t, thread, actor, signal, detail, demand = row
+        if len(row) == 5:
+            seq, t, (thread, actor, signal), detail, demand = row
+        else:
+            seq, t, thread, actor, signal, detail, demand = row
         return Record(seq, t - self._t0, thread, actor, signal,
                       detail if type(detail) is str else short_repr(detail), demand)
 
