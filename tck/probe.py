@@ -53,14 +53,15 @@ class ProbeSubscriber:
     """A well-behaved subscriber that watches the publisher it is subscribed to."""
 
     # Slots: on_next reads and writes a dozen attributes per signal, a slot is the fastest.
+    # Weak references: rule 3.13 tests look for a subscriber the publisher still holds.
     __slots__ = (
-        "_cancelled", "_depths", "_fast_append", "_fast_inside", "_fast_key", "_fast_next",
-        "_fast_owner", "_fast_seq", "_inside_seq", "_lock", "_methods", "_on_next_hook", "_others",
-        "_pause_s", "_racy", "_sections", "_threads", "_waiters", "after_cancel", "after_terminal",
-        "cancel_seq", "concurrent_entries", "demand", "elements", "env", "error", "excess",
-        "keep_elements", "max_depth", "name", "on_subscribe_hook", "requested",
-        "requested_after_cancel", "signals", "storm_limit", "subscription", "subscriptions",
-        "terminal", "terminal_seq", "yield_s",
+        "__weakref__", "_cancelled", "_depths", "_fast_append", "_fast_inside", "_fast_key",
+        "_fast_next", "_fast_owner", "_fast_seq", "_inside_seq", "_lock", "_methods",
+        "_on_next_hook", "_others", "_pause_s", "_racy", "_sections", "_threads", "_waiters",
+        "after_cancel", "after_terminal", "cancel_seq", "concurrent_entries", "demand", "elements",
+        "env", "error", "excess", "keep_elements", "max_depth", "name", "on_subscribe_hook",
+        "requested", "requested_after_cancel", "signals", "storm_limit", "subscription",
+        "subscriptions", "terminal", "terminal_seq", "yield_s",
     )
 
     def __init__(
