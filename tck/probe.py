@@ -585,6 +585,24 @@ class ProbeSubscriber:
                 self._waiters.remove(waiter)
             return predicate()
 
+    def wait_progress(self, predicate: Callable[[], bool], timeout: float, *, limit: float | None = None) -> bool:
+        """``_wait`` where the timeout counts silence: every signal starts it again.
+
+        A verdict that many elements never came must rest on a stall, not on a slow machine: a
+        subject delivering steadily under load is still working. ``limit`` (default: the test's
+        own limit, halved so that the verdict is this test's and not the watchdog's) bounds the whole
+        wait, so a trickle cannot hold the test for ever.
+        """
+        limit = self.env.settings.test_limit / 2 if limit is None else limit
+        deadline = time.monotonic() + limit
+        while True:
+            if not self._wait(_progressed(self, predicate, self.mark()), timeout):
+                return False
+            if predicate():
+                return True
+            if time.monotonic() >= deadline:
+                return predicate()
+
     def expect_subscription(self, *, timeout: float | None = None) -> Subscription:
         timeout = self.env.settings.timeout if timeout is None else timeout
         if not self._wait(lambda: self.subscription is not None, timeout):
@@ -612,13 +630,9 @@ class ProbeSubscriber:
                             setting="timeout")
 
     def next_elements(self, count: int, *, timeout: float | None = None, rule: str | None = None) -> list[Any]:
-        timeout = self.env.settings.timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        out = []
-        for i in range(count):
-            left = max(0.0, deadline - time.monotonic())
-            out.append(self.next_element(timeout=left, rule=rule, what=f"element {i + 1} of {count}"))
-        return out
+        """``count`` elements, each within ``timeout`` of the one before (a stall, not a slow stream)."""
+        return [self.next_element(timeout=timeout, rule=rule, what=f"element {i + 1} of {count}")
+                for i in range(count)]
 
     def expect_completion(self, *, timeout: float | None = None, rule: str | None = None) -> None:
         """Wait for on_complete; an unconsumed element or an on_error is a violation."""
@@ -744,6 +758,10 @@ def _no_seq() -> int:
 
 def _no_row(row: tuple[Any, ...]) -> None:
     raise AssertionError("the fast path is closed")
+
+
+def _progressed(probe: ProbeSubscriber, predicate: Callable[[], bool], seen: int) -> Callable[[], bool]:
+    return lambda: predicate() or probe.signals != seen
 
 
 def _changed(probe: ProbeSubscriber, seen: int) -> Callable[[], bool]:

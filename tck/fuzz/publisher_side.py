@@ -464,8 +464,8 @@ class PublisherScenario:
                     probe.expect_terminal(timeout=self.timeout)
             elif not probe.cancelled and sub.index == 0:
                 owed = min(probe.requested, n)
-                probe._wait(lambda p=probe, o=owed: p.received >= o or p.terminal is not None,  # type: ignore[misc]
-                            self.timeout)
+                probe.wait_progress(lambda p=probe, o=owed: p.received >= o or p.terminal is not None,  # type: ignore[misc]
+                                    self.timeout)
                 if n < MAX_DEMAND - 1 and probe.requested >= n:
                     probe.expect_terminal(timeout=self.timeout)
         self._flush()
@@ -547,7 +547,7 @@ class PublisherScenario:
         if received < owed and terminal is None:
             return [RuleViolation(
                 rule, f"the {demand_text(owed)} element(s) requested and not cancelled within "
-                f"{self.timeout * 1000:.0f} ms" + (" (demand of 2**63-1 or more: unbounded)" if crossed else ""),
+                f"{self.timeout * 1000:.0f} ms of the last signal" + (" (demand of 2**63-1 or more: unbounded)" if crossed else ""),
                 f"{who}{received} arrived, and nothing more: requested demand was lost",
                 hint="check the demand counter: a request arriving while an earlier one is being "
                 "served (or from inside on_next) must add to it, and sums must saturate at 2**63-1")]
@@ -616,9 +616,7 @@ def _plain_run(ctx: Any, env: Environment, n: int) -> tuple[Any, ...] | None:
     probe.expect_subscription()
     if count:
         probe.request(count)
-    deadline = time.monotonic() + env.settings.timeout
-    probe._wait(lambda: probe.received >= count or probe.terminal is not None,
-                max(0.0, deadline - time.monotonic()))
+    probe.wait_progress(lambda: probe.received >= count or probe.terminal is not None, env.settings.timeout)
     if probe.received < count:
         return None
     probe.close()

@@ -511,7 +511,8 @@ def required_spec303_must_not_allow_unbounded_recursion(ctx: PublisherContext) -
 
     probe = ctx.subscribed(elements, on_next=deeper)
     probe.request(1)
-    probe._wait(lambda: probe.received >= elements or probe.terminal is not None or state["flagged"], ctx.settings.timeout)
+    probe.wait_progress(lambda: probe.received >= elements or probe.terminal is not None or state["flagged"],
+                        ctx.settings.timeout)
     if probe.received < min(elements, bound + 1) and not state["flagged"] and probe.terminal is None:
         raise RuleViolation("3.3", f"{elements} elements requested one by one from on_next",
                             f"only {probe.received} arrived within {ctx.settings.timeout * 1000:.0f} ms",
@@ -971,8 +972,8 @@ def required_spec303_must_not_allow_unbounded_recursion_when_requesting_several_
 
     probe = ctx.subscribed(elements, on_next=deeper, keep_elements=False)
     probe.request(3)
-    probe._wait(lambda: probe.received >= elements or probe.terminal is not None or bool(flagged),
-                ctx.settings.timeout)
+    probe.wait_progress(lambda: probe.received >= elements or probe.terminal is not None or bool(flagged),
+                        ctx.settings.timeout)
     ctx.env.check()
 
 
@@ -1040,9 +1041,10 @@ def required_spec308_hundreds_of_requests_must_add_up(ctx: PublisherContext) -> 
     probe = ctx.subscribed(calls + 10, keep_elements=False)
     for _ in range(calls):
         probe.request(1)
-    if not probe._wait(lambda: probe.received >= calls or probe.terminal is not None, ctx.settings.timeout):
-        raise RuleViolation("3.8", f"{calls} elements for {calls} request(1) calls within "
-                            f"{ctx.settings.timeout * 1000:.0f} ms", f"{probe.received} arrived",
+    if not probe.wait_progress(lambda: probe.received >= calls or probe.terminal is not None, ctx.settings.timeout):
+        raise RuleViolation("3.8", f"{calls} elements for {calls} request(1) calls, none more than "
+                            f"{ctx.settings.timeout * 1000:.0f} ms after the one before",
+                            f"{probe.received} arrived",
                             evidence=cite(last_seq(ctx.env.trace, probe.name, "request")),
                             setting="timeout")
     ctx.closing_quiet(probe, after=f"beyond the {calls} requested elements")
