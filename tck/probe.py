@@ -13,6 +13,7 @@ import threading
 import time
 from _thread import get_ident
 from collections.abc import Callable
+from collections.abc import Iterator
 from time import monotonic
 from typing import Any
 
@@ -56,7 +57,7 @@ class ProbeSubscriber:
     # Weak references: rule 3.13 tests look for a subscriber the publisher still holds.
     __slots__ = (
         "__weakref__", "_cancelled", "_depths", "_fast_append", "_fast_inside", "_fast_key",
-        "_fast_next", "_fast_owner", "_fast_seq", "_inside_seq", "_lock", "_methods",
+        "_fast_owner", "_fast_seq", "_fast_seqs", "_inside_seq", "_lock", "_methods",
         "_on_next_hook", "_others", "_pause_s", "_racy", "_sections", "_threads", "_waiters",
         "after_cancel", "after_terminal", "cancel_seq", "concurrent_entries", "demand", "elements",
         "env", "error", "excess", "keep_elements", "max_depth", "name", "on_subscribe_hook",
@@ -87,7 +88,7 @@ class ProbeSubscriber:
         self._fast_inside = False
         self._fast_seq: int | None = None
         self._fast_key: tuple[str, str, str] = ("", name, "on_next")
-        self._fast_next: Callable[[], int] = _no_seq
+        self._fast_seqs: Iterator[int] = iter(())
         self._fast_append: Callable[[tuple[Any, ...]], None] = _no_row
         self._on_next_hook = on_next
         #: Pause inside every on_* (seconds; None: none) so a racing second thread gets the
@@ -220,7 +221,7 @@ class ProbeSubscriber:
                 if self.keep_elements:
                     self.elements.append(element)
                 # env.bump(): the watchdog only looks for a change, and every seq is new.
-                seq = self._fast_seq = self.env._progress = self._fast_next()
+                seq = self._fast_seq = self.env._progress = next(self._fast_seqs)
                 self._fast_append((seq, monotonic(), self._fast_key,
                                    element if type(element) is int else short_repr(element), before))
                 self._fast_inside = False
@@ -427,7 +428,7 @@ class ProbeSubscriber:
         sink = self.env.trace.tail_sink()
         if sink is None:
             return
-        self._fast_next, self._fast_append = sink
+        self._fast_seqs, self._fast_append = sink
         self._fast_key = (threading.current_thread().name, self.name, "on_next")
         self._fast_owner = me
 
@@ -750,10 +751,6 @@ class ProbeSubscriber:
         """Cancel a subscription the verification left open, so nothing leaks into the next."""
         if self.subscription is not None and not self._cancelled and self.terminal is None:
             self.cancel()
-
-
-def _no_seq() -> int:
-    raise AssertionError("the fast path is closed")
 
 
 def _no_row(row: tuple[Any, ...]) -> None:

@@ -12,6 +12,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +78,7 @@ class Trace:
         # the same text as when it was added).
         self._head: list[tuple[Any, ...]] = []
         self._tail: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=keep)
-        self._next_seq = itertools.count().__next__
+        self._seqs = itertools.count()
         self._t0 = time.monotonic()
 
     def add(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> Record:
@@ -89,13 +90,13 @@ class Trace:
 
     def _append(self, actor: str, signal: str, detail: Any, demand: int | None) -> tuple[Any, ...]:
         thread = threading.current_thread().name
-        seq = self._next_seq()
+        seq = next(self._seqs)
         row = (seq, time.monotonic(), thread, actor, signal, detail, demand)
         (self._head if seq < self._keep else self._tail).append(row)
         return row
 
-    def tail_sink(self) -> tuple[Callable[[], int], Callable[[tuple[Any, ...]], None]] | None:
-        """For a writer that builds its own rows: (next seq, add a row), once the head is full.
+    def tail_sink(self) -> tuple[Iterator[int], Callable[[tuple[Any, ...]], None]] | None:
+        """For a writer that builds its own rows: (the seqs, add a row), once the head is full.
 
         Every later seq belongs in the tail then, so a row is two C calls and no branch. The
         row is ``(seq, time.monotonic(), (thread, actor, signal), detail, demand)``: the middle
@@ -103,7 +104,7 @@ class Trace:
         """
         if len(self._head) < self._keep:
             return None
-        return self._next_seq, self._tail.append
+        return self._seqs, self._tail.append
 
     def _record(self, row: tuple[Any, ...]) -> Record:
         if len(row) == 5:
