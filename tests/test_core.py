@@ -589,3 +589,18 @@ def test_a_slow_but_steady_publisher_is_not_accused_of_losing_demand() -> None:
     assert lost.verdict == "failed"
     assert lost.failures[0].rule == "3.8"
     assert "265 arrived" in lost.failures[0].observed
+
+
+def test_the_trace_counts_every_record_even_when_it_keeps_none() -> None:
+    from rstck.trace import Trace
+
+    trace = Trace(0)
+    for _ in range(3):
+        trace.note("x")
+    assert (trace.total, trace.records(), trace.dropped) == (3, [], 3)
+    kept = Trace(2)
+    for i in range(5):
+        kept.log("probe", "on_next", str(i), 5 - i)
+    assert [(r.seq, r.detail, r.demand) for r in kept.records()] == [
+        (0, "0", 5), (1, "1", 4), (3, "3", 2), (4, "4", 1)]
+    assert (kept.total, kept.dropped) == (5, 1)
