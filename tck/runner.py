@@ -98,14 +98,25 @@ def run_test(
 
 
 def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -> _Stalled | None:
+    """Watch for a call that blocks its caller, and for the test's overall limit.
+
+    A call counts as blocked after ``stall_limit`` of silence, measured on the watchdog's own
+    clock: each look credits at most twice its interval, so when the whole process is starved
+    (the watchdog wakes late, a loaded CI machine) that time is not held against the subject.
+    A subject that truly blocks leaves the watchdog waking on time, and is caught as before.
+    """
     limit = stall_limit(settings)
-    seen, changed = env.progress, time.monotonic()
+    seen, call_seen, silent = env.progress, env.current_call, 0.0
+    last = time.monotonic()
     while not worker.wait(_WATCH_INTERVAL):
         now = time.monotonic()
-        if env.progress != seen:
-            seen, changed = env.progress, now
+        step, last = min(now - last, 2 * _WATCH_INTERVAL), now
         call = env.current_call
-        if call is not None and now - max(call[1], changed) > limit:
+        if env.progress != seen or call is not call_seen:
+            seen, call_seen, silent = env.progress, call, 0.0
+        else:
+            silent += step
+        if call is not None and silent > limit:
             return _Stalled(
                 f"`{call[0]}` neither returned nor signalled for {limit * 1000:.0f} ms: the subject "
                 f"blocked its caller (rules 3.4/3.5: request and cancel return promptly; 1.9: "

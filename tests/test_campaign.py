@@ -27,6 +27,9 @@ pytest.importorskip("pyspark", reason="the Spark campaign tests need the spark e
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("the Spark campaign tests need a Java runtime (17+) on PATH", allow_module_level=True)
 
+#: One worker runs every Spark test, so that one JVM serves them and two never start at once.
+pytestmark = pytest.mark.xdist_group("spark")
+
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = "rstck.reference:range_publisher"
 RACY = "tests.subjects.campaign_subjects:racy_publisher"

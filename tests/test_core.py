@@ -6,6 +6,7 @@ import gc
 import itertools
 import json
 import threading
+import types
 from pathlib import Path
 from typing import Any
 
@@ -604,3 +605,62 @@ def test_the_trace_counts_every_record_even_when_it_keeps_none() -> None:
     assert [(r.seq, r.detail, r.demand) for r in kept.records()] == [
         (0, "0", 5), (1, "1", 4), (3, "3", 2), (4, "4", 1)]
     assert (kept.total, kept.dropped) == (5, 1)
+
+
+def test_a_starved_process_is_not_taken_for_a_blocking_subject(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watchdog wakes 5 s late once (the machine starved the process): that is not the
+    subject's silence. A request that truly never returns is still caught."""
+    import time as real_time
+
+    from rstck import runner
+    from rstck.engine import run_publisher_verification
+    from rstck.subjects import PublisherSubject
+
+    class SlowRequest:
+        """Answers each request after 0.3 s, while the clock jumps."""
+
+        def __init__(self, n: int, block: bool = False) -> None:
+            self.n, self.block = n, block
+
+        def subscribe(self, subscriber: Any) -> None:
+            publisher = self
+            sent = [0]
+
+            class Subscription:
+                def request(self, k: int) -> None:
+                    if publisher.block:
+                        threading.Event().wait(3.0)
+                        return
+                    real_time.sleep(0.3)
+                    for _ in range(min(k, publisher.n - sent[0])):
+                        sent[0] += 1
+                        subscriber.on_next(sent[0])
+                    if sent[0] == publisher.n:
+                        subscriber.on_complete()
+
+                def cancel(self) -> None:
+                    pass
+
+            subscriber.on_subscribe(Subscription())
+
+    jump, looks = [0.0], [0]
+    real_monotonic = real_time.monotonic
+
+    def monotonic() -> float:
+        if threading.current_thread().name != "rs-tck-body":
+            looks[0] += 1
+            if looks[0] == 6:  # the watchdog's fourth look, while a request is running
+                jump[0] = 5.0
+        return real_monotonic() + jump[0]
+
+    clock = types.SimpleNamespace(monotonic=monotonic, time=real_time.time)
+    monkeypatch.setattr(runner, "time", clock)
+    settings = Settings(timeout=0.5, no_signal_window=0.02, test_limit=20.0)
+    (slow,) = run_publisher_verification(PublisherSubject(SlowRequest), settings,
+                                         rules=["1.2"])[:1]
+    assert slow.verdict == "passed", slow.message
+    monkeypatch.undo()
+    (blocked,) = run_publisher_verification(PublisherSubject(lambda n: SlowRequest(n, block=True)),
+                                            settings, rules=["1.2"])[:1]
+    assert blocked.verdict in ("failed", "error")
+    assert "neither returned nor signalled" in blocked.message

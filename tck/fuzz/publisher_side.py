@@ -452,9 +452,7 @@ class PublisherScenario:
         n = self.scenario[0]
         # Judge only once no re-entrant action is being made (an asynchronous publisher runs
         # them on its own thread, possibly still now).
-        deadline = time.monotonic() + self.blocked_s
-        while any(sub.busy for sub in self.subs) and time.monotonic() < deadline:
-            time.sleep(self.window)
+        self._idle()
         for sub in self.subs:
             probe = sub.probe
             if probe.subscription is None:
@@ -463,13 +461,17 @@ class PublisherScenario:
                 if not probe.cancelled:
                     probe.expect_terminal(timeout=self.timeout)
             elif not probe.cancelled and sub.index == 0:
-                owed = min(probe.requested, n)
-                probe.wait_progress(lambda p=probe, o=owed: p.received >= o or p.terminal is not None,  # type: ignore[misc]
-                                    self.timeout)
+                # What is owed is read live: a re-entrant request or cancel may still be made.
+                probe.wait_progress(_owed_arrived(probe, n), self.timeout)
                 if n < MAX_DEMAND - 1 and probe.requested >= n:
                     probe.expect_terminal(timeout=self.timeout)
+        self._idle()
         self._flush()
-        if self._quiet(self.timeout):
+        quiet_now = self._quiet(self.timeout)
+        if self._idle():  # an action began meanwhile (a hook that was about to run): settle again
+            self._flush()
+            quiet_now = self._quiet(self.timeout)
+        if quiet_now:
             quiet = {sub.name: True for sub in self.subs}
         else:
             quiet = {sub.name: sub.probe.wait_quiet(window=self.window, limit=self.window * 4)[1]
@@ -481,6 +483,20 @@ class PublisherScenario:
         if problems:
             return as_violation(problems[0], None)
         return mine[0] if mine else None
+
+    def _idle(self) -> bool:
+        """Wait (bounded) until no probe is inside a signal and no re-entrant action is running.
+
+        Judging while a hook is still about to make its action (the signal that woke the wait
+        has been counted, the hook has not run yet) would judge a scenario that is not over.
+        Returns whether there was anything to wait for.
+        """
+        deadline = time.monotonic() + self.blocked_s
+        waited = False
+        while any(sub.busy or sub.probe._sections for sub in self.subs) and time.monotonic() < deadline:
+            waited = True
+            time.sleep(self.window)
+        return waited
 
     def _judge(self, quiet: dict[str, bool]) -> list[RuleViolation]:
         n = self.scenario[0]
@@ -584,6 +600,10 @@ class PublisherScenario:
                 f"{who}{what}", hint="no element may be lost, duplicated or reordered by a "
                 "particular order of requests and cancels")]
         return []
+
+
+def _owed_arrived(probe: ProbeSubscriber, n: int) -> Callable[[], bool]:
+    return lambda: probe.cancelled or probe.terminal is not None or probe.received >= min(probe.requested, n)
 
 
 def reference_sequence(ctx: Any, n: int) -> tuple[Any, ...] | None:
