@@ -8,8 +8,11 @@ kept, the middle is counted, so draining 10**6 elements keeps a few hundred reco
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 import time
+from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,53 +62,79 @@ def _demand_text(demand: int) -> str:
 
 
 class Trace:
-    """Thread-safe, bounded list of records shared by every probe of one verification."""
+    """Thread-safe, bounded list of records shared by every probe of one verification.
+
+    Adding takes no lock: the sequence number comes from an ``itertools.count`` and the row goes
+    to a list or a bounded deque, each a single atomic step under the interpreter lock. Rows
+    added by two threads at once may land out of order; reading sorts them by ``seq``.
+    """
 
     def __init__(self, keep: int = 100) -> None:
         self._keep = keep
-        self._lock = threading.Lock()
-        # Plain tuples, made into Records when read: adding is on every signal's path.
+        # Plain tuples (seq, monotonic time, thread, actor, signal, detail, demand), or from a
+        # ``tail_sink`` writer (seq, monotonic time, (thread, actor, signal), detail, demand),
+        # made into Records when read: adding is on every signal's path. A detail that is an
+        # int is the element itself, shown with ``short_repr`` when read (ints are immutable:
+        # the same text as when it was added).
         self._head: list[tuple[Any, ...]] = []
         self._tail: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=keep)
-        self._seq = 0
+        self._seqs = itertools.count()
         self._t0 = time.monotonic()
 
     def add(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> Record:
-        return Record(*self._append(actor, signal, detail, demand))
+        return self._record(self._append(actor, signal, detail, demand))
 
     def log(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> int:
         """``add`` for the per-signal path: returns only the record's ``seq``."""
         return int(self._append(actor, signal, detail, demand)[0])
 
-    def _append(self, actor: str, signal: str, detail: str, demand: int | None) -> tuple[Any, ...]:
+    def _append(self, actor: str, signal: str, detail: Any, demand: int | None) -> tuple[Any, ...]:
         thread = threading.current_thread().name
-        now = time.monotonic() - self._t0
-        with self._lock:
-            seq = self._seq
-            self._seq = seq + 1
-            row = (seq, now, thread, actor, signal, detail, demand)
-            if seq < self._keep:
-                self._head.append(row)
-            else:
-                self._tail.append(row)
+        seq = next(self._seqs)
+        row = (seq, time.monotonic(), thread, actor, signal, detail, demand)
+        (self._head if seq < self._keep else self._tail).append(row)
         return row
+
+    def tail_sink(self) -> tuple[Iterator[int], Callable[[tuple[Any, ...]], None]] | None:
+        """For a writer that builds its own rows: (the seqs, add a row), once the head is full.
+
+        Every later seq belongs in the tail then, so a row is two C calls and no branch. The
+        row is ``(seq, time.monotonic(), (thread, actor, signal), detail, demand)``: the middle
+        part is the same tuple for every signal of one writer.
+        """
+        if len(self._head) < self._keep:
+            return None
+        return self._seqs, self._tail.append
+
+    def _record(self, row: tuple[Any, ...]) -> Record:
+        if len(row) == 5:
+            seq, t, (thread, actor, signal), detail, demand = row
+        else:
+            seq, t, thread, actor, signal, detail, demand = row
+        return Record(seq, t - self._t0, thread, actor, signal,
+                      detail if type(detail) is str else short_repr(detail), demand)
+
+    def _rows(self) -> list[tuple[Any, ...]]:
+        # list() and deque.copy() run in C without a thread switch: a consistent snapshot.
+        rows = [*list(self._head), *self._tail.copy()]
+        rows.sort(key=_seq_of)
+        return rows
 
     def note(self, text: str) -> Record:
         return self.add("tck", "note", text)
 
     @property
     def total(self) -> int:
-        return self._seq
+        """How many records were added: the next ``seq`` the count would give."""
+        return int(repr(self._seqs)[len("count("):-1])  # read without taking a number
 
     def records(self) -> list[Record]:
-        with self._lock:
-            rows = [*self._head, *self._tail]
-        return [Record(*row) for row in rows]
+        return [self._record(row) for row in self._rows()]
 
     @property
     def dropped(self) -> int:
-        with self._lock:
-            return self._seq - len(self._head) - len(self._tail)
+        rows = self._rows()
+        return self.total - len(rows)
 
     def format(self, limit: int = 40) -> str:
         """The last ``limit`` records (and the first few), for a failure message."""
@@ -127,3 +156,7 @@ class Trace:
                 lines.append("  " + r.format())
                 previous = r.seq
         return "\n".join(lines)
+
+
+def _seq_of(row: tuple[Any, ...]) -> int:
+    return int(row[0])

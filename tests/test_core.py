@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import threading
 import types
@@ -360,6 +361,170 @@ def test_a_setup_error_is_a_failure_citing_no_rule() -> None:
     assert "raised OSError" in failure.observed
 
 
+# -- the probe's fast path: every check it skips must come back when it could matter -------------
+
+
+def fast_probe(env: Environment, **kwargs: Any) -> ProbeSubscriber:
+    """A probe signalled on the verification's own thread past the trace's head: on its fast path."""
+    env.body_ident = threading.get_ident()
+    probe = ProbeSubscriber(env, **kwargs)
+    probe.on_subscribe(NullSubscription())
+    probe.request(MAX_DEMAND)
+    for i in range(2 * env.settings.trace_keep):
+        probe.on_next(i)
+    assert probe._fast_owner == threading.get_ident()
+    return probe
+
+
+def overlap_of(env: Environment) -> RuleViolation:
+    violations = [p.error for p in env.problems if isinstance(p.error, RuleViolation)]
+    assert [v.rule.id for v in violations if v.rule] == ["1.3"], env.problems
+    return violations[0]
+
+
+def test_the_fast_path_records_thread_demand_time_and_element(env: Environment) -> None:
+    probe = fast_probe(env, keep_elements=True)
+    probe.on_next("text")
+    probe.on_next(1 << 300)  # an int whose text is cut, as short_repr cuts it
+    records = env.trace.records()
+    assert len(records) == 2 * env.settings.trace_keep  # bounded
+    last = records[-3:]
+    assert [r.detail for r in last] == ["199", "'text'", repr(1 << 300)[:77] + "..."]
+    assert {(r.thread, r.actor, r.signal, r.demand) for r in last} == {
+        (threading.current_thread().name, "probe", "on_next", MAX_DEMAND)}
+    assert all(a.t <= b.t for a, b in itertools.pairwise(records))
+    assert [r.seq for r in records][-1] == env.trace.total - 1 == 2 * env.settings.trace_keep + 3
+    assert probe.received == 2 * env.settings.trace_keep + 2 == len(probe.elements)
+    assert env.problems == []
+
+
+def test_the_fast_path_counts_demand_down_and_hands_excess_to_the_full_path(env: Environment) -> None:
+    env.body_ident = threading.get_ident()
+    probe = ProbeSubscriber(env)
+    probe.on_subscribe(NullSubscription())
+    probe.request(250)
+    for i in range(250):
+        probe.on_next(i)
+    assert probe._fast_owner is not None
+    assert probe.demand == 0
+    probe.on_next(250)
+    assert rules_flagged(env) == ["1.1"]
+    assert "on_next #251 (250) with no outstanding demand" in str(env.problems[0].error)
+    assert [r.demand for r in env.trace.records() if r.signal == "on_next"][-3:] == [2, 1, 0]
+    assert probe._fast_owner is None  # beyond demand once: the full path from now on
+
+
+def test_a_second_thread_arriving_during_the_fast_path_is_a_1_3_overlap(env: Environment) -> None:
+    probe = fast_probe(env)
+    closed = threading.Event()
+
+    class Slow:
+        def __repr__(self) -> str:  # runs inside the fast path, while "emitter-2" arrives
+            rival.start()
+            closed.wait(5)  # the rival closed the fast path and now looks for us inside it
+            return "Slow()"
+
+    def watch() -> None:
+        while probe._fast_owner is not None:
+            threading.Event().wait(0.001)
+        threading.Event().wait(0.05)
+        closed.set()
+
+    rival = threading.Thread(target=probe.on_next, args=(7,), name="emitter-2")
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    probe.on_next(Slow())
+    rival.join(5)
+    watcher.join(5)
+    violation = overlap_of(env)
+    assert (f"on_next entered on thread emitter-2 while on_next was running on thread "
+            f"{threading.current_thread().name}, in the same subscriber") in str(violation)
+    by_seq = {r.seq: r for r in env.trace.records()}
+    assert [(by_seq[s].thread, by_seq[s].detail) for s in violation.evidence] == [
+        (threading.current_thread().name, "Slow()"), ("emitter-2", "7")]
+    assert probe._fast_owner is None
+    probe.on_next(8)  # two threads seen: the full path, which pauses for races, from now on
+    assert probe._fast_owner is None
+    assert probe._racy
+
+
+def test_the_fast_paths_thread_arriving_while_another_is_inside_is_a_1_3_overlap(env: Environment) -> None:
+    probe = fast_probe(env, yield_s=0.5)  # the rival pauses 0.5 s inside on_next
+    rival = threading.Thread(target=probe.on_next, args=(7,), name="emitter-2")
+    rival.start()
+    while not probe._sections:
+        threading.Event().wait(0.001)
+    probe.on_next(8)
+    rival.join(5)
+    violation = overlap_of(env)
+    assert (f"on_next entered on thread {threading.current_thread().name} while on_next was "
+            "running on thread emitter-2, in the same subscriber") in str(violation)
+
+
+def test_a_request_from_another_thread_closes_the_fast_path(env: Environment) -> None:
+    env.body_ident = threading.get_ident()
+    probe = ProbeSubscriber(env)
+    probe.on_subscribe(NullSubscription())
+    probe.request(300)
+    for i in range(200):
+        probe.on_next(i)
+    assert probe._fast_owner is not None
+    helper = threading.Thread(target=probe.request, args=(5,))
+    helper.start()
+    helper.join(5)
+    assert probe._fast_owner is None
+    assert probe.demand == 105
+    for i in range(105):
+        probe.on_next(i)
+    assert env.problems == []
+    assert probe._fast_owner is not None  # the full path opened it again: one thread signals
+    probe.on_next(0)
+    assert rules_flagged(env) == ["1.1"]
+
+
+def test_a_hook_set_later_still_sees_every_nested_on_next(env: Environment) -> None:
+    probe = fast_probe(env)
+    depths: list[int] = []
+
+    def nest(p: ProbeSubscriber, element: int) -> None:
+        depths.append(p.depth())
+        if element < 3:
+            p.on_next(element + 1)  # a synchronous, non-trampolined publisher
+
+    probe.on_next_hook = nest
+    assert probe._fast_owner is None
+    probe.on_next(0)
+    assert depths == [1, 2, 3, 4]
+    assert probe.max_depth == 4
+    assert env.problems == []
+
+
+def test_cancel_and_terminal_signals_close_the_fast_path(env: Environment) -> None:
+    probe = fast_probe(env)
+    probe.cancelled = True  # as a test that cancels through its own calls declares it
+    assert probe._fast_owner is None
+    probe.on_next(1)
+    assert probe.after_cancel == 1
+    other = fast_probe(env, name="sub2")
+    other.on_complete()
+    other.on_next(1)
+    assert rules_flagged(env) == ["1.7"]
+
+
+def test_a_wait_on_another_thread_is_woken_by_the_fast_path(env: Environment) -> None:
+    probe = fast_probe(env)
+    start = probe.received
+    woke: list[bool] = []
+    waiter = threading.Thread(target=lambda: woke.append(probe._wait(lambda: probe.received >= start + 50, 5)))
+    waiter.start()
+    while not probe._waiters:
+        threading.Event().wait(0.001)
+    for i in range(100):
+        probe.on_next(i)
+    waiter.join(2)
+    assert woke == [True]
+
+
 class _Trickle:
     """A publisher that delivers one element every ``gap`` seconds from its own thread.
 
@@ -425,6 +590,21 @@ def test_a_slow_but_steady_publisher_is_not_accused_of_losing_demand() -> None:
     assert lost.verdict == "failed"
     assert lost.failures[0].rule == "3.8"
     assert "265 arrived" in lost.failures[0].observed
+
+
+def test_the_trace_counts_every_record_even_when_it_keeps_none() -> None:
+    from rstck.trace import Trace
+
+    trace = Trace(0)
+    for _ in range(3):
+        trace.note("x")
+    assert (trace.total, trace.records(), trace.dropped) == (3, [], 3)
+    kept = Trace(2)
+    for i in range(5):
+        kept.log("probe", "on_next", str(i), 5 - i)
+    assert [(r.seq, r.detail, r.demand) for r in kept.records()] == [
+        (0, "0", 5), (1, "1", 4), (3, "3", 2), (4, "4", 1)]
+    assert (kept.total, kept.dropped) == (5, 1)
 
 
 def test_a_starved_process_is_not_taken_for_a_blocking_subject(monkeypatch: pytest.MonkeyPatch) -> None:
