@@ -242,3 +242,16 @@ def test_reference_processor_refuses_none_and_illegal_requests() -> None:
     p.subscribe(sink)
     sink.subscription.request(0)
     assert isinstance(sink.signals[0][1], ValueError)
+
+
+#: Found by the fuzz verification: request(16) from on_next #1 fills the reference processor's
+#: 16-element buffer, later requests get only the room left, and once the queue drained nothing
+#: asked the upstream for the rest: 19 of 20 requested elements came (rule 3.8).
+FULL_BUFFER = ("rsfz1-publisher-eNqLNjbUiY5WKkotLE0tLlHSMdRRykgtSlWKjQUKGwC5yHJmSJIGOkbIckY6SiUZRamJKVBJYx2"
+               "shgLlYmMBBuEjWg")
+
+
+def test_reference_processor_asks_for_what_a_full_buffer_held_back() -> None:
+    subject = ProcessorSubject(identity_processor, label="reference")
+    result = run_one("fuzz_demand_cancel_orders", subject, FAST.replace(timeout=1.0, fuzz_replay=FULL_BUFFER))
+    assert result.verdict == "passed", result.message

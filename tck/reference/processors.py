@@ -110,15 +110,22 @@ class _Downstream:
         return self._wip == 1
 
     def _run(self, missed: int) -> None:
-        """Deliver until nothing is deliverable, then again for work that came meanwhile."""
+        """Deliver until nothing is deliverable, then again for work that came meanwhile.
+
+        Delivering frees room in the queue: once done, demand that the full buffer held back is
+        asked of the upstream (else a request made while the queue was full is lost, rule 3.8).
+        """
+        delivered = False
         while True:
             while self._step():
-                pass
+                delivered = True
             with self._lock:
                 self._wip -= missed
                 missed = self._wip
                 if missed == 0:
-                    return
+                    break
+        if delivered:
+            self._processor._request_upstream()
 
     def _step(self) -> bool:
         element: Any = None
