@@ -433,6 +433,16 @@ def test_ci_runs_exactly_the_readmes_two_commands() -> None:
     assert lines.index(first) < lines.index(second)
 
 
+def test_ci_runs_the_soak_the_suite_deselects() -> None:
+    import tomllib
+
+    soak = next(b for b in _sh_blocks((ROOT / "README.md").read_text()) if "-m slow" in b)
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert soak in lines
+    addopts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert "not slow" in addopts
+
+
 def test_the_dev_extra_has_every_tool_the_tests_use_and_the_tck_none() -> None:
     import tomllib
 
