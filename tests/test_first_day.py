@@ -422,7 +422,7 @@ def test_the_quick_start_installs_the_tck_without_the_projects_tooling() -> None
     first, second = _sh_blocks((ROOT / "README.md").read_text())[:2]
     assert "pip install -e . &&" in first
     assert "pytest --rs-publisher=rstck.reference:range_publisher" in first
-    assert second == ".venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest -q"
+    assert second == ".venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest -q -n 4 --dist loadgroup"
 
 
 def test_ci_runs_exactly_the_readmes_two_commands() -> None:
