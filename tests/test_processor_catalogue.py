@@ -255,3 +255,17 @@ def test_reference_processor_asks_for_what_a_full_buffer_held_back() -> None:
     subject = ProcessorSubject(identity_processor, label="reference")
     result = run_one("fuzz_demand_cancel_orders", subject, FAST.replace(timeout=1.0, fuzz_replay=FULL_BUFFER))
     assert result.verdict == "passed", result.message
+
+
+#: Found by the CI soak: a second subscriber that never requests holds the multicast reference
+#: processor to its pace (16 queued for it, then no more from upstream). The first subscriber's
+#: unbounded demand is withheld, not lost: the fuzz verification must not call it 3.17.
+SLOWEST_SUBSCRIBER = ("rsfz1-publisher-eNpNizsOgCAMQO_SuUMB-XiWhkG0CY4WuL-4GNb34bAhM6g8Q1oHNAahV5XjgowL3611Ll"
+                      "pyIfktRp8oIVRRgTw7JvRrbRZn0K2KfvV90EZpp95FAHmi_AL4uCtG")
+
+
+def test_withholding_for_a_fellow_subscriber_that_asks_nothing_is_not_lost_demand() -> None:
+    subject = ProcessorSubject(identity_processor, label="reference")
+    result = run_one("fuzz_demand_cancel_orders", subject,
+                     FAST.replace(timeout=1.0, fuzz_replay=SLOWEST_SUBSCRIBER))
+    assert result.verdict == "passed", result.message

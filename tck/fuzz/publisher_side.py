@@ -549,11 +549,24 @@ class PublisherScenario:
                         f"{who}{probe._terminal_text() or 'no terminal signal'} "
                         f"(the request is record #{sub.illegal_at} of the trace, or near it)"))
                 continue
-            if sub.index == 0 and not probe.cancelled:
+            if sub.index == 0 and not probe.cancelled and not self._held_back_by_another(sub):
                 found += self._owed(sub, n, received, requested, terminal, who)
             if sub.index == 0:
                 found += self._conserved(sub, n, elements, who)
         return found
+
+    def _held_back_by_another(self, sub: _Subscriber) -> bool:
+        """Whether another live subscriber with no demand outstanding may be pacing the stream.
+
+        A multicast publisher (a processor) may deliver no faster than its slowest subscriber:
+        elements withheld while a fellow subscriber asks for nothing are not lost demand.
+        """
+        for other in self.subs:
+            p = other.probe
+            if other is not sub and p.subscription is not None and not p.cancelled \
+                    and p.terminal is None and p.demand <= 0:
+                return True
+        return False
 
     def _owed(self, sub: _Subscriber, n: int, received: int, requested: int, terminal: str | None,
               who: str) -> list[RuleViolation]:
