@@ -176,26 +176,27 @@ class ManualSubscription:
         """Rule 2.7: note a second thread entering while another is still inside."""
         me = threading.get_ident()
         self.publisher.env.threads.add(me)
+        first = False
         with self._sections_lock:
             if me in self._sections:
                 return False  # re-entrant on the same thread (e.g. request from inline on_next)
             others = dict(self._sections)
             inside = tuple(sorted(self._inside_seq[t] for t in others if t in self._inside_seq))
             self._sections[me] = what
-        if others:
-            with self._sections_lock:
+            if others:
                 self.overlaps += 1
+                first = self.overlaps == 1
                 self._sections_lock.notify_all()  # ends a rival's hold at once
-            if self.overlaps == 1:
-                busy = ", ".join(f"{_thread_name(t)} in {w}" for t, w in others.items())
-                self.publisher.env.violation(
-                    "2.7",
-                    "calls on a subscription from one thread at a time (or externally synchronised)",
-                    f"{what} on {self.name} from thread {threading.current_thread().name} while "
-                    f"thread {busy} had not returned",
-                    hint="serialise request/cancel calls: make them from one thread, or under a lock",
-                    evidence=inside,
-                )
+        if first:
+            busy = ", ".join(f"{_thread_name(t)} in {w}" for t, w in others.items())
+            self.publisher.env.violation(
+                "2.7",
+                "calls on a subscription from one thread at a time (or externally synchronised)",
+                f"{what} on {self.name} from thread {threading.current_thread().name} while "
+                f"thread {busy} had not returned",
+                hint="serialise request/cancel calls: make them from one thread, or under a lock",
+                evidence=inside,
+            )
         return True
 
     def _pause(self) -> None:
