@@ -1,11 +1,11 @@
 """Running whole verifications without a test framework (campaigns, scripts, other runners).
 
-Tests run one after another, except that a test's closing quiet windows (claims that nothing
-more arrives, made last; see ``Context.closing_quiet``) overlap the start of the next test:
-that test works on a fresh subject while the previous one's subject is only being watched.
-With ``concurrency=N`` up to N tests run at once, each against its own fresh subject; that
-changes what a subject sees (calls from several threads at once), so it is opt-in. Each
-verdict still belongs to its test: errors are routed by the thread they happen on.
+Tests call their subjects one at a time, but their waits overlap: while a test waits out a
+no-signal window (a claim that nothing more arrives) it only watches its subject, and the next
+test works meanwhile on a fresh subject of its own (see ``Schedule``). With ``concurrency=N``
+up to N tests call their subjects at once; that changes what a subject sees (calls from several
+threads at once), so it is opt-in. Each verdict still belongs to its test: errors are routed by
+the thread they happen on.
 """
 
 from __future__ import annotations
@@ -44,15 +44,22 @@ def select(
     return [t for t in tests if (not wanted or key(t) in wanted) and key(t) not in unwanted]
 
 
-#: How many tests past the last one asked for may start (most of them only closing).
-LOOKAHEAD = 16
+#: How many tests past the last one asked for may start (most of them only waiting), and how
+#: many may be in flight beyond those calling their subjects.
+LOOKAHEAD = 32
 
 
 class Schedule:
-    """Runs a sequence of tests, overlapping where allowed; results come back per test.
+    """Runs a sequence of tests, overlapping their waits; results come back per test.
 
-    Tests start ahead of the one whose result is asked for (by at most ``concurrency`` +
-    ``LOOKAHEAD``), so a consumer that stops asking (``pytest -x``) stops the run soon.
+    At most ``concurrency`` tests call into their subjects at any moment: each such test holds a
+    slot. A test gives its slot up while it only waits (a no-signal window: nothing the TCK
+    does then calls its subject) and takes one back before it calls again, waiting if none is
+    free; once only its closing waits remain it gives the slot up for good. So with the default
+    of one slot, the TCK never calls two subjects at once, yet one test's windows overlap
+    another's work. Tests start ahead of the one whose result is asked for (by at most
+    ``concurrency`` + ``LOOKAHEAD``), so a consumer that stops asking (``pytest -x``) stops the
+    run soon.
     """
 
     def __init__(
@@ -78,9 +85,16 @@ class Schedule:
         self._futures: list[concurrent.futures.Future[TestResult]] = [
             concurrent.futures.Future() for _ in self.tests
         ]
+        # Race-hunting tests run alone (see ``_pump``): first, before any test is waiting to
+        # call again, rather than holding up every test after them.
+        self._order = sorted(range(len(self.tests)), key=lambda i: self.tests[i].level != "stochastic")
         self._lock = threading.Lock()
+        self._turn = threading.Condition(self._lock)
         self._started = 0
-        self._active = 0
+        self._running = 0  # started, not finished
+        self._active = 0  # holding a slot
+        self._parked = 0  # in a window, to take a slot back after it
+        self._waiting = 0  # back from a window, waiting for a slot
         self._alone = False  # a race-hunting test is running, with nothing beside it
         self._wanted = 0
 
@@ -99,45 +113,98 @@ class Schedule:
             yield self.result(index)
 
     def _pump(self) -> None:
-        # Called with the lock held.
+        # Called with the lock held. A test back from a window goes before a new one.
         while (self._started < len(self.tests) and self._active < self.concurrency
-               and self._started < self._wanted + self.concurrency + LOOKAHEAD and not self._alone):
-            index = self._started
-            # A stochastic test hunts races with tight timing over many rounds: it runs alone,
-            # so tests beside it neither slow it past its timeout nor change what it can see.
+               and not self._waiting and not self._alone
+               and self._running < self.concurrency + LOOKAHEAD
+               and self._started < self._wanted + self.concurrency + LOOKAHEAD):
+            index = self._order[self._started]
+            # A stochastic test hunts races with tight timing over many rounds: it runs alone
+            # (no other test calls, nor will until it ends), so tests beside it neither slow it
+            # past its timeout nor change what it can see.
             alone = self.tests[index].level == "stochastic"
-            if alone and self._active:
+            if alone and (self._active or self._parked):
                 return
             self._alone = alone
             self._started += 1
+            self._running += 1
             self._active += 1
             threading.Thread(target=self._run, args=(index,), name=f"rs-tck-runner-{index}",
                              daemon=True).start()
 
     def _run(self, index: int) -> None:
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            with self._lock:
-                if not released:
-                    released = True
-                    self._active -= 1
-                    if self.tests[index].level == "stochastic":
-                        self._alone = False
-                    self._pump()
-
+        slot = _Slot(self, alone=self.tests[index].level == "stochastic")
         future = self._futures[index]
         try:
             result = run_test(self.tests[index], self.make_context, self.settings,
-                              subject_label=self.subject_label,
-                              on_closing=release if self.overlap else None)
+                              subject_label=self.subject_label, slot=slot if self.overlap else None)
         except BaseException as exc:  # a TCK defect: surface it to whoever waits, not the thread
-            release()
+            self._finished(slot)
             future.set_exception(exc)
             return
-        release()
+        self._finished(slot)
         future.set_result(result)
+
+    def _finished(self, slot: _Slot) -> None:
+        slot.close()
+        with self._lock:
+            self._running -= 1
+            self._pump()
+
+
+class _Slot:
+    """One test's right to call its subject (see ``Schedule``); every method is idempotent."""
+
+    def __init__(self, schedule: Schedule, *, alone: bool) -> None:
+        self.schedule = schedule
+        self.alone = alone  # a race-hunting test keeps its slot through its windows
+        self.held = True
+        self.closed = False
+
+    def release(self) -> None:
+        """Only waiting from now on, until ``acquire``: another test may call meanwhile."""
+        s = self.schedule
+        with s._lock:
+            if self.alone or self.closed or not self.held:
+                return
+            self.held = False
+            s._active -= 1
+            s._parked += 1
+            s._turn.notify_all()
+            s._pump()
+
+    def acquire(self) -> None:
+        """About to call the subject again: wait for a free slot."""
+        s = self.schedule
+        with s._lock:
+            if self.closed or self.held:
+                return
+            s._waiting += 1
+            # An abandoned test (the watchdog gave up on it) is closed meanwhile: it takes nothing.
+            s._turn.wait_for(lambda: self.closed or (s._active < s.concurrency and not s._alone))
+            s._waiting -= 1
+            if self.closed:
+                return
+            s._parked -= 1
+            s._active += 1
+            self.held = True
+
+    def close(self) -> None:
+        """Only closing waits remain (or the test ended): the slot is free for good."""
+        s = self.schedule
+        with s._lock:
+            if self.closed:
+                return
+            self.closed = True
+            if self.held:
+                s._active -= 1
+            else:
+                s._parked -= 1
+            self.held = False
+            if self.alone:
+                s._alone = False
+            s._turn.notify_all()
+            s._pump()
 
 
 def run_verification(

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from typing import Protocol
 from typing import Self
 
 from .errors import RuleViolation
@@ -49,6 +50,16 @@ class Problem:
         return f"{where}, on thread {self.thread}"
 
 
+class Slot(Protocol):
+    """A scheduler's permission to call the subject; the test's body gives it up to only wait."""
+
+    def release(self) -> None: ...
+
+    def acquire(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Environment:
     """Collects problems and signals for one verification run."""
 
@@ -76,9 +87,9 @@ class Environment:
         #: probes or called its upstream): errors on them are this verification's, even while
         #: other verifications run at the same time.
         self.threads: set[int] = set()
-        #: Called once the body only waits out its closing quiet windows (see ``Context``),
-        #: so that a scheduler may start the next verification meanwhile.
-        self.on_closing: Callable[[], None] | None = None
+        #: The scheduler's say in when this verification may call its subject (``aside``).
+        self.slot: Slot | None = None
+        self._aside = False
 
     # -- problems ---------------------------------------------------------------------------
 
@@ -133,6 +144,26 @@ class Environment:
         self.iterations = {"ran": ran, "showed": showed}
 
     # -- progress, for the watchdog ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """A wait during which the body calls nothing (a no-signal window): the scheduler may
+        let another verification call its own subject meanwhile; the slot is taken back (which
+        may wait) before the body goes on. A no-op off the body's thread, when nested, and
+        inside a call into the subject: the subject's code is then on the stack, perhaps
+        holding a lock the verification given the slot would wait for (a deadlock)."""
+        slot = self.slot
+        if (slot is None or self._aside or threading.get_ident() != self.body_ident
+                or self.current_call is not None):
+            yield
+            return
+        self._aside = True
+        slot.release()
+        try:
+            yield
+        finally:
+            self._aside = False
+            slot.acquire()
 
     def bump(self) -> None:
         """Note that a signal arrived: the subject is alive even if a call has not returned."""

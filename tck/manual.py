@@ -444,6 +444,7 @@ class ManualPublisher:
         window = self.env.settings.no_signal_window if window is None else window
         with self._cond:
             start = sub.request_count
+        with self.env.aside(), self._cond:
             self._cond.wait_for(lambda: sub.request_count != start, window)
             if sub.request_count == start:
                 return
@@ -459,7 +460,7 @@ class ManualPublisher:
         window = self.env.settings.no_signal_window if window is None else window
         limit = self.env.settings.timeout + window if limit is None else limit
         deadline = time.monotonic() + limit
-        with self._cond:
+        with self.env.aside(), self._cond:
             while True:
                 seen = sub.calls
                 self._cond.wait_for(_changed(sub, seen), window)

@@ -691,7 +691,9 @@ class ProbeSubscriber:
         window = self.env.settings.no_signal_window if window is None else window
         with self._lock:
             start = self.signals if since is None else since
-        if not self._wait(lambda: self.signals != start, window):
+        with self.env.aside():
+            quiet = not self._wait(lambda: self.signals != start, window)
+        if quiet:
             return
         rule = self.env.rule if rule is None else rule
         last = self._last_signal()
@@ -710,11 +712,12 @@ class ProbeSubscriber:
         limit = self.env.settings.timeout + window if limit is None else limit
         deadline = time.monotonic() + limit
         first = self.mark()
-        while True:
-            if not self._wait(_changed(self, self.mark()), window):
-                return self.signals - first, True
-            if time.monotonic() >= deadline:
-                return self.signals - first, False
+        with self.env.aside():
+            while True:
+                if not self._wait(_changed(self, self.mark()), window):
+                    return self.signals - first, True
+                if time.monotonic() >= deadline:
+                    return self.signals - first, False
 
     def wait_for_signal(self, *, timeout: float | None = None) -> bool:
         """Wait until an unconsumed element or a terminal signal is there; False on timeout."""

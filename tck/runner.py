@@ -21,6 +21,7 @@ from typing import Any
 from .contexts import Context
 from .environment import Environment
 from .environment import Problem
+from .environment import Slot
 from .environment import as_violation
 from .errors import NotVerified
 from .errors import RuleViolation
@@ -57,16 +58,16 @@ def run_test(
     settings: Settings,
     *,
     subject_label: str = "",
-    on_closing: Callable[[], None] | None = None,
+    slot: Slot | None = None,
 ) -> TestResult:
     """Run ``test`` and return its result; never raises for anything the subject does.
 
-    ``on_closing`` is called (on the test's thread) once only its closing quiet windows remain,
-    so a scheduler can start another test meanwhile.
+    ``slot`` is given up while the test only waits (see ``Environment.aside``), so a scheduler
+    can let another test call its subject meanwhile.
     """
     env = Environment(settings)
     env.rule = test.rule_id
-    env.on_closing = on_closing
+    env.slot = slot
     if settings.loop == "asyncio":
         from .loop import shared_loop
 

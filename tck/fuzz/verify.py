@@ -12,9 +12,9 @@ from collections.abc import Callable
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..errors import SetupError
+from . import deselected
 from . import publisher_side
 from . import subscriber_side
 from .sandbox import scenario_env
@@ -78,17 +78,12 @@ def _replay_scenario(settings: Any, side: str) -> Scenario | None:
     return scenario if token_side == side else None
 
 
-def _deselected(settings: Any) -> None:
-    if settings.no_fuzz:
-        raise NotVerified("fuzzing is switched off (--rs-no-fuzz)", kind="deselected")
-
-
 def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
          candidates: Callable[[Scenario], Iterator[Scenario]],
          execute_in: Callable[[Any, Scenario], RuleViolation | None], render: Callable[[Scenario], list[str]],
          shape: Callable[[Scenario], bool]) -> None:
     settings = ctx.settings
-    _deselected(settings)
+    deselected(settings)
 
     def execute(scenario: Scenario) -> Outcome:
         with scenario_env(ctx) as env:

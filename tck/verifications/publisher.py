@@ -1107,6 +1107,9 @@ def fuzz_demand_cancel_orders(ctx: PublisherContext) -> None:
     on_error after a non-positive request (3.9), no element lost, duplicated or reordered. If
     this fails, replay the scenario it prints (--rs-fuzz-replay) and follow its numbered steps.
     """
+    from ..fuzz import deselected
+
+    deselected(ctx.settings)
     from ..fuzz.verify import fuzz_publisher
 
     fuzz_publisher(ctx)

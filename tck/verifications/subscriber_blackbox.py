@@ -393,6 +393,9 @@ def fuzz_signal_orders(ctx: BlackboxContext) -> None:
     does when fed one at a time (2.1). If this fails, replay the printed scenario
     (--rs-fuzz-replay) and follow its numbered steps.
     """
+    from ..fuzz import deselected
+
+    deselected(ctx.settings)
     from ..fuzz.verify import fuzz_subscriber
 
     fuzz_subscriber(ctx, whitebox=False)

@@ -490,6 +490,9 @@ def fuzz_signal_orders(ctx: WhiteboxStages) -> None:
     As the blackbox fuzz verification, plus puppet.request(k)/puppet.cancel() at any point and
     the probe's check that each signal is processed exactly once (2.11).
     """
+    from ..fuzz import deselected
+
+    deselected(ctx.settings)
     from ..fuzz.verify import fuzz_subscriber
 
     fuzz_subscriber(ctx, whitebox=True)
