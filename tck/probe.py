@@ -9,6 +9,7 @@ verification then asks it for the signals it expects, with bounded waits.
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 import time
 from _thread import get_ident
@@ -57,7 +58,7 @@ class ProbeSubscriber:
     # Weak references: rule 3.13 tests look for a subscriber the publisher still holds.
     __slots__ = (
         "__weakref__", "_cancelled", "_depths", "_fast_append", "_fast_inside", "_fast_key",
-        "_fast_owner", "_fast_seq", "_fast_seqs", "_inside_seq", "_lock", "_methods",
+        "_fast_owner", "_fast_seq", "_fast_seqs", "_handoffs", "_inside_seq", "_lock", "_methods",
         "_on_next_hook", "_others", "_pause_s", "_racy", "_sections", "_threads", "_waiters",
         "after_cancel", "after_terminal", "cancel_seq", "concurrent_entries", "demand", "elements",
         "env", "error", "excess", "keep_elements", "max_depth", "name", "on_subscribe_hook",
@@ -103,6 +104,9 @@ class ProbeSubscriber:
         #: Per thread: how many signal methods it is inside, and how deep in on_next.
         self._sections: dict[int, int] = {}
         self._depths: dict[int, int] = {}
+        #: A thread inside a signal method that waits for a call it handed over -> the thread
+        #: making that call (see ``acting_for``).
+        self._handoffs: dict[int, int] = {}
         #: The outermost signal method each thread is inside, to name both sides of an overlap.
         self._methods: dict[int, str] = {}
         #: The trace record of the signal each thread is (or was last) inside.
@@ -391,11 +395,13 @@ class ProbeSubscriber:
     ) -> tuple[str, str, str, tuple[int, ...]] | None:
         # Called with the lock held, when another thread is inside a signal method too:
         # ``rival`` is the fast path's owner, caught inside on_next by ``_fast_end``.
-        others = [t for t in self._sections if t != me]
+        others = [t for t in self._sections if t != me and self._handoffs.get(t) != me]
         methods = dict(self._methods)
         if rival is not None and rival not in others:
             others.append(rival)
             methods[rival] = "on_next"
+        if not others:
+            return None
         self.concurrent_entries += 1
         if self.concurrent_entries > 1:
             return None
@@ -723,6 +729,23 @@ class ProbeSubscriber:
         """Wait until an unconsumed element or a terminal signal is there; False on timeout."""
         timeout = self.env.settings.timeout if timeout is None else timeout
         return self._wait(lambda: bool(self.elements) or self.terminal is not None, timeout)
+
+    @contextlib.contextmanager
+    def acting_for(self, waiting: int) -> Iterator[None]:
+        """This thread makes a call that thread ``waiting``, inside a signal method of this
+        probe, handed over and waits for. The waiting thread runs nothing meanwhile, so a
+        signal the call delivers here (synchronously, as rule 3.10 allows) is not concurrent
+        with it, exactly as it would nest had the call been made there (rule 1.3). A signal on
+        any third thread still is."""
+        me = get_ident()
+        with self._lock:
+            self._handoffs[waiting] = me
+        try:
+            yield
+        finally:
+            with self._lock:
+                if self._handoffs.get(waiting) == me:
+                    del self._handoffs[waiting]
 
     def depth(self) -> int:
         """How deeply on_next calls are nested on the calling thread right now (rule 3.3)."""

@@ -109,6 +109,41 @@ def test_probe_sees_two_threads_inside_at_once(env: Environment) -> None:
     assert "emitter-1" in str(violation)
 
 
+def test_a_call_handed_over_from_inside_a_signal_may_signal_on_its_thread_but_no_other(env: Environment) -> None:
+    # The fuzz verification's "from on_subscribe: from another thread (waited for)": the waiting
+    # thread runs nothing, so the JVM RangePublisher's synchronous on_next on the calling thread
+    # nests as it would on one thread; an emitter thread of the publisher's own does not.
+    results: dict[str, int] = {}
+
+    def hand_over(p: ProbeSubscriber, s: Any) -> None:
+        waiting = threading.get_ident()
+
+        def call() -> None:
+            with p.acting_for(waiting):
+                p.on_next("delivered by the call")
+            results["after call"] = len(env.problems)
+            emitter = threading.Thread(target=p.on_next, args=("from its own thread",), name="emitter")
+            emitter.start()
+            emitter.join(2)
+
+        caller = threading.Thread(target=call, name="caller")
+        caller.start()
+        caller.join(2)
+
+    def ask(p: ProbeSubscriber, s: Any) -> None:
+        p.request(2)
+        hand_over(p, s)
+
+    probe = ProbeSubscriber(env, on_subscribe=ask)
+    probe.on_subscribe(NullSubscription())
+    assert results["after call"] == 0
+    (problem,) = env.problems
+    assert isinstance(problem.error, RuleViolation)
+    assert problem.error.rule is not None
+    assert problem.error.rule.id == "1.3"
+    assert "emitter" in str(problem.error)
+
+
 def test_same_thread_nesting_is_not_concurrency(env: Environment) -> None:
     subscription = NullSubscription()
 

@@ -310,8 +310,13 @@ class _Subscriber:
     def perform(self, action: tuple[Any, ...]) -> None:
         if action[-1] == "thread":
             plain = (*action[:-1], "here")
-            finished = call_on_thread(self.run.env, action_text(action), lambda: self._act(plain),
-                                      self.run.handoff_s)
+            waiting = threading.get_ident()
+
+            def act() -> None:
+                with self.probe.acting_for(waiting):
+                    self._act(plain)
+
+            finished = call_on_thread(self.run.env, action_text(action), act, self.run.handoff_s)
             if not finished:
                 self.run.env.trace.note(f"{self.name}: {action_text(plain)} on another thread has "
                                         "not returned yet; going on")

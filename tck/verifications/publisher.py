@@ -72,22 +72,30 @@ def required_spec101_request_must_result_in_the_correct_number_of_elements(ctx: 
     request or beyond the total requested. If this fails, check the demand accounting: is it
     decremented per element, and read under the same lock that request() updates?
     """
-    probe = ctx.subscribed(5)
-    probe.expect_quiet(after="before the first request(n)")
-    probe.request(1)
-    probe.next_element()
-    probe.expect_quiet(after="beyond the requested 1 element")
-    probe.request(1)
-    probe.request(2)
-    probe.next_elements(3)
-    probe.expect_quiet(after="beyond the requested 4 elements")
-    probe.cancel()
+    # Each pattern on a subscription of its own, so that the claims that nothing more arrives
+    # share two windows: nothing before the first request, on all three at once; then the test
+    # ends with the three "nothing beyond what was requested".
+    single = ctx.subscribed(5, name="single")
+    summed = ctx.subscribed(5, name="summed")
 
     def again(p: ProbeSubscriber, element: Any) -> None:
         if p.received < 5:
             p.request(1)
 
     reentrant = ctx.subscribed(10, name="reentrant", on_next=again)
+    marks = [(other, other.mark()) for other in (summed, reentrant)]
+    single.expect_quiet(after="before the first request(n)")
+    for other, mark in marks:
+        other.expect_quiet(window=0.0, after="before the first request(n)", since=mark)
+    single.request(1)
+    single.next_element()
+    ctx.closing_quiet(single, after="beyond the requested 1 element")
+    summed.request(1)
+    summed.next_element()
+    summed.request(1)
+    summed.request(2)
+    summed.next_elements(3)
+    ctx.closing_quiet(summed, after="beyond the requested 4 elements")
     reentrant.request(1)
     reentrant.next_elements(5)
     ctx.closing_quiet(reentrant, after="beyond the 5 elements requested one by one from on_next")
@@ -916,7 +924,7 @@ def required_spec107_must_not_emit_further_signals_after_the_on_error_caused_by_
                               "checked by its own tests); there is no error to continue after")
         mark = probe.mark()
         probe.request(5)
-        probe.expect_quiet(after=f"after the on_error that answered request({invalid})", since=mark)
+        ctx.closing_quiet(probe, after=f"after the on_error that answered request({invalid})", since=mark)
 
 
 @tck_test("1.9", "required")
