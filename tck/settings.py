@@ -53,8 +53,8 @@ KNOBS: tuple[Knob, ...] = (
          "RS_TCK_COORDINATED_EMISSION", "bool",
          "The processor emits an element only once every subscriber has demand for it"),
     Knob("concurrency", "--rs-concurrency", "rs_concurrency", "RS_TCK_CONCURRENCY", "int",
-         "Tests run at once, each against its own fresh subject (1: one after another, with only "
-         "closing quiet windows overlapping the next test)"),
+         "Tests that may call their subjects at once, each against its own fresh subject (1: one "
+         "at a time, their no-signal windows overlapping)"),
     Knob("loop", "--rs-loop", "rs_loop", "RS_TCK_LOOP", "choice",
          "Where calls into the subject run: 'thread' (the TCK's own) or 'asyncio' (a TCK event loop)",
          choices=("thread", "asyncio")),

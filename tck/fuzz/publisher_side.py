@@ -362,7 +362,7 @@ class PublisherScenario:
         self.reference = reference
         settings = env.settings
         self.timeout = settings.timeout
-        self.window = max(0.002, settings.no_signal_window / 20)
+        self.window = max(0.002, settings.no_signal_window / 50)
         self.handoff_s = max(0.05, settings.no_signal_window)
         self.blocked_s = stall_limit(settings) + 1.0
         self.subs: list[_Subscriber] = []

@@ -159,7 +159,7 @@ class SubscriberScenario:
         self.baselines = baselines
         settings = env.settings
         self.timeout = settings.timeout
-        self.window = max(0.01, settings.no_signal_window / 5)
+        self.window = max(0.002, settings.no_signal_window / 20)
         self.blocked_s = stall_limit(settings) + 1.0
         self.stage: Any = None
 
