@@ -4,7 +4,8 @@ Measures, per verification class (range publisher, sync blackbox and whitebox su
 identity processor):
 
 - wall time from the first test's start to the last verdict, at the default windows and at
-  small ones (10 ms), run sequentially and with concurrent tests (``concurrency``);
+  small ones (10 ms), run sequentially and with concurrent tests (``concurrency``), with the
+  fuzz verification and without it;
 - the no-signal windows spent: how many quiet waits ran and their summed time;
 
 and for the probe: ``on_next`` recorded per second in a bulk test (unbounded demand on the
@@ -132,7 +133,10 @@ def verification_wall(name: str, settings: Settings, concurrency: int) -> dict[s
 
 def classes(repeat: int, concurrency: int) -> list[dict[str, Any]]:
     rows = []
-    modes = [("default", Settings()), ("small", SMALL)]
+    # The fuzz verification (on by default) is measured apart: its cost is its budget of
+    # scenarios (--rs-fuzz-examples), where the rule tests' cost is their windows.
+    modes = [("default", Settings()), ("default, no fuzz", Settings(no_fuzz=True)),
+             ("small", SMALL), ("small, no fuzz", SMALL.replace(no_fuzz=True))]
     for name in SUBJECTS:
         for label, settings in modes:
             for conc in sorted({1, concurrency} if supports_concurrency() else {1}):
@@ -149,7 +153,7 @@ def classes(repeat: int, concurrency: int) -> list[dict[str, Any]]:
                     "windows_s": statistics.median(r["windows_s"] for r in runs),
                 })
                 row = rows[-1]
-                print(f"  {name:<20} {label:<8} x{conc:<2} wall {row['wall_s_median']:6.3f} s "
+                print(f"  {name:<20} {label:<16} x{conc:<2} wall {row['wall_s_median']:6.3f} s "
                       f"(min {row['wall_s_min']:.3f})  tests {row['tests']:3}  windows "
                       f"{row['windows']:3} / {row['windows_s']:.3f} s  failed {row['failed'] or '-'}",
                       flush=True)

@@ -11,6 +11,7 @@ the thread they happen on.
 from __future__ import annotations
 
 import concurrent.futures
+import importlib
 import threading
 from collections.abc import Callable
 from collections.abc import Iterable
@@ -88,6 +89,7 @@ class Schedule:
         # Race-hunting tests run alone (see ``_pump``): first, before any test is waiting to
         # call again, rather than holding up every test after them.
         self._order = sorted(range(len(self.tests)), key=lambda i: self.tests[i].level != "stochastic")
+        _preload(settings, self.tests)
         self._lock = threading.Lock()
         self._turn = threading.Condition(self._lock)
         self._started = 0
@@ -150,6 +152,25 @@ class Schedule:
         with self._lock:
             self._running -= 1
             self._pump()
+
+
+def _preload(settings: Settings, tests: Sequence[TckTest]) -> None:
+    """Import, on the caller's thread and before any test runs, what tests import lazily.
+
+    Under pytest this project's modules and Hypothesis's are assertion-rewritten on import
+    (both are pytest plugins), and CPython 3.11's AST work is not safe from two threads at once
+    (pytest's main thread parses source to report a failure meanwhile): "SystemError: AST
+    constructor recursion depth mismatch". Hypothesis also takes a while to import.
+    """
+    names = [".fuzz"]
+    if settings.loop == "asyncio":
+        names.append(".loop")
+    if not settings.no_fuzz and any(t.level == "fuzz" for t in tests):
+        names.append(".fuzz.verify")
+    for name in names:
+        importlib.import_module(name, __package__)
+    if ".fuzz.verify" in names:
+        importlib.import_module(".fuzz.search", __package__).warm()
 
 
 class _Slot:

@@ -388,13 +388,14 @@ class PublisherScenario:
     def _quiet(self, limit: float) -> bool:
         """Wait until a whole window passes with no signal to any probe; False if not in ``limit``."""
         deadline = time.monotonic() + limit
-        while True:
-            seen = self.env.outer.progress
-            time.sleep(self.window)
-            if self.env.outer.progress == seen:
-                return True
-            if time.monotonic() >= deadline:
-                return False
+        with self.env.aside():
+            while True:
+                seen = self.env.outer.progress
+                time.sleep(self.window)
+                if self.env.outer.progress == seen:
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
 
     def _flush(self) -> None:
         for sub in self.subs:

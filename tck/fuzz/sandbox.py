@@ -35,6 +35,12 @@ class ScenarioEnvironment(Environment):
         with self.outer.calling(label):
             yield
 
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """A scenario's wait is the verification's: other tests may call meanwhile."""
+        with self.outer.aside():
+            yield
+
 
 def linked_contexts(ctx: Any) -> list[Any]:
     """``ctx`` and every context it works through (a processor's views and the processor's own).

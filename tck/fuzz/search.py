@@ -9,6 +9,8 @@ with a failure rate measured over replays, instead of an error of the kit.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import random
 import time
@@ -130,6 +132,25 @@ def _size(scenario: Scenario) -> tuple[int, str]:
     return len(repr(scenario)), repr(scenario)
 
 
+#: Where generated seeds are remembered in the example database (``--rs-fuzz-db``).
+DATABASE_KEY = hashlib.sha384(b"rstck.fuzz.search").digest()
+
+
+def warm() -> None:
+    """Do now, on the caller's thread, the source parsing Hypothesis would do in a search.
+
+    It harvests constants from the source of every local module it has not seen yet, the
+    first time a search draws. A search runs on a test's thread; CPython 3.11's AST work is
+    not safe from two threads at once, and pytest's main thread parses source too (reporting
+    a failure, rewriting asserts on import): "SystemError: AST constructor recursion depth
+    mismatch". A private hook of Hypothesis: if it is gone, the search still works.
+    """
+    with contextlib.suppress(Exception):
+        from hypothesis.internal.conjecture import providers
+
+        providers._get_local_constants()
+
+
 def search(
     generate: Callable[[random.Random], Scenario],
     candidates: Callable[[Scenario], Iterator[Scenario]],
@@ -173,6 +194,9 @@ def search(
         phases=(Phase.explicit, Phase.reuse, Phase.generate),
     )
     test = settings(hypothesis.given(st.randoms(use_true_random=True))(run))
+    # The example database's key, given rather than derived from this function's source: the
+    # derivation parses source (see ``warm``).
+    test._hypothesis_internal_database_key = DATABASE_KEY  # type: ignore[attr-defined]
     found: Outcome | None = None
     race = False
     budget.ran = 0
