@@ -6,6 +6,7 @@ import gc
 import itertools
 import json
 import threading
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -699,3 +700,99 @@ def test_a_starved_process_is_not_taken_for_a_blocking_subject(monkeypatch: pyte
                                             settings, rules=["1.2"])[:1]
     assert blocked.verdict in ("failed", "error")
     assert "neither returned nor signalled" in blocked.message
+
+
+def _schedule_log(bodies: list[tuple[str, Any]], concurrency: int = 1) -> tuple[list[TestResult], list[tuple[str, str, float]]]:
+    """Run ``bodies`` (level, body(ctx, log)) through a Schedule; every body logs what it does."""
+    from rstck.contexts import Context
+    from rstck.engine import Schedule
+    from rstck.verifications._base import TckTest
+
+    log: list[tuple[str, str, float]] = []
+    lock = threading.Lock()
+
+    def note(name: str, what: str) -> None:
+        with lock:
+            log.append((name, what, time.monotonic()))
+
+    tests = [TckTest(f"{level}_t{i}", "publisher", None, level, (lambda ctx, b=body, n=f"t{i}": b(ctx, n, note)), "")
+             for i, (level, body) in enumerate(bodies)]
+    schedule = Schedule(tests, Context, Settings(no_fuzz=True), concurrency=concurrency)
+    return list(schedule.results()), log
+
+
+def _intervals(log: list[tuple[str, str, float]], start: str, end: str) -> dict[str, list[tuple[float, float]]]:
+    found: dict[str, list[tuple[float, float]]] = {}
+    opened: dict[str, float] = {}
+    for name, what, at in log:
+        if what == start:
+            opened[name] = at
+        elif what == end:
+            found.setdefault(name, []).append((opened.pop(name), at))
+    return found
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def test_the_default_schedule_overlaps_windows_but_never_two_tests_calls() -> None:
+    def body(ctx: Any, name: str, note: Any) -> None:
+        def work() -> None:
+            note(name, "call")
+            time.sleep(0.01)  # the subject working, inside the TCK's call
+            note(name, "returned")
+
+        ctx.call("request(1)", work)
+        with ctx.env.aside():  # a no-signal window
+            note(name, "window")
+            time.sleep(0.1)
+            note(name, "window over")
+        ctx.call("request(1)", work)
+
+    results, log = _schedule_log([("required", body)] * 6)
+    assert [r.outcome for r in results] == ["passed"] * 6
+    calls = [(name, span) for name, spans in _intervals(log, "call", "returned").items() for span in spans]
+    assert not [(a, b) for (a, x), (b, y) in itertools.combinations(calls, 2) if _overlap(x, y)]
+    windows = [span for spans in _intervals(log, "window", "window over").values() for span in spans]
+    assert any(_overlap(x, y) for x, y in itertools.combinations(windows, 2))
+
+
+def test_a_window_inside_a_call_into_the_subject_keeps_the_turn() -> None:
+    # The subject's code is on the stack (perhaps holding its lock): another test calling now
+    # could deadlock against it, so a window taken there is not given up.
+    def lingering(ctx: Any, name: str, note: Any) -> None:
+        def subscribe() -> None:
+            with ctx.env.aside():
+                note(name, "window")
+                time.sleep(0.1)
+                note(name, "window over")
+
+        ctx.call("subscribe()", subscribe)
+
+    def other(ctx: Any, name: str, note: Any) -> None:
+        ctx.call("request(1)", lambda: note(name, "call"))
+
+    results, log = _schedule_log([("required", lingering), ("required", other), ("required", other)])
+    assert [r.outcome for r in results] == ["passed"] * 3
+    ((start, end),) = _intervals(log, "window", "window over")["t0"]
+    assert all(not start < at < end for name, what, at in log if what == "call")
+
+
+def test_a_race_hunting_test_runs_with_no_other_test_calling() -> None:
+    def windowed(ctx: Any, name: str, note: Any) -> None:
+        with ctx.env.aside():
+            time.sleep(0.05)
+        ctx.call("request(1)", lambda: note(name, "call"))
+
+    def racing(ctx: Any, name: str, note: Any) -> None:
+        note(name, "race")
+        with ctx.env.aside():  # its waits keep the turn too
+            time.sleep(0.1)
+        note(name, "race over")
+
+    results, log = _schedule_log([("required", windowed)] * 3 + [("stochastic", racing)] + [("required", windowed)] * 3,
+                                 concurrency=4)
+    assert [r.outcome for r in results] == ["passed"] * 7
+    ((start, end),) = _intervals(log, "race", "race over")["t3"]
+    assert all(not start < at < end for name, what, at in log if what == "call")
