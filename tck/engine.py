@@ -45,6 +45,9 @@ def select(
     return [t for t in tests if (not wanted or key(t) in wanted) and key(t) not in unwanted]
 
 
+#: How often a caller waiting for a result checks that the schedule is not stalled.
+_STALL_CHECK_S = 5.0
+
 #: How many tests past the last one asked for may start (most of them only waiting), and how
 #: many may be in flight beyond those calling their subjects.
 LOOKAHEAD = 32
@@ -105,7 +108,22 @@ class Schedule:
         with self._lock:
             self._wanted = max(self._wanted, index + 1)
             self._pump()
-        return self._futures[index].result()
+        future = self._futures[index]
+        while True:
+            try:
+                return future.result(timeout=_STALL_CHECK_S)
+            except TimeoutError:
+                pass
+            with self._lock:
+                if future.done() or self._running:
+                    continue
+                self._pump()  # nothing runs: start what may start
+                if not self._running and not future.done():
+                    # Never wait forever on a test nobody will run: say what the schedule holds.
+                    raise RuntimeError(
+                        f"the schedule stalled: {self.tests[index].name} never started (started "
+                        f"{self._started} of {len(self.tests)}, active {self._active}, parked "
+                        f"{self._parked}, waiting {self._waiting}, alone {self._alone})")
 
     def results(self) -> Iterable[TestResult]:
         """Every result, in test order, as each becomes final."""
@@ -131,27 +149,37 @@ class Schedule:
             self._started += 1
             self._running += 1
             self._active += 1
-            threading.Thread(target=self._run, args=(index,), name=f"rs-tck-runner-{index}",
-                             daemon=True).start()
+            try:
+                threading.Thread(target=self._run, args=(index,), name=f"rs-tck-runner-{index}",
+                                 daemon=True).start()
+            except BaseException as exc:  # no thread to be had: this test's error, not a hang
+                self._running -= 1
+                self._active -= 1
+                self._alone = False
+                self._futures[index].set_exception(exc)
+                return
 
     def _run(self, index: int) -> None:
         slot = _Slot(self, alone=self.tests[index].level == "stochastic")
         future = self._futures[index]
+        outcome: TestResult | BaseException
         try:
-            result = run_test(self.tests[index], self.make_context, self.settings,
-                              subject_label=self.subject_label, slot=slot if self.overlap else None)
+            outcome = run_test(self.tests[index], self.make_context, self.settings,
+                               subject_label=self.subject_label, slot=slot if self.overlap else None)
         except BaseException as exc:  # a TCK defect: surface it to whoever waits, not the thread
-            self._finished(slot)
-            future.set_exception(exc)
-            return
-        self._finished(slot)
-        future.set_result(result)
-
-    def _finished(self, slot: _Slot) -> None:
-        slot.close()
-        with self._lock:
-            self._running -= 1
-            self._pump()
+            outcome = exc
+        try:
+            slot.close()
+        finally:
+            # Whatever happens here, the test is over for the schedule and its waiter is told.
+            with self._lock:
+                self._running -= 1
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+            with self._lock:
+                self._pump()
 
 
 def _preload(settings: Settings, tests: Sequence[TckTest]) -> None:
