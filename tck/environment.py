@@ -244,7 +244,7 @@ class Environment:
 class _Router:
     """The process's thread and unraisable hooks while verifications run, shared by all of them.
 
-    Verifications may overlap (a closing quiet window, or ``concurrency``), so the hooks are
+    Verifications overlap (their no-signal windows, or ``concurrency``), so the hooks are
     installed once, by the first, and restored by the last. An error goes to the verification
     that owns the thread it happened on; one on a thread nobody owns goes to the verification
     started last, as it did when only one ran at a time.
