@@ -400,13 +400,14 @@ def test_a_setup_error_is_a_failure_citing_no_rule() -> None:
 # -- the probe's fast path: every check it skips must come back when it could matter -------------
 
 
-def fast_probe(env: Environment, **kwargs: Any) -> ProbeSubscriber:
+def fast_probe(env: Environment, *, demand: int = MAX_DEMAND, elements: int | None = None,
+               **kwargs: Any) -> ProbeSubscriber:
     """A probe signalled on the verification's own thread past the trace's head: on its fast path."""
     env.body_ident = threading.get_ident()
     probe = ProbeSubscriber(env, **kwargs)
     probe.on_subscribe(NullSubscription())
-    probe.request(MAX_DEMAND)
-    for i in range(2 * env.settings.trace_keep):
+    probe.request(demand)
+    for i in range(2 * env.settings.trace_keep if elements is None else elements):
         probe.on_next(i)
     assert probe._fast_owner == threading.get_ident()
     return probe
@@ -435,13 +436,7 @@ def test_the_fast_path_records_thread_demand_time_and_element(env: Environment) 
 
 
 def test_the_fast_path_counts_demand_down_and_hands_excess_to_the_full_path(env: Environment) -> None:
-    env.body_ident = threading.get_ident()
-    probe = ProbeSubscriber(env)
-    probe.on_subscribe(NullSubscription())
-    probe.request(250)
-    for i in range(250):
-        probe.on_next(i)
-    assert probe._fast_owner is not None
+    probe = fast_probe(env, demand=250, elements=250)
     assert probe.demand == 0
     probe.on_next(250)
     assert rules_flagged(env) == ["1.1"]
@@ -498,13 +493,7 @@ def test_the_fast_paths_thread_arriving_while_another_is_inside_is_a_1_3_overlap
 
 
 def test_a_request_from_another_thread_closes_the_fast_path(env: Environment) -> None:
-    env.body_ident = threading.get_ident()
-    probe = ProbeSubscriber(env)
-    probe.on_subscribe(NullSubscription())
-    probe.request(300)
-    for i in range(200):
-        probe.on_next(i)
-    assert probe._fast_owner is not None
+    probe = fast_probe(env, demand=300, elements=200)
     helper = threading.Thread(target=probe.request, args=(5,))
     helper.start()
     helper.join(5)
