@@ -45,9 +45,13 @@ class Failure:
     hint: str = ""
     evidence: tuple[int, ...] = ()
     setting: str | None = None
+    #: In an edition other than JVM 1.0.1 (``rule`` is then the edition's own id): the JVM id.
+    jvm_rule: str | None = None
 
     def headline(self) -> str:
-        where = f"rule {self.rule}" if self.rule else "sanity"
+        where = f"rule {self.rule}" if self.rule else f"JVM rule {self.jvm_rule}" if self.jvm_rule else "sanity"
+        if self.rule and self.jvm_rule:
+            where += f" (JVM {self.jvm_rule})"
         return f"[{where}] expected {self.expected}; observed {self.observed}"
 
     def to_json(self) -> dict[str, Any]:
@@ -58,6 +62,7 @@ class Failure:
             "hint": self.hint,
             "evidence": list(self.evidence),
             "setting": self.setting,
+            **({"jvm_rule": self.jvm_rule} if self.jvm_rule is not None else {}),
         }
 
     @classmethod
@@ -69,6 +74,7 @@ class Failure:
             hint=data.get("hint", ""),
             evidence=tuple(int(seq) for seq in data.get("evidence", [])),
             setting=data.get("setting"),
+            jvm_rule=data.get("jvm_rule"),
         )
 
 
@@ -100,6 +106,8 @@ class TestResult:
     finished_at: float = 0.0
     #: For a test that repeats a race: ``{"ran": N, "showed": M}`` (rounds run, rounds that showed it).
     iterations: dict[str, int] | None = None
+    #: In an edition other than JVM 1.0.1 (``rule`` is then the edition's own id): the JVM id.
+    jvm_rule: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -123,6 +131,8 @@ class TestResult:
             data["baseline"] = self.baseline
         if self.fuzz is not None:
             data["fuzz"] = self.fuzz
+        if self.jvm_rule is not None:
+            data["jvm_rule"] = self.jvm_rule
         return data
 
     @classmethod
@@ -145,6 +155,7 @@ class TestResult:
             started_at=float(data.get("started_at", 0.0)),
             finished_at=float(data.get("finished_at", 0.0)),
             iterations=_iterations(data.get("iterations")),
+            jvm_rule=data.get("jvm_rule"),
         )
 
 
@@ -169,11 +180,13 @@ def summarize(results: list[TestResult]) -> dict[str, Any]:
 
 
 def document(
-    results: list[TestResult], *, subjects: dict[str, str], settings: dict[str, Any]
+    results: list[TestResult], *, subjects: dict[str, str], settings: dict[str, Any],
+    edition: str = "jvm-1.0.1",
 ) -> dict[str, Any]:
-    """The whole results file as a JSON-able dict."""
+    """The whole results file as a JSON-able dict; ``edition`` names the rule ids its results use."""
     return {
         "schema": SCHEMA,
+        "edition": edition,
         "tck_version": TCK_VERSION,
         "python": platform.python_version(),
         "subjects": subjects,

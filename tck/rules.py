@@ -101,4 +101,8 @@ def rule(rule_id: str) -> Rule:
     try:
         return RULES[rule_id]
     except KeyError:
+        from .editions import EDITION_ONLY  # an edition's own rule, cited as "rs:1.11"
+
+        if rule_id in EDITION_ONLY:
+            return EDITION_ONLY[rule_id]
         raise KeyError(f"unknown rule id {rule_id!r}; valid ids are 1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2") from None

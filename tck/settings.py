@@ -66,6 +66,10 @@ KNOBS: tuple[Knob, ...] = (
          "Replay the scenario of this token (from a fuzz failure) instead of generating scenarios"),
     Knob("fuzz_db", "--rs-fuzz-db", "rs_fuzz_db", "RS_TCK_FUZZ_DB", "text",
          "Directory for Hypothesis's example database (default: none is written)"),
+    Knob("edition", "--rs-edition", "rs_edition", "RS_TCK_EDITION", "choice",
+         "Edition of the specification to verify against: 'jvm-1.0.1' (normative) or 'rs' "
+         "(subscribe returns the subscription; docs/editions.md)",
+         choices=("jvm-1.0.1", "rs")),
 )
 
 KNOBS_BY_NAME = {k.name: k for k in KNOBS}
@@ -96,6 +100,7 @@ class Settings:
     fuzz_replay: str = ""
     fuzz_db: str = ""
     concurrency: int = 1
+    edition: str = "jvm-1.0.1"
     #: Signals kept in a trace: this many from the start and as many from the end.
     trace_keep: int = 100
     #: Knob names that were set explicitly (not defaults), for the report.
@@ -115,6 +120,8 @@ class Settings:
             raise ValueError(f"--rs-max-subscribers must be >= 1, got {self.max_subscribers}")
         if self.loop not in KNOBS_BY_NAME["loop"].choices:
             raise ValueError(f"--rs-loop must be one of thread, asyncio, got {self.loop!r}")
+        if self.edition not in KNOBS_BY_NAME["edition"].choices:
+            raise ValueError(f"--rs-edition must be one of jvm-1.0.1, rs, got {self.edition!r}")
         if self.fuzz_examples < 1:
             raise ValueError(f"--rs-fuzz-examples must be >= 1, got {self.fuzz_examples}")
         if self.fuzz_replay:

@@ -81,6 +81,21 @@ VERIFICATIONS: dict[str, Verification] = {
 #: The verification names, in run order.
 NAMES: tuple[str, ...] = tuple(VERIFICATIONS)
 
+
+def for_edition(edition: str) -> dict[str, Verification]:
+    """The verification kinds of an edition (docs/editions.md), the JVM ones by default."""
+    if edition == "rs":
+        from ..contexts.rs_publisher import RsPublisherContext
+        from . import rs_publisher
+
+        base = VERIFICATIONS["publisher"]
+        return {"publisher": Verification(
+            base.name, base.option,
+            "rs-edition publisher factory f(n) -> Publisher whose subscribe() returns the subscription",
+            rs_publisher.TESTS, RsPublisherContext, base.load_subject,
+        )}
+    return VERIFICATIONS
+
 __all__ = [
     "NAMES",
     "VERIFICATIONS",
@@ -88,6 +103,7 @@ __all__ = [
     "Registry",
     "TckTest",
     "Verification",
+    "for_edition",
     "processor",
     "publisher",
     "subscriber_blackbox",
