@@ -14,7 +14,10 @@ from typing import Any
 
 import pluggy
 import pytest
+from rstck import editions
 from rstck.contexts import Context
+from rstck.editions import DEFAULT as DEFAULT_EDITION
+from rstck.editions import EDITIONS
 from rstck.engine import Schedule
 from rstck.engine import select
 from rstck.environment import Environment
@@ -29,6 +32,7 @@ from rstck.subjects import load_publisher_subject
 from rstck.subjects import smoke_check
 from rstck.subjects import smoke_check_subject
 from rstck.verifications import VERIFICATIONS
+from rstck.verifications import for_edition
 from rstck.verifications._base import TckTest
 
 from . import baseline as rs_baseline
@@ -180,11 +184,13 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _rule_list(config: pytest.Config, dest: str, option: str) -> list[str]:
+def _rule_list(config: pytest.Config, dest: str, option: str, edition: str = DEFAULT_EDITION) -> list[str]:
     raw = config.getoption(dest)
     if not raw:
         return []
     ids = [part.strip() for part in raw.split(",") if part.strip()]
+    if edition != DEFAULT_EDITION:
+        return editions.rule_ids(edition, ids, option)
     unknown = [i for i in ids if i not in RULES and i not in ("sanity", "fuzz")]
     if unknown or not ids:
         raise pytest.UsageError(
@@ -197,13 +203,20 @@ def _rule_list(config: pytest.Config, dest: str, option: str) -> list[str]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rs_tck(rule, level, verification): a Reactive Streams TCK verification")
     settings = resolve_settings(config)
-    rules = _rule_list(config, "rs_rules", RULES_OPTION)
-    skip_rules = _rule_list(config, "rs_skip_rules", SKIP_RULES_OPTION)
+    try:
+        rules = _rule_list(config, "rs_rules", RULES_OPTION, settings.edition)
+        skip_rules = _rule_list(config, "rs_skip_rules", SKIP_RULES_OPTION, settings.edition)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     hooks = make_manager()
     for _name, plugin in config.pluginmanager.list_name_plugin():
         _register_conftest(hooks, plugin)
     config.stash[resolver_key] = _resolver(config, hooks)
     subjects: dict[str, Any] = {}
+    unsupported = editions.unsupported_kinds(
+        settings.edition, [o.verification for o in SUBJECT_OPTIONS if config.getoption(o.dest)])
+    if unsupported:
+        raise pytest.UsageError(unsupported)
     for option in SUBJECT_OPTIONS:
         try:
             subject = option.load(config, settings)
@@ -283,7 +296,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     s = state.settings
     subjects = ", ".join(f"{role.replace('_', ' ')} {label}" for role, label in state.labels().items())
     return [
-        f"rs-tck: {subjects}",
+        f"rs-tck: {subjects}" + ("" if s.edition == DEFAULT_EDITION else f" (edition {s.edition})"),
         (
             f"rs-tck: timeout {s.timeout * 1000:.0f} ms, no-signal window "
             f"{s.no_signal_window * 1000:.0f} ms, gc window {s.gc_window * 1000:.0f} ms, "
@@ -349,14 +362,15 @@ def _scheduled(item: RsTckItem) -> TestResult:
     """
     config, name = item.config, item.test.verification
     state = config.stash[state_key]
-    verification, subject = VERIFICATIONS[name], state.subjects[name]
+    verification, subject = for_edition(state.settings.edition)[name], state.subjects[name]
+    edition = EDITIONS[state.settings.edition]
 
     def make_context(env: Environment) -> Context:
         return verification.make_context(env, subject)
 
     settings, label = state.settings_for(name), state.labels()[name]
     if hasattr(config, "workerinput"):
-        return run_test(item.test, make_context, settings, subject_label=label)
+        return edition.present(run_test(item.test, make_context, settings, subject_label=label))
     schedules = config.stash.setdefault(schedules_key, {})
     entry = schedules.get(name)
     if entry is None or item.nodeid not in entry[1]:
@@ -366,7 +380,7 @@ def _scheduled(item: RsTckItem) -> TestResult:
                  {p.nodeid: k for k, p in enumerate(peers)})
         schedules[name] = entry
     schedule, index = entry
-    return schedule.result(index.pop(item.nodeid))
+    return edition.present(schedule.result(index.pop(item.nodeid)))
 
 
 class RsTckFailure(Exception):
@@ -381,7 +395,8 @@ def _make_items(session: pytest.Session) -> list[pytest.Item]:
     state = session.config.stash[state_key]
     items: list[pytest.Item] = []
     for name in state.subjects:
-        tests = select(VERIFICATIONS[name].tests, rules=state.rules, skip_rules=state.skip_rules)
+        tests = select(for_edition(state.settings.edition)[name].tests, rules=state.rules,
+                       skip_rules=state.skip_rules)
         state.hooks.hook.rstck_modify_tests(verification=name, tests=tests, settings=state.settings_for(name))
         collector = RsTckCollector.from_parent(session, name=name, nodeid=name, tests=tests)
         collected = collector.collect()

@@ -127,7 +127,8 @@ class ResultCollector:
         state = self.state
         if hasattr(session.config, "workerinput") or not state.active:
             return
-        data = document(self.results, subjects=state.labels(), settings=state.settings.to_json())
+        data = document(self.results, subjects=state.labels(), settings=state.settings.to_json(),
+                        edition=state.settings.edition)
         state.interrupted = self.interruption(session)
         if state.interrupted:
             # A partial run must not read like a complete one, in the file or in a gate.

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import pytest
 from rstck.catalogue import coverage
+from rstck.catalogue import edition_coverage
+from rstck.editions import DEFAULT as DEFAULT_EDITION
+from rstck.editions import display_rules
 from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
@@ -57,8 +60,12 @@ def ranges(ids: list[str]) -> str:
     return ", ".join(out)
 
 
-def table(results: list[TestResult]) -> list[tuple[str, str]]:
-    """The summary as (line, colour) pairs; colour is "", "green", "yellow" or "red"."""
+def table(results: list[TestResult], edition: str = DEFAULT_EDITION) -> list[tuple[str, str]]:
+    """The summary as (line, colour) pairs; colour is "", "green", "yellow" or "red".
+
+    In an edition other than JVM 1.0.1 the rows are its own rules, the JVM id beside each.
+    """
+    RULES = display_rules(edition)  # noqa: N806  # the module's table, for this edition
     present = {r.verification for r in results}
     columns = [v for v in VERIFICATIONS if v in present] + sorted(present - set(VERIFICATIONS))
     by_rule: dict[str, dict[str, list[TestResult]]] = {}
@@ -88,6 +95,9 @@ def table(results: list[TestResult]) -> list[tuple[str, str]]:
             note = "also broken in tests of " + ", ".join(sorted(elsewhere[rid], key=_rule_order))
             colours.append("red")
         keyword = RULES[rid].strength.value if rid in RULES else ""
+        if edition != DEFAULT_EDITION and rid in RULES:
+            jvm = getattr(RULES[rid], "jvm_id", None)
+            rid = f"{rid} [JVM {jvm}]" if jvm else f"{rid} [{edition} only]"  # noqa: PLW2901
         colour = next((c for c in ("red", "yellow", "green") if c in colours), "")
         rows.append(([rid, keyword, *cells, note], colour))
 
@@ -101,14 +111,17 @@ def table(results: list[TestResult]) -> list[tuple[str, str]]:
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     out = [(line(header), "")] + [(line(cells), colour) for cells, colour in rows]
-    cov = coverage()
+    if edition != DEFAULT_EDITION:
+        out.insert(0, (f"edition {edition}: rule ids are the edition's own, the JVM 1.0.1 id in brackets", ""))
+    cov = coverage() if edition == DEFAULT_EDITION else edition_coverage(edition)
     missing = [rid for rid in RULES if rid not in by_rule and rid not in elsewhere]
     not_selected = [rid for rid in missing if any(v in cov[rid] for v in columns)]
     no_test = [rid for rid in missing if rid not in not_selected]
+    show = ranges if edition == DEFAULT_EDITION else ", ".join
     if not_selected:
-        out.append((f"not selected in this run: {ranges(not_selected)}", ""))
+        out.append((f"not selected in this run: {show(not_selected)}", ""))
     if no_test and columns:
-        out.append((f"no test in {', '.join(columns)}: {ranges(no_test)}", ""))
+        out.append((f"no test in {', '.join(columns)}: {show(no_test)}", ""))
     return out
 
 
@@ -134,7 +147,7 @@ class TerminalSummary:
         tr = terminalreporter
         if self.results:
             tr.write_sep("=", "rs-tck conformance by rule")
-            for text, colour in table(self.results):
+            for text, colour in table(self.results, self.state.settings.edition):
                 tr.write_line(text, **({colour: True} if colour else {}))
         for text, colour in files_and_problems(self.state):
             tr.write_line(text, **({colour: True} if colour else {}))

@@ -6,9 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from .catalogue import edition_markdown_table
 from .catalogue import markdown_table
 from .catalogue import update_readme
 from .catalogue import verifications_markdown
+from .editions import DEFAULT as DEFAULT_EDITION
+from .editions import NAMES as EDITION_NAMES
 from .verifications import VERIFICATIONS
 
 
@@ -18,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     rules = sub.add_parser("rules", help="print the rule table (markdown)")
     rules.add_argument("--update", metavar="README", type=Path,
                        help="rewrite the generated table inside this file instead of printing it")
+    rules.add_argument("--edition", choices=EDITION_NAMES, default=DEFAULT_EDITION,
+                       help="the edition whose rules to list (its own ids, the JVM id beside each)")
     sub.add_parser("tests", help="list every verification test with its rule and level")
     docs = sub.add_parser("docs", help="print docs/verifications.md")
     docs.add_argument("--update", metavar="FILE", type=Path, help="write it to FILE instead")
@@ -25,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "rules" and args.update is not None:
         changed = update_readme(args.update)
         print(f"{args.update}: {'updated' if changed else 'already current'}")
+    elif args.command == "rules" and args.edition != DEFAULT_EDITION:
+        print(edition_markdown_table(args.edition))
     elif args.command == "rules":
         print(markdown_table())
     elif args.command == "docs":

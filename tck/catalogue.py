@@ -26,6 +26,48 @@ def coverage() -> dict[str, dict[str, list[str]]]:
     return table
 
 
+def edition_coverage(edition: str) -> dict[str, dict[str, list[str]]]:
+    """As ``coverage``, for an edition: its own rule id -> verification -> levels."""
+    from .editions import EDITIONS
+    from .verifications import for_edition
+
+    ed = EDITIONS[edition]
+    table: dict[str, dict[str, list[str]]] = {own: {} for own in ed.rules}
+    for name, verification in for_edition(edition).items():
+        for test in verification.tests:
+            own = ed.own_id(test.rule_id)
+            if own is not None:
+                table[own].setdefault(name, []).append(test.level)
+    return table
+
+
+def edition_markdown_table(edition: str) -> str:
+    """The rule table of an edition: its own ids, the JVM id beside each, and its tests."""
+    from .editions import EDITIONS
+    from .editions import display_rules
+    from .verifications import for_edition
+
+    ed = EDITIONS[edition]
+    names = list(for_edition(edition))
+    lines = [f"Edition {ed.name}: {ed.title}", "",
+             "| rule | keyword | what it asks (our words) | " + " | ".join(names) + " |",
+             "|---|---|---|" + "---|" * len(names)]
+    cov = edition_coverage(edition)
+    for rid, rule in display_rules(edition).items():
+        cells = []
+        for name in names:
+            levels = cov[rid].get(name, [])
+            counts: dict[str, int] = {}
+            for level in levels:
+                counts[level] = counts.get(level, 0) + 1
+            cells.append(", ".join(f"{n} {lvl}" if n > 1 else lvl for lvl, n in counts.items()) or "-")
+        lines.append(f"| [{rid}]({rule.url}) | {rule.strength.value} | {rule.summary} | " + " | ".join(cells) + " |")
+    if ed.not_applicable:
+        lines += ["", "JVM 1.0.1 rules with no counterpart (not applicable): "
+                  + "; ".join(f"{rid}: {why}" for rid, why in ed.not_applicable.items())]
+    return "\n".join(lines)
+
+
 def markdown_table() -> str:
     names = list(VERIFICATIONS)
     header = "| rule | keyword | what it asks (our words) | " + " | ".join(names) + " |"

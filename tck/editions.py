@@ -14,6 +14,7 @@ the JVM id beside them (``jvm_rule``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
@@ -253,3 +254,39 @@ def rule_map_markdown() -> str:
         own = rs.own_id(rid)
         lines.append(f"| [{rid}]({RULES[rid].url}) | {own if own else 'not applicable: ' + rs.not_applicable[rid]} |")
     return "\n".join(lines)
+
+
+def rule_ids(name: str, ids: list[str], option: str) -> list[str]:
+    """``--rs-rules`` ids of edition ``name`` as the kit runs them; ValueError naming the bad ones."""
+    ed = edition(name)
+    unknown = [i for i in ids if i not in ed.rules and i not in ("sanity", "fuzz")]
+    if unknown or not ids:
+        raise ValueError(
+            f"{option}: unknown {name} rule id(s) {', '.join(unknown) or repr(ids)}; valid ids are "
+            f"{', '.join(ed.rules)}, 'sanity' and 'fuzz'"
+        )
+    return [i if i in ("sanity", "fuzz") else ed.internal_id(i) for i in ids]
+
+
+def unsupported_kinds(name: str, subjects: Iterable[str]) -> str:
+    """The one-line error for subjects edition ``name`` has no verification for, or ""."""
+    ed = edition(name)
+    extra = [kind for kind in subjects if kind not in ed.kinds]
+    if not extra:
+        return ""
+    return (f"--rs-edition={name} verifies {', '.join(ed.kinds)} subjects only; "
+            f"got {', '.join(extra)} (docs/editions.md)")
+
+
+def display_rules(name: str) -> dict[str, Rule]:
+    """The rules of edition ``name`` as reports list them: keyed and shown by the edition's own id,
+    the JVM id beside it in the summary, linked to the edition's text."""
+    ed = edition(name)
+    if ed.is_jvm:
+        return dict(RULES)
+    out: dict[str, Rule] = {}
+    for own, r in ed.rules.items():
+        beside = f"JVM {r.jvm_id}" if r.jvm_id else f"{ed.name} only"
+        out[own] = EditionRule(own, r.strength, f"[{beside}] {r.summary}", own_id=own, jvm_id=r.jvm_id,
+                               edition=ed.name, link=r.link)
+    return out

@@ -12,6 +12,7 @@ from typing import Any
 from rstck.results import Failure
 from rstck.results import TestResult
 from rstck.rules import RULES
+from rstck.rules import Rule
 from rstck.settings import KNOBS_BY_NAME
 
 from ..verdicts import verdict as _verdict
@@ -36,8 +37,8 @@ def reason_line(r: TestResult) -> str:
     return head if len(head) <= 400 else head[:399] + "…"
 
 
-def _rule_text(rid: str) -> str:
-    rule = RULES[rid]
+def _rule_text(rid: str, rules: Mapping[str, Rule] = RULES) -> str:
+    rule = rules[rid]
     return f'<a href="{esc(rule.url)}">{esc(rule.id)}</a> ({esc(rule.strength.value)}) {esc(rule.summary)}'
 
 
@@ -66,11 +67,12 @@ def _evidence_text(seqs: tuple[int, ...], r: TestResult, anchor: str) -> str:
     return "<br>".join(parts)
 
 
-def _finding(f: Failure, r: TestResult, anchor: str, settings: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def _finding(f: Failure, r: TestResult, anchor: str, settings: Mapping[str, Any],
+             rules: Mapping[str, Rule] = RULES) -> list[tuple[str, str, str]]:
     """The facts of one problem: (term, class, HTML)."""
     facts: list[tuple[str, str, str]] = []
-    if f.rule in RULES and f.rule != r.rule:
-        facts.append(("broke rule", "observed", _rule_text(f.rule) + ", while verifying the rule above"))
+    if f.rule in rules and f.rule != r.rule:
+        facts.append(("broke rule", "observed", _rule_text(f.rule, rules) + ", while verifying the rule above"))
     facts.append(("expected", "expected", esc(f.expected)))
     facts.append(("observed", "observed", esc(f.observed)))
     if f.hint:
@@ -102,10 +104,11 @@ def _dl(facts: list[tuple[str, str, str]]) -> str:
     return '<dl class="facts">' + "".join(f'<dt>{esc(k)}</dt><dd class="{c}">{v}</dd>' for k, c, v in facts) + "</dl>"
 
 
-def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any]) -> str:
+def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any],
+                    rules: Mapping[str, Rule] = RULES) -> str:
     known = r.baseline == "known"
     kind = "error" if _verdict(r) == "error" else "failed"
-    facts = [("rule", "", _rule_text(r.rule) if r.rule in RULES else "sanity check of the factory")]
+    facts = [("rule", "", _rule_text(r.rule, rules) if r.rule in rules else "sanity check of the factory")]
     facts.append(("test", "", (f'<code>{esc(r.verification)}::{esc(r.test)}</code> ({esc(r.level)}, '
                                f"{r.duration_s * 1000:.1f} ms)")))
     if r.subject:
@@ -120,7 +123,7 @@ def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any]) -> 
     findings = []
     for i, f in enumerate(r.failures, 1):
         head = (f'<h4>Problem {i} of {len(r.failures)}</h4>' if len(r.failures) > 1 else "")
-        findings.append(f'<section class="finding" id="{anchor}-p{i}">{head}{_dl(_finding(f, r, anchor, settings))}'
+        findings.append(f'<section class="finding" id="{anchor}-p{i}">{head}{_dl(_finding(f, r, anchor, settings, rules))}'
                         "</section>")
     if not r.failures:  # a result from before failures were recorded, or an error outside the TCK
         findings.append(_dl([("problem", "observed", esc(r.message.split("\n", 1)[0]))]))

@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from rstck.catalogue import coverage
+from rstck.catalogue import edition_coverage
+from rstck.editions import DEFAULT as DEFAULT_EDITION
+from rstck.editions import EDITIONS
+from rstck.editions import display_rules
 from rstck.results import SCHEMA
 from rstck.results import TestResult
 from rstck.rules import RULES
@@ -152,6 +156,9 @@ def _results(doc: Mapping[str, Any]) -> list[TestResult]:
 def render(doc: Mapping[str, Any]) -> str:
     """The whole report page for one results document (see ``rstck.results.document``)."""
     results = _results(doc)
+    edition = str(doc.get("edition") or DEFAULT_EDITION)
+    edition = edition if edition in EDITIONS else DEFAULT_EDITION
+    RULES = display_rules(edition)  # noqa: N806  # the edition's rules, by its own ids
     subjects = {str(k): str(v) for k, v in (doc.get("subjects") or {}).items()}
     settings = dict(doc.get("settings") or {})
     present = {r.verification for r in results}
@@ -174,7 +181,7 @@ def render(doc: Mapping[str, Any]) -> str:
     by_rule: dict[str | None, dict[str, list[TestResult]]] = {}
     for r in results:
         by_rule.setdefault(r.rule if r.rule in RULES else None, {}).setdefault(r.verification, []).append(r)
-    cov = coverage()
+    cov = coverage() if edition == DEFAULT_EDITION else edition_coverage(edition)
     cited_elsewhere: dict[str, dict[str, list[TestResult]]] = {}
     broken: set[str] = set()
     for r in failures:
@@ -223,7 +230,9 @@ def render(doc: Mapping[str, Any]) -> str:
                          f"<span>{esc(LABELS[verdict])}{extra}</span></div>")
 
     versions = [("TCK", str(doc.get("tck_version", "?"))), ("Python", str(doc.get("python", "?"))),
-                ("results schema", str(doc.get("schema", SCHEMA))), ("specification", "Reactive Streams 1.0.1")]
+                ("results schema", str(doc.get("schema", SCHEMA))), ("specification", "Reactive Streams 1.0.1" if edition == DEFAULT_EDITION
+                 else f"edition {edition}: {EDITIONS[edition].title}; rule ids are its own, the JVM 1.0.1 id "
+                 "in brackets")]
     meta = (
         '<div class="meta">'
         + _kv_table("Subjects", subjects.items())
@@ -254,7 +263,7 @@ def render(doc: Mapping[str, Any]) -> str:
                        "specification: they check that the factory under test builds the streams the verifications "
                        f'ask for.</p><ul class="tests">{items}</ul>')
 
-    failure_html = "".join(failure_article(r, anchors[id(r)], settings) for r in failures)
+    failure_html = "".join(failure_article(r, anchors[id(r)], settings, RULES) for r in failures)
     failures_section = (f'<h2 id="failures">Failures ({len(failures)})</h2>{failure_html}' if failures
                         else '<h2 id="failures">Failures</h2><p class="muted">None.</p>')
     nav = ('<nav><a href="#conformance-h">Conformance by rule</a>'
