@@ -65,7 +65,7 @@ def table(results: list[TestResult], edition: str = DEFAULT_EDITION) -> list[tup
 
     In an edition other than JVM 1.0.1 the rows are its own rules, the JVM id beside each.
     """
-    RULES = display_rules(edition)  # noqa: N806  # the module's table, for this edition
+    RULES = display_rules(edition)  # the module's table, for this edition
     present = {r.verification for r in results}
     columns = [v for v in VERIFICATIONS if v in present] + sorted(present - set(VERIFICATIONS))
     by_rule: dict[str, dict[str, list[TestResult]]] = {}
@@ -97,7 +97,7 @@ def table(results: list[TestResult], edition: str = DEFAULT_EDITION) -> list[tup
         keyword = RULES[rid].strength.value if rid in RULES else ""
         if edition != DEFAULT_EDITION and rid in RULES:
             jvm = getattr(RULES[rid], "jvm_id", None)
-            rid = f"{rid} [JVM {jvm}]" if jvm else f"{rid} [{edition} only]"  # noqa: PLW2901
+            rid = f"{rid} [JVM {jvm}]" if jvm else f"{rid} [{edition} only]"
         colour = next((c for c in ("red", "yellow", "green") if c in colours), "")
         rows.append(([rid, keyword, *cells, note], colour))
 

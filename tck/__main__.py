@@ -12,6 +12,7 @@ from .catalogue import update_readme
 from .catalogue import verifications_markdown
 from .editions import DEFAULT as DEFAULT_EDITION
 from .editions import NAMES as EDITION_NAMES
+from .editions import update_doc
 from .verifications import VERIFICATIONS
 
 
@@ -23,11 +24,16 @@ def main(argv: list[str] | None = None) -> int:
                        help="rewrite the generated table inside this file instead of printing it")
     rules.add_argument("--edition", choices=EDITION_NAMES, default=DEFAULT_EDITION,
                        help="the edition whose rules to list (its own ids, the JVM id beside each)")
+    rules.add_argument("--update-map", metavar="FILE", type=Path,
+                       help="rewrite the generated rs <-> JVM rule map inside FILE (docs/editions.md)")
     sub.add_parser("tests", help="list every verification test with its rule and level")
     docs = sub.add_parser("docs", help="print docs/verifications.md")
     docs.add_argument("--update", metavar="FILE", type=Path, help="write it to FILE instead")
     args = parser.parse_args(argv)
-    if args.command == "rules" and args.update is not None:
+    if args.command == "rules" and args.update_map is not None:
+        changed = update_doc(args.update_map)
+        print(f"{args.update_map}: {'updated' if changed else 'already current'}")
+    elif args.command == "rules" and args.update is not None:
         changed = update_readme(args.update)
         print(f"{args.update}: {'updated' if changed else 'already current'}")
     elif args.command == "rules" and args.edition != DEFAULT_EDITION:

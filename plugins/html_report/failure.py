@@ -71,7 +71,7 @@ def _finding(f: Failure, r: TestResult, anchor: str, settings: Mapping[str, Any]
              rules: Mapping[str, Rule] = RULES) -> list[tuple[str, str, str]]:
     """The facts of one problem: (term, class, HTML)."""
     facts: list[tuple[str, str, str]] = []
-    if f.rule in rules and f.rule != r.rule:
+    if f.rule is not None and f.rule in rules and f.rule != r.rule:
         facts.append(("broke rule", "observed", _rule_text(f.rule, rules) + ", while verifying the rule above"))
     facts.append(("expected", "expected", esc(f.expected)))
     facts.append(("observed", "observed", esc(f.observed)))
@@ -108,7 +108,7 @@ def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any],
                     rules: Mapping[str, Rule] = RULES) -> str:
     known = r.baseline == "known"
     kind = "error" if _verdict(r) == "error" else "failed"
-    facts = [("rule", "", _rule_text(r.rule, rules) if r.rule in rules else "sanity check of the factory")]
+    facts = [("rule", "", _rule_text(r.rule, rules) if r.rule is not None and r.rule in rules else "sanity check of the factory")]
     facts.append(("test", "", (f'<code>{esc(r.verification)}::{esc(r.test)}</code> ({esc(r.level)}, '
                                f"{r.duration_s * 1000:.1f} ms)")))
     if r.subject:

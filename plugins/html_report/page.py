@@ -21,7 +21,6 @@ from rstck.editions import EDITIONS
 from rstck.editions import display_rules
 from rstck.results import SCHEMA
 from rstck.results import TestResult
-from rstck.rules import RULES
 from rstck.rules import SPEC_URL
 from rstck.rules import Rule
 from rstck.verifications import VERIFICATIONS
@@ -158,7 +157,7 @@ def render(doc: Mapping[str, Any]) -> str:
     results = _results(doc)
     edition = str(doc.get("edition") or DEFAULT_EDITION)
     edition = edition if edition in EDITIONS else DEFAULT_EDITION
-    RULES = display_rules(edition)  # noqa: N806  # the edition's rules, by its own ids
+    RULES = display_rules(edition)  # the edition's rules, by its own ids
     subjects = {str(k): str(v) for k, v in (doc.get("subjects") or {}).items()}
     settings = dict(doc.get("settings") or {})
     present = {r.verification for r in results}

@@ -173,10 +173,10 @@ class RsPublisherContext(PublisherContext):
     cancel_mode = "cancel"
 
     def publisher(self, elements: int, *, completes: bool = False) -> Publisher[Any]:
-        return RsPublisherBridge(super().publisher(elements, completes=completes), self)  # type: ignore[return-value]
+        return RsPublisherBridge(super().publisher(elements, completes=completes), self)
 
     def failed_publisher(self) -> Publisher[Any]:
-        return RsPublisherBridge(super().failed_publisher(), self)  # type: ignore[return-value]
+        return RsPublisherBridge(super().failed_publisher(), self)
 
     def subscribe(self, publisher: Publisher[Any], subscriber: Any) -> None:
         """As the JVM context's, but the bridge's own verdict on what subscribe returned stands."""

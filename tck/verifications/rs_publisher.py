@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from dataclasses import replace
 from typing import Any
 
+from ..api import MAX_DEMAND
 from ..contexts.rs_publisher import RsPublisherBridge
 from ..contexts.rs_publisher import RsPublisherContext
 from ..editions import EDITIONS
-from ..errors import RuleViolation
 from ..probe import ProbeSubscriber
 from ..rules import RULES
 from . import publisher as jvm
@@ -123,7 +123,7 @@ def _subscribe_then_drop_publisher(ctx: RsPublisherContext) -> tuple[ProbeSubscr
     try:
         gone: Callable[[], Any] = weakref.ref(publisher.inner)
     except TypeError:
-        gone = lambda: publisher  # noqa: E731  # no weakref support: say "kept alive"
+        gone = lambda: publisher  # no weakref support: say "kept alive"
     probe = ctx.probe()
     ctx.subscribe(publisher, probe)
     probe.expect_subscription()
@@ -162,7 +162,7 @@ def request_must_return_normally(ctx: RsPublisherContext) -> None:
     probe = ctx.subscribed(3, name="valid")
     probe.request(1)
     probe.next_element()
-    probe.request(jvm.MAX_DEMAND)
+    probe.request(MAX_DEMAND)
     probe.next_elements(2)
     cancelled = ctx.subscribed(3, name="cancelled")
     cancelled.cancel()

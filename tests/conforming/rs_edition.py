@@ -13,6 +13,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from typing import Self
 
 from rstck.api import MAX_DEMAND
 
@@ -122,7 +123,7 @@ class RsSubscription:
     def __del__(self) -> None:
         self._state.cancel()
 
-    def __enter__(self) -> RsSubscription:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
