@@ -165,7 +165,22 @@ def markdown() -> str:
             "| case | verification | test | cites |", "|---|---|---|---|"]
     for row in fuzzed:
         out.append(f"| `order_dependent:{row.case}` | {row.verification} | `{row.test}` | {row.rule} |")
+    out += rs_edition_markdown()
     return "\n".join(out) + "\n"
+
+
+def rs_edition_markdown() -> list[str]:
+    """The broken publishers of the ``rs`` edition (``tests/test_rs_edition.py``), by its own rule ids."""
+    from . import test_rs_edition as rs_catalogue
+
+    out = ["", "## The rs edition (`--rs-edition=rs`): its own rules", "",
+           "Rule ids are the edition's own, the JVM 1.0.1 id beside them ([editions](editions.md)).", "",
+           "| case | rs rule | test | expected verdict |", "|---|---|---|---|"]
+    for factory, test, rule, _fragment in rs_catalogue.CASES:
+        jvm = rs_catalogue.RS.rules[rule].jvm_id
+        beside = f"JVM {jvm}" if jvm else "rs only"
+        out.append(f"| `rs_edition:{factory.__name__}` | {rule} ({beside}) | `{test}` | failed |")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -81,6 +81,9 @@ CASES = [
     (broken.flushes_on_drop,
      "required_spec311_dropping_the_subscription_must_make_the_publisher_eventually_stop_signalling",
      "3.11", "at most the 15 requested"),
+    (broken.flushes_on_exit,
+     "required_spec311_leaving_the_with_block_must_make_the_publisher_eventually_stop_signalling",
+     "3.11", "at most the 15 requested"),
     (broken.tied_to_publisher, "required_spec111_subscriptions_must_keep_working_after_the_publisher_is_dropped",
      "1.11", "rule 1.11"),
     (broken.returns_nothing, "required_spec109_subscribe_must_return_normally", "1.9", "it returned None"),
@@ -98,6 +101,12 @@ def test_broken_rs_publishers_fail_on_their_rs_rule(factory: object, test: str, 
     assert result.jvm_rule == jvm
     if jvm is not None:
         assert f"(JVM {jvm})" in result.message
+
+
+def test_every_test_of_the_editions_own_has_a_broken_case() -> None:
+    from rstck.verifications.rs_publisher import OWN
+
+    assert {t.name for t in OWN} <= {test for _, test, _, _ in CASES}
 
 
 def test_the_broken_cases_pass_every_other_kind_of_cancel() -> None:

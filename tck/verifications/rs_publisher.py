@@ -197,16 +197,21 @@ _KEEP_1_11 = subscriptions_keep_working_after_the_publisher_is_dropped.__doc__ o
 
 
 def _tests() -> list[TckTest]:
-    by_name = {t.name: t for t in jvm.TESTS}
     out: list[TckTest] = [
         _own(RETURNS_NORMALLY, "3.15", "required", request_must_return_normally, REQUEST_DOC)
         if t.name == "required_spec316_request_must_return_normally" else _bridged(t)
         for t in jvm.TESTS if t.name not in LEFT_OUT
     ]
+    out += OWN
+    return [replace(t, doc=inspect.cleandoc(t.doc)) if t.doc else t for t in out]
+
+
+def _own_tests() -> list[TckTest]:
+    by_name = {t.name: t for t in jvm.TESTS}
     stop_3_12 = by_name["required_spec312_cancel_must_make_the_publisher_eventually_stop_signalling"].func
     refs_3_13 = by_name[
         "required_spec313_cancel_must_make_the_publisher_eventually_drop_all_references_to_the_subscriber"].func
-    out += [
+    return [
         _own("required_spec111_subscriptions_must_keep_working_after_the_publisher_is_dropped", "1.11",
              "required", subscriptions_keep_working_after_the_publisher_is_dropped, _KEEP_1_11),
         _own("required_spec311_dropping_the_subscription_must_make_the_publisher_eventually_stop_signalling",
@@ -218,10 +223,11 @@ def _tests() -> list[TckTest]:
         _own("required_spec312_leaving_the_with_block_must_make_the_publisher_drop_the_subscriber", "3.12",
              "required", _with_form(refs_3_13), _DROP_3_12 + _WITH),
     ]
-    return [replace(t, doc=inspect.cleandoc(t.doc)) if t.doc else t for t in out]
 
 
+#: The tests of the edition's own (dropping, the with block, the publisher dropped).
+OWN: list[TckTest] = _own_tests()
 #: The edition's publisher tests, in run order.
 TESTS: list[TckTest] = _tests()
 
-__all__ = ["LEFT_OUT", "TESTS", "EditionTest"]
+__all__ = ["LEFT_OUT", "OWN", "TESTS", "EditionTest"]

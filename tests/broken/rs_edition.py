@@ -68,6 +68,18 @@ class _FlushesOnDrop(RsSubscription):
         state.cancel()
 
 
+class _FlushesOnExit(RsSubscription):
+    def __exit__(self, *exc: object) -> None:
+        _FlushesOnDrop.__del__(self)  # type: ignore[arg-type]
+
+
+class FlushesOnExit(RsRange):
+    """rs 3.11: leaving the subscription's ``with`` block first pushes the rest of the stream."""
+
+    def subscribe(self, subscriber: Any) -> RsSubscription:
+        return _FlushesOnExit(_State(subscriber, self.n, pooled=self.pooled))
+
+
 class FlushesOnDrop(RsRange):
     """rs 3.11: when the subscription is dropped it first pushes the rest of the stream."""
 
@@ -110,6 +122,10 @@ def with_ignored(n: int) -> WithIgnored:
 
 def flushes_on_drop(n: int) -> FlushesOnDrop:
     return FlushesOnDrop(n)
+
+
+def flushes_on_exit(n: int) -> FlushesOnExit:
+    return FlushesOnExit(n)
 
 
 def tied_to_publisher(n: int) -> TiedToPublisher:
