@@ -323,7 +323,7 @@ class RsTckItem(pytest.Item):
         super().__init__(**kwargs)
         self.test = test
         state = self.config.stash[state_key]
-        rule = test.rule_id or "sanity"
+        rule = getattr(test, "own_rule", None) or test.rule_id or "sanity"  # an edition's own id
         self.user_properties += [
             ("rs_rule", rule), ("rs_level", test.level), ("rs_verification", test.verification),
         ]

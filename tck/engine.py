@@ -19,12 +19,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from .contexts import Context
+from .editions import EDITIONS
+from .editions import rule_ids as rule_ids_of
 from .environment import Environment
+from .errors import SetupError
 from .results import TestResult
 from .runner import run_test
 from .settings import Settings
 from .subjects import PublisherSubject
-from .verifications import VERIFICATIONS
+from .verifications import for_edition
 from .verifications import publisher
 from .verifications._base import TckTest
 
@@ -270,12 +273,19 @@ def run_verification(
 
     ``concurrency`` (default: the ``concurrency`` setting) is how many tests may run at once.
     """
-    verification = VERIFICATIONS[name]
     settings = settings or Settings()
+    edition = EDITIONS[settings.edition]
+    kinds = for_edition(settings.edition)
+    if name not in kinds and not edition.is_jvm:
+        raise SetupError(f"--rs-edition={settings.edition} verifies {', '.join(kinds)} subjects only, not {name}")
+    verification = kinds[name]
     apply = getattr(subject, "apply", None)
     if callable(apply):
         settings = apply(settings)
     label = str(getattr(subject, "label", "") or subject)
+    if not edition.is_jvm:  # the edition's own ids, as the kit runs them
+        rules = rule_ids_of(settings.edition, list(rules), "rules") if rules else ()
+        skip_rules = rule_ids_of(settings.edition, list(skip_rules), "skip_rules") if skip_rules else ()
     schedule = Schedule(
         select(verification.tests, rules=rules, skip_rules=skip_rules),
         lambda env: verification.make_context(env, subject),
@@ -284,7 +294,7 @@ def run_verification(
         concurrency=concurrency,
     )
     results = []
-    for result in schedule.results():
+    for result in map(edition.present, schedule.results()):
         results.append(result)
         if on_result is not None:
             on_result(result)

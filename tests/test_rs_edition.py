@@ -190,3 +190,15 @@ def test_jvm_results_keep_their_shape() -> None:
     assert document([], subjects={}, settings={})["edition"] == "jvm-1.0.1"
     assert "jvm_rule" not in TestResult("t", "publisher", "1.1", "required", "passed", "passed", 0.0).to_json()
     assert set(RULES) >= set(RS_NOT_APPLICABLE)
+
+
+def test_the_engine_runs_an_edition_without_pytest() -> None:
+    from rstck.engine import run_verification
+
+    subject = PublisherSubject(conforming.async_range, conforming.failed, label="async")
+    results = run_verification("publisher", subject, SETTINGS, rules=["1.11", "3.12"])
+    assert {r.rule for r in results} == {"1.11", "3.12"}
+    assert all(r.verdict in ("passed", "not_applicable") for r in results), [r.message for r in results]
+    assert {r.jvm_rule for r in results} == {None, "3.13"}
+    with pytest.raises(Exception, match="publisher subjects only"):
+        run_verification("subscriber_blackbox", object(), SETTINGS)
