@@ -232,7 +232,7 @@ def edition(name: str) -> Edition:
         raise ValueError(f"unknown edition {name!r}; valid editions are {', '.join(NAMES)}") from None
 
 
-def check_doc_consistency() -> None:
+def check_rs_table() -> None:
     """Every JVM rule is mapped by the ``rs`` table or listed as not applicable, exactly once."""
     mapped = [jvm for _, jvm, _, _ in RS_TABLE if jvm is not None]
     dupes = {j for j in mapped if mapped.count(j) > 1}

@@ -9,7 +9,7 @@ import pytest
 from rstck.contexts.rs_publisher import RsPublisherContext
 from rstck.editions import EDITIONS
 from rstck.editions import RS_NOT_APPLICABLE
-from rstck.editions import check_doc_consistency
+from rstck.editions import check_rs_table
 from rstck.editions import rule_map_markdown
 from rstck.results import TestResult
 from rstck.rules import RULES
@@ -43,7 +43,7 @@ def run(name: str, factory: object, settings: Settings = SETTINGS) -> TestResult
 
 
 def test_every_jvm_rule_is_mapped_or_not_applicable_exactly_once() -> None:
-    check_doc_consistency()
+    check_rs_table()
     for own, rule in RS.rules.items():
         assert RS.own_id(RS.internal_id(own)) == own
         if rule.jvm_id is not None:
