@@ -165,7 +165,7 @@ def test_pytest_run_in_the_rs_edition_with_rs_rule_ids(project: pytest.Pytester)
     res = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--rs-publisher=tests.conforming.rs_edition:async_range",
         "--rs-rules=1.11,3.11", "--rs-timeout-ms=500", "--rs-no-signal-ms=50",
-        "-o", "rs_edition=rs",
+        "-o", "rs_edition=rs", "-p", "xdist", "-n", "2",  # the ini form, results crossing from workers
     )
     assert res.ret == 0, res.stdout.str()
     res.stdout.fnmatch_lines(["*3.11 ?JVM 3.12?*3 required*", "*4 passed*"])
