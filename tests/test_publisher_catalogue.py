@@ -162,6 +162,8 @@ CASES = [
     # -- 1.9 --------------------------------------------------------------------------------
     case("accepts-none-subscriber", bp.AcceptsNoneSubscriber, "spec109_subscribe_none", "1.9",
          "it returned normally"),
+    case("failed-accepts-none-subscriber", f(bp.RangeSubscription), "spec109_subscribe_none", "1.9",
+         "the failed publisher's subscribe(None) to raise TypeError", failed=bp.AcceptsNoneFailedPublisher),
     case("raising-subscribe", bp.RaisingSubscribe, "spec109_subscribe_must_return_normally",
          "1.9", "subscriber limit reached"),
     case("no-on-subscribe", bp.NoOnSubscribe, "spec109_must_issue_on_subscribe", "1.9",

@@ -311,18 +311,25 @@ def required_spec109_subscribe_must_return_normally(ctx: PublisherContext) -> No
 
 @tck_test("1.9", "required")
 def required_spec109_subscribe_none_must_raise_type_error(ctx: PublisherContext) -> None:
-    """subscribe(None) must raise TypeError (the binding's NullPointerException)."""
-    publisher = ctx.publisher(0)
+    """subscribe(None) must raise TypeError (the binding's NullPointerException), for the
+    regular and (if given) the failed publisher: failing every subscriber is no licence to
+    accept a missing one."""
+    _expect_subscribe_none_raises(ctx, ctx.publisher(0), "subscribe(None)")
+    if ctx.subject.failed_factory is not None:
+        _expect_subscribe_none_raises(ctx, ctx.failed_publisher(), "the failed publisher's subscribe(None)")
+
+
+def _expect_subscribe_none_raises(ctx: PublisherContext, publisher: Any, what: str) -> None:
     ctx.env.trace.add("tck", "subscribe", "None")
     try:
-        ctx.call("subscribe(None)", publisher.subscribe, None)
+        ctx.call(what, publisher.subscribe, None)
     except TypeError:
         return
     except Exception as exc:
         raise RuleViolation(
-            "1.9", "subscribe(None) to raise TypeError", f"it raised {type(exc).__name__}: {short_repr(exc)}"
+            "1.9", f"{what} to raise TypeError", f"it raised {type(exc).__name__}: {short_repr(exc)}"
         ) from exc
-    raise RuleViolation("1.9", "subscribe(None) to raise TypeError", "it returned normally")
+    raise RuleViolation("1.9", f"{what} to raise TypeError", "it returned normally")
 
 
 @tck_test("1.9", "required")

@@ -367,6 +367,17 @@ class RaisingFailedPublisher:
         raise RuntimeError("cannot serve any subscriber")
 
 
+class AcceptsNoneFailedPublisher:
+    """Rule 1.9: the failed publisher's ``subscribe(None)`` returns normally (it only fails the
+    subscribers it gets; a reference mutant whose ``raise`` was deleted does exactly this)."""
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        if subscriber is None:
+            return
+        subscriber.on_subscribe(NoopSubscription())
+        subscriber.on_error(RuntimeError("failed publisher: fails every subscriber"))
+
+
 class SilentFailedPublisher:
     """Rules 1.4/1.9 (JVM): the failed publisher signals ``on_subscribe``, then never on_error."""
 
