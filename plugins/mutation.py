@@ -483,12 +483,9 @@ def evaluate(job: Job, *, deadline: float) -> Outcome:
     started = time.monotonic()
     child = subprocess.Popen([sys.executable, "-m", "rstck_plugins.mutation"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert child.stdin is not None
-    assert child.stdout is not None
-    child.stdin.write(json.dumps({"file": job.file, "source": text, "fuzz": job.fuzz, "label": job.label}).encode())
-    child.stdin.close()
+    request = json.dumps({"file": job.file, "source": text, "fuzz": job.fuzz, "label": job.label}).encode()
     try:
-        out, _ = child.communicate(timeout=deadline)
+        out, _ = child.communicate(request, timeout=deadline)
     except subprocess.TimeoutExpired:
         child.kill()
         child.communicate()
@@ -501,6 +498,16 @@ def _reap(pid: int, *, kill: bool) -> int:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
     return os.waitpid(pid, 0)[1]
+
+
+def final_status(record: dict[str, Any]) -> str:
+    """A recorded mutant's status in the default mode: fuzzing on when it ran, else fuzzing off.
+
+    A mutant killed with fuzzing off is killed in the default mode too (it runs the same tests
+    and more), so only the survivors of the cheap pass are run again.
+    """
+    last = record.get("fuzz_on") or record.get("fuzz_off") or {}
+    return str(last.get("status", "not run"))
 
 
 def outcome_json(outcome: Outcome) -> dict[str, Any]:
