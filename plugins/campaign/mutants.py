@@ -48,7 +48,7 @@ def _run_wave(spark: Any, units: list[dict[str, Any]], deadline: float) -> list[
             outcome = {"status": "error", "seconds": 0.0, "by": {"message": f"{type(exc).__name__}: {exc}"}}
         return json.dumps({"id": unit["id"], "outcome": outcome})
 
-    run_udf = F.udf(run, "string").asNondeterministic()
+    run_udf = F.udf(run, "string", useArrow=False).asNondeterministic()
     table = spark.createDataFrame([(i, json.dumps(u)) for i, u in enumerate(units)], "slot bigint, unit string")
     slots = spark.range(0, len(units), 1, numPartitions=len(units))  # one task per mutant
     rows = slots.join(F.broadcast(table), slots.id == table.slot).select(run_udf(F.col("unit")).alias("r"))
