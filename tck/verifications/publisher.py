@@ -951,6 +951,57 @@ def required_spec109_must_issue_on_subscribe_to_a_later_subscriber_too(ctx: Publ
     later.wait_quiet()
 
 
+def _served_or_told(ctx: PublisherContext, probe: ProbeSubscriber, expected: str) -> None:
+    """After ``probe.request(1)``: an element or a terminal signal must come; silence is 3.8."""
+    if probe.wait_for_signal():
+        return
+    raise RuleViolation(
+        "3.8", expected, f"nothing arrived within {ctx.settings.timeout * 1000:.0f} ms",
+        hint="a publisher that shut down (a shared source, a processor whose upstream was "
+             "cancelled) must end its remaining and later subscribers with on_error or on_complete",
+        setting="timeout",
+    )
+
+
+@tck_test("3.8", "required")
+def required_spec308_a_cancel_must_not_starve_another_subscriber(ctx: PublisherContext) -> None:
+    """After one of two subscribers cancels, the other's request(1) must still be answered.
+
+    The other one's subscription is not cancelled, so its demand must bring an element, or
+    the stream must end for it with on_error or on_complete. A publisher that stops a shared
+    source on any cancel and tells nobody leaves it waiting forever. If this fails, check what
+    one subscriber's cancel does to the others.
+    """
+    first, second = _multicast(ctx, 3, False, 2)
+    first.cancel()
+    second.request(1)
+    _served_or_told(ctx, second, "second's request(1) to bring an element or a terminal signal after "
+                    "first cancelled")
+    ctx.closing_drain(second)
+
+
+@tck_test("3.8", "required")
+def required_spec308_a_subscriber_after_the_last_cancel_must_be_served_or_told(ctx: PublisherContext) -> None:
+    """A subscriber that arrives after the only one cancelled must be served or refused, not ignored.
+
+    A publisher may shut down when its last subscriber cancels (rule 3.14), but a later
+    subscriber's request(1) must then be answered with on_error (or on_complete), not with
+    silence. If this fails, check that a publisher whose source is gone refuses new subscribers.
+    """
+    publisher = ctx.publisher(3)
+    first = ctx.probe("first")
+    ctx.subscribe(publisher, first)
+    first.expect_subscription()
+    first.cancel()
+    later = ctx.probe("later")
+    ctx.subscribe(publisher, later)
+    later.expect_subscription()
+    later.request(1)
+    _served_or_told(ctx, later, "later's request(1) to bring an element or a terminal signal after "
+                    "the only subscriber before it cancelled")
+    ctx.closing_drain(later)
+
+
 @tck_test("3.3", "required")
 def required_spec303_must_not_allow_unbounded_recursion_when_requesting_several_from_on_next(
     ctx: PublisherContext,

@@ -1241,3 +1241,63 @@ class RequestUndoesCancelMadeWhileDelivering(RangeSubscription):
         super().drain()
         if self.cancel_pending:
             self.stop()
+
+
+# -- 3.8: a cancel that silently stops other or later subscribers --------------------------------
+
+
+class _StopsSiblings(RangeSubscription):
+    """Cancelling stops every subscription of the same publisher, and tells none of them."""
+
+    siblings: list[RangeSubscription]
+
+    def cancel(self) -> None:
+        for subscription in self.siblings:
+            subscription.stop()
+
+
+class StopsAllOnAnyCancel(RangePublisher):
+    """Rule 3.8: one subscriber's cancel shuts the shared source down; the others hear nothing
+    more, however much they request (a processor mutant that shut down on any cancel did this)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(count, _StopsSiblings)
+        self.subscriptions: list[RangeSubscription] = []
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        subscription = _StopsSiblings(subscriber, self.count)
+        subscription.siblings = self.subscriptions
+        self.subscriptions.append(subscription)
+        subscriber.on_subscribe(subscription)
+        subscription.start()
+
+
+class _ShutsDownOnCancel(RangeSubscription):
+    publisher: SilentAfterShutDown
+
+    def cancel(self) -> None:
+        self.publisher.shut = True
+        self.stop()
+
+
+class SilentAfterShutDown(RangePublisher):
+    """Rule 3.8: after its subscriber cancelled, the publisher is shut down but still accepts
+    subscribers, which then wait forever (a processor mutant that cancelled upstream without
+    marking itself shut down did this)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(count, _ShutsDownOnCancel)
+        self.shut = False
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        if self.shut:
+            subscriber.on_subscribe(NoopSubscription())
+            return
+        subscription = _ShutsDownOnCancel(subscriber, self.count)
+        subscription.publisher = self
+        subscriber.on_subscribe(subscription)
+        subscription.start()
