@@ -178,6 +178,8 @@ CASES = [
          "spec109_must_issue_on_subscribe", "1.9", "before on_subscribe"),
     case("failed-silent-rejects", f(bp.RangeSubscription), "spec109_may_reject", "1.9",
          "no terminal signal", failed=bp.SilentFailedPublisher),
+    case("validates-after-cancel", f(bp.ValidatesAfterCancel), "required_spec306_after_subscription_is_cancelled",
+         "3.6", "whatever is requested"),
     # -- 3.8: cancel must not silence other or later subscribers ------------------------------
     case("stops-all-on-any-cancel", bp.StopsAllOnAnyCancel, "spec308_a_cancel_must_not_starve", "3.8",
          "after first cancelled"),

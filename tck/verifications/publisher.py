@@ -583,12 +583,18 @@ def required_spec305_cancel_must_be_idempotent_and_thread_safe(ctx: PublisherCon
 
 @tck_test("3.6", "required")
 def required_spec306_after_subscription_is_cancelled_request_must_be_nops(ctx: PublisherContext) -> None:
-    """cancel() at once, then request(1) three times: nothing may arrive."""
+    """cancel() at once, then request(1) three times and request(0): nothing may arrive.
+
+    Not even on_error for request(0): rule 3.9 holds only while the subscription is not
+    cancelled. If this fails, check that request() looks at the cancellation before it
+    validates n.
+    """
     probe = ctx.subscribed(3)
     mark = probe.mark()  # nothing was requested: no signal at all may follow
     probe.cancel()
     for _ in range(3):
         probe.request(1)
+    probe.request(0)
     ctx.closing_quiet(probe, after="after cancel(), whatever is requested", since=mark)
 
 

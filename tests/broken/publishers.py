@@ -1301,3 +1301,19 @@ class SilentAfterShutDown(RangePublisher):
         subscription.publisher = self
         subscriber.on_subscribe(subscription)
         subscription.start()
+
+
+class ValidatesAfterCancel(RangeSubscription):
+    """Rule 3.6: after cancel, request(n <= 0) is still answered with on_error(ValueError): the
+    validation runs before the cancelled check (a processor mutant that kept its subscriber on
+    cancel did this)."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.original = subscriber
+
+    def request(self, n: int) -> None:
+        if n <= 0 and self.subscriber is None:
+            self.original.on_error(invalid_request(n))
+            return
+        super().request(n)
