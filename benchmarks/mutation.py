@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="only the first N mutants of each file")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--resume", action="store_true", help="keep the verdicts already in --out")
+    parser.add_argument("--rerun-survivors", nargs="*", default=[], metavar="FILE",
+                        help="with --resume: run these files' survivors again with fuzzing off (after the "
+                        "kit gained fixed tests; the fuzz verdicts are kept for those that survive again)")
     args = parser.parse_args(argv)
 
     _preload()
@@ -66,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     old: dict[str, Any] = {}
     if args.resume and args.out.exists():
         old = {m["id"]: m for m in json.loads(args.out.read_text(encoding="utf-8"))["mutants"]}
+    if args.rerun_survivors:
+        for record in old.values():
+            if record["file"] in args.rerun_survivors and mutation.final_status(record) == "survived":
+                record["fuzz_off"] = None
     records: dict[str, dict[str, Any]] = {}
     for file in args.files:
         found = mutation.mutants(sources[file], file)
@@ -76,9 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{file}: {len(found)} mutants", file=sys.stderr)
     mutants = {r["id"]: mutation.Mutant(r["file"], r["index"], r["line"], int(r["id"].split(":")[2]),
                                         r["operator"], r["original"], r["replacement"]) for r in records.values()}
+    previous = json.loads(args.out.read_text(encoding="utf-8"))["run"] if old else {}
     data: dict[str, Any] = {
-        "run": {"python": platform.python_version(), "tck_version": TCK_VERSION, "cpus": os.cpu_count(),
-                "parallel": args.parallel, "deadline_s": args.deadline, "files": args.files},
+        "run": {**previous, "python": platform.python_version(), "tck_version": TCK_VERSION,
+                "cpus": os.cpu_count(), "parallel": args.parallel, "deadline_s": args.deadline,
+                "files": args.files},
         "controls": {}, "mutants": list(records.values())}
     started = time.monotonic()
 
@@ -99,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             nonlocal done
             assert job.mutant is not None
             records[job.mutant.id][mode] = mutation.outcome_json(outcome)
+            if mode == "fuzz_off" and outcome.killed:
+                records[job.mutant.id]["fuzz_on"] = None  # a verdict of the kit before it was sharpened
             done += 1
             if done % 20 == 0:
                 _save(args.out, data)
@@ -110,10 +121,11 @@ def main(argv: list[str] | None = None) -> int:
                 if r[mode] is None and (not fuzz or (r["fuzz_off"] or {}).get("status") == "survived")]
         phase = time.monotonic()
         mutation.run(todo, parallel=args.parallel, deadline=args.deadline, on_done=record(mode))
-        data["run"][f"{mode}_s"] = round(time.monotonic() - phase, 1)
-        data["run"][f"{mode}_mutants"] = len(todo)
+        key = "rerun_" if args.rerun_survivors else ""
+        data["run"][f"{key}{mode}_s"] = round(time.monotonic() - phase, 1)
+        data["run"][f"{key}{mode}_mutants"] = len(todo)
         _save(args.out, data)
-    data["run"]["seconds"] = round(time.monotonic() - started, 1)
+    data["run"]["rerun_seconds" if args.rerun_survivors else "seconds"] = round(time.monotonic() - started, 1)
     _save(args.out, data)
     for file in args.files:
         mine = [r for r in records.values() if r["file"] == file]

@@ -323,7 +323,8 @@ def subjects(file: str, module: types.ModuleType) -> list[tuple[str, Any]]:
     if file == "processors.py":
         return [("processor", ProcessorSubject(m.identity_processor))]
     if file == "asyncio_publishers.py":
-        return [("publisher", PublisherSubject(m.asyncio_range_publisher))]
+        return [("publisher", PublisherSubject(m.asyncio_range_publisher)),
+                ("publisher", PublisherSubject(m.loop_range_publisher, loop="asyncio"))]
     raise ValueError(f"not a reference module: {file}")
 
 
