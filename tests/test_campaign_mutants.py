@@ -27,15 +27,13 @@ def test_mutants_need_an_output_directory(capsys: pytest.CaptureFixture[str]) ->
     assert "--mutants needs --out" in capsys.readouterr().err
 
 
-pyspark = pytest.importorskip("pyspark", reason="the Spark campaign tests need the spark extra")
-
-
 def _java() -> bool:
     return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
+    pytest.importorskip("pyspark", reason="the Spark campaign tests need the spark extra")
     if not _java():
         pytest.skip("the Spark campaign tests need a Java runtime (17+) on PATH")
     from rstck_plugins.campaign.spark import session
