@@ -9,6 +9,7 @@ never written by hand, so the table cannot claim a catch the catalogue tests do 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,6 +167,7 @@ def markdown() -> str:
     for row in fuzzed:
         out.append(f"| `order_dependent:{row.case}` | {row.verification} | `{row.test}` | {row.rule} |")
     out += rs_edition_markdown()
+    out += reference_mutants()
     return "\n".join(out) + "\n"
 
 
@@ -180,6 +182,61 @@ def rs_edition_markdown() -> list[str]:
         jvm = rs_catalogue.RS.rules[rule].jvm_id
         beside = f"JVM {jvm}" if jvm else "rs only"
         out.append(f"| `rs_edition:{factory.__name__}` | {rule} ({beside}) | `{test}` | failed |")
+    return out
+
+
+MUTATION_RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "mutation-results.json"
+MUTATION_CLASSES = MUTATION_RESULTS.with_name("mutation-classes.json")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def reference_mutants() -> list[str]:
+    """The section on the mutants of ``rstck/reference/``: per-file score and every survivor."""
+    if not MUTATION_RESULTS.exists():
+        return []
+    from rstck_plugins.mutation import final_status
+
+    results = json.loads(MUTATION_RESULTS.read_text(encoding="utf-8"))
+    classes = json.loads(MUTATION_CLASSES.read_text(encoding="utf-8")) if MUTATION_CLASSES.exists() else {}
+    out = [
+        "", "## Mutants of the reference implementations", "",
+        "Generated from `benchmarks/mutation-results.json`, the run of `python benchmarks/mutation.py`",
+        "(every first-order mutant of `rstck/reference/`, built by `rstck_plugins.mutation`), and",
+        "`benchmarks/mutation-classes.json`, where each survivor was read by hand. A mutant is killed",
+        "when a required, stochastic or fuzz test fails or errors on a subject built from its module:",
+        "first with fuzzing off, then, for the survivors, in the default mode (fuzzing on). An",
+        "*equivalent* survivor changes no behaviour a rule governs; a *missed* one does. Score:",
+        "killed / (killed + missed).",
+        "",
+        "| file | mutants | killed, fuzzing off | killed by fuzzing only | equivalent | missed | score |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    files = results["run"]["files"]
+    for file in files:
+        mine = [m for m in results["mutants"] if m["file"] == file]
+        off = sum(1 for m in mine if (m["fuzz_off"] or {}).get("status") not in (None, "survived"))
+        alive = [m for m in mine if final_status(m) == "survived"]
+        fuzz_only = len(mine) - off - len(alive)
+        missed = sum(1 for m in alive if classes.get(m["id"], {}).get("class") != "equivalent")
+        killed = off + fuzz_only
+        score = f"{killed / (killed + missed):.3f}" if killed + missed else "-"
+        out.append(f"| `{file}` | {len(mine)} | {off} | {fuzz_only} | {len(alive) - missed} | {missed} | {score} |")
+    survivors = [m for m in results["mutants"] if final_status(m) == "survived"]
+    missed_rows = [m for m in survivors if classes.get(m["id"], {}).get("class") != "equivalent"]
+    out += ["", "### Missed: surviving mutants that break a rule", "", "| mutant | rule | what it breaks |",
+            "|---|---|---|"]
+    for m in missed_rows:
+        entry = classes.get(m["id"], {"why": "not classified yet", "rule": "?"})
+        out.append(f"| `{_cell(m['id'])}` | {entry.get('rule', '')} | {_cell(entry['why'])} |")
+    out += ["", "### Equivalent: surviving mutants that change no rule-governed behaviour", "",
+            "| mutant | why |", "|---|---|"]
+    for m in survivors:
+        entry = classes.get(m["id"])
+        if entry is not None and entry["class"] == "equivalent":
+            out.append(f"| `{_cell(m['id'])}` | {_cell(entry['why'])} |")
     return out
 
 

@@ -72,6 +72,9 @@ BROKEN = [
          "required_spec313_cancel_must_make_the_publisher_eventually_drop_all_references_to_the_subscriber"),
     pytest.param(OWN["3.8"], broken.actor_subject(broken.ForgetsEarlyDemand), "3.8",
                  id="ForgetsEarlyDemand-3.8"),
+    case(broken.ShutsDownOnAnyCancel, "3.8", "required_spec308_a_cancel_must_not_starve_another_subscriber"),
+    case(broken.StaysOpenAfterCancellingUpstream, "3.8",
+         "required_spec308_a_subscriber_after_the_last_cancel_must_be_served_or_told"),
 ]
 
 

@@ -162,6 +162,8 @@ CASES = [
     # -- 1.9 --------------------------------------------------------------------------------
     case("accepts-none-subscriber", bp.AcceptsNoneSubscriber, "spec109_subscribe_none", "1.9",
          "it returned normally"),
+    case("failed-accepts-none-subscriber", f(bp.RangeSubscription), "spec109_subscribe_none", "1.9",
+         "the failed publisher's subscribe(None) to raise TypeError", failed=bp.AcceptsNoneFailedPublisher),
     case("raising-subscribe", bp.RaisingSubscribe, "spec109_subscribe_must_return_normally",
          "1.9", "subscriber limit reached"),
     case("no-on-subscribe", bp.NoOnSubscribe, "spec109_must_issue_on_subscribe", "1.9",
@@ -176,6 +178,13 @@ CASES = [
          "spec109_must_issue_on_subscribe", "1.9", "before on_subscribe"),
     case("failed-silent-rejects", f(bp.RangeSubscription), "spec109_may_reject", "1.9",
          "no terminal signal", failed=bp.SilentFailedPublisher),
+    case("validates-after-cancel", f(bp.ValidatesAfterCancel), "required_spec306_after_subscription_is_cancelled",
+         "3.6", "whatever is requested"),
+    # -- 3.8: cancel must not silence other or later subscribers ------------------------------
+    case("stops-all-on-any-cancel", bp.StopsAllOnAnyCancel, "spec308_a_cancel_must_not_starve", "3.8",
+         "after first cancelled"),
+    case("silent-after-shut-down", bp.SilentAfterShutDown, "spec308_a_subscriber_after_the_last_cancel",
+         "3.8", "the only subscriber before it cancelled"),
     # -- 1.11 (optional) ----------------------------------------------------------------------
     case("drops-first-subscriber", bp.DropsFirstSubscriber, "spec111_may_support_multi", "1.11",
          "sub1 to get an element or on_complete", verdict="optional_unsupported"),

@@ -311,18 +311,25 @@ def required_spec109_subscribe_must_return_normally(ctx: PublisherContext) -> No
 
 @tck_test("1.9", "required")
 def required_spec109_subscribe_none_must_raise_type_error(ctx: PublisherContext) -> None:
-    """subscribe(None) must raise TypeError (the binding's NullPointerException)."""
-    publisher = ctx.publisher(0)
+    """subscribe(None) must raise TypeError (the binding's NullPointerException), for the
+    regular and (if given) the failed publisher: failing every subscriber is no licence to
+    accept a missing one."""
+    _expect_subscribe_none_raises(ctx, ctx.publisher(0), "subscribe(None)")
+    if ctx.subject.failed_factory is not None:
+        _expect_subscribe_none_raises(ctx, ctx.failed_publisher(), "the failed publisher's subscribe(None)")
+
+
+def _expect_subscribe_none_raises(ctx: PublisherContext, publisher: Any, what: str) -> None:
     ctx.env.trace.add("tck", "subscribe", "None")
     try:
-        ctx.call("subscribe(None)", publisher.subscribe, None)
+        ctx.call(what, publisher.subscribe, None)
     except TypeError:
         return
     except Exception as exc:
         raise RuleViolation(
-            "1.9", "subscribe(None) to raise TypeError", f"it raised {type(exc).__name__}: {short_repr(exc)}"
+            "1.9", f"{what} to raise TypeError", f"it raised {type(exc).__name__}: {short_repr(exc)}"
         ) from exc
-    raise RuleViolation("1.9", "subscribe(None) to raise TypeError", "it returned normally")
+    raise RuleViolation("1.9", f"{what} to raise TypeError", "it returned normally")
 
 
 @tck_test("1.9", "required")
@@ -576,12 +583,18 @@ def required_spec305_cancel_must_be_idempotent_and_thread_safe(ctx: PublisherCon
 
 @tck_test("3.6", "required")
 def required_spec306_after_subscription_is_cancelled_request_must_be_nops(ctx: PublisherContext) -> None:
-    """cancel() at once, then request(1) three times: nothing may arrive."""
+    """cancel() at once, then request(1) three times and request(0): nothing may arrive.
+
+    Not even on_error for request(0): rule 3.9 holds only while the subscription is not
+    cancelled. If this fails, check that request() looks at the cancellation before it
+    validates n.
+    """
     probe = ctx.subscribed(3)
     mark = probe.mark()  # nothing was requested: no signal at all may follow
     probe.cancel()
     for _ in range(3):
         probe.request(1)
+    probe.request(0)
     ctx.closing_quiet(probe, after="after cancel(), whatever is requested", since=mark)
 
 
@@ -942,6 +955,57 @@ def required_spec109_must_issue_on_subscribe_to_a_later_subscriber_too(ctx: Publ
     ctx.subscribe(publisher, later)
     later.expect_subscription()
     later.wait_quiet()
+
+
+def _served_or_told(ctx: PublisherContext, probe: ProbeSubscriber, expected: str) -> None:
+    """After ``probe.request(1)``: an element or a terminal signal must come; silence is 3.8."""
+    if probe.wait_for_signal():
+        return
+    raise RuleViolation(
+        "3.8", expected, f"nothing arrived within {ctx.settings.timeout * 1000:.0f} ms",
+        hint="a publisher that shut down (a shared source, a processor whose upstream was "
+             "cancelled) must end its remaining and later subscribers with on_error or on_complete",
+        setting="timeout",
+    )
+
+
+@tck_test("3.8", "required")
+def required_spec308_a_cancel_must_not_starve_another_subscriber(ctx: PublisherContext) -> None:
+    """After one of two subscribers cancels, the other's request(1) must still be answered.
+
+    The other one's subscription is not cancelled, so its demand must bring an element, or
+    the stream must end for it with on_error or on_complete. A publisher that stops a shared
+    source on any cancel and tells nobody leaves it waiting forever. If this fails, check what
+    one subscriber's cancel does to the others.
+    """
+    first, second = _multicast(ctx, 3, False, 2)
+    first.cancel()
+    second.request(1)
+    _served_or_told(ctx, second, "second's request(1) to bring an element or a terminal signal after "
+                    "first cancelled")
+    ctx.closing_drain(second)
+
+
+@tck_test("3.8", "required")
+def required_spec308_a_subscriber_after_the_last_cancel_must_be_served_or_told(ctx: PublisherContext) -> None:
+    """A subscriber that arrives after the only one cancelled must be served or refused, not ignored.
+
+    A publisher may shut down when its last subscriber cancels (rule 3.14), but a later
+    subscriber's request(1) must then be answered with on_error (or on_complete), not with
+    silence. If this fails, check that a publisher whose source is gone refuses new subscribers.
+    """
+    publisher = ctx.publisher(3)
+    first = ctx.probe("first")
+    ctx.subscribe(publisher, first)
+    first.expect_subscription()
+    first.cancel()
+    later = ctx.probe("later")
+    ctx.subscribe(publisher, later)
+    later.expect_subscription()
+    later.request(1)
+    _served_or_told(ctx, later, "later's request(1) to bring an element or a terminal signal after "
+                    "the only subscriber before it cancelled")
+    ctx.closing_drain(later)
 
 
 @tck_test("3.3", "required")

@@ -240,6 +240,43 @@ class KeepsCancelledSubscribers(IdentityProcessor):
         self.cancelled: list[Any] = []
 
 
+# -- 3.8: a cancel that silences other or later subscribers --------------------------------------
+
+
+class ShutsDownOnAnyCancel(IdentityProcessor):
+    """Rule 3.8: any subscriber's cancel shuts the processor down and cancels upstream, and the
+    subscribers that remain are never told (a first-order mutant of the reference: `and` -> `or`
+    in the shut-down condition)."""
+
+    def _left(self, downstream: _Downstream, *, terminated: bool = False) -> None:
+        with self._lock:
+            if downstream in self._downstreams:
+                self._downstreams.remove(downstream)
+            shut_down = not terminated and self._ended is None
+            if shut_down:
+                self._ended = ("on_error", RuntimeError("shut down"))
+            upstream = self._upstream
+        if shut_down and upstream is not None:
+            upstream.cancel()
+
+
+class StaysOpenAfterCancellingUpstream(IdentityProcessor):
+    """Rule 3.8: when its last subscriber cancels it cancels upstream but does not mark itself
+    shut down, so a later subscriber is accepted and then waits forever (a first-order mutant of
+    the reference: the statement that records the shut-down deleted)."""
+
+    def _left(self, downstream: _Downstream, *, terminated: bool = False) -> None:
+        with self._lock:
+            if downstream in self._downstreams:
+                self._downstreams.remove(downstream)
+            shut_down = not terminated and not self._downstreams and self._ended is None
+            upstream = self._upstream
+        if shut_down and upstream is not None:
+            upstream.cancel()
+        else:
+            self._request_upstream()
+
+
 # -- defects that hide in one calling context ----------------------------------------------------
 
 

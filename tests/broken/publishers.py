@@ -367,6 +367,17 @@ class RaisingFailedPublisher:
         raise RuntimeError("cannot serve any subscriber")
 
 
+class AcceptsNoneFailedPublisher:
+    """Rule 1.9: the failed publisher's ``subscribe(None)`` returns normally (it only fails the
+    subscribers it gets; a reference mutant whose ``raise`` was deleted does exactly this)."""
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        if subscriber is None:
+            return
+        subscriber.on_subscribe(NoopSubscription())
+        subscriber.on_error(RuntimeError("failed publisher: fails every subscriber"))
+
+
 class SilentFailedPublisher:
     """Rules 1.4/1.9 (JVM): the failed publisher signals ``on_subscribe``, then never on_error."""
 
@@ -1230,3 +1241,79 @@ class RequestUndoesCancelMadeWhileDelivering(RangeSubscription):
         super().drain()
         if self.cancel_pending:
             self.stop()
+
+
+# -- 3.8: a cancel that silently stops other or later subscribers --------------------------------
+
+
+class _StopsSiblings(RangeSubscription):
+    """Cancelling stops every subscription of the same publisher, and tells none of them."""
+
+    siblings: list[RangeSubscription]
+
+    def cancel(self) -> None:
+        for subscription in self.siblings:
+            subscription.stop()
+
+
+class StopsAllOnAnyCancel(RangePublisher):
+    """Rule 3.8: one subscriber's cancel shuts the shared source down; the others hear nothing
+    more, however much they request (a processor mutant that shut down on any cancel did this)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(count, _StopsSiblings)
+        self.subscriptions: list[RangeSubscription] = []
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        subscription = _StopsSiblings(subscriber, self.count)
+        subscription.siblings = self.subscriptions
+        self.subscriptions.append(subscription)
+        subscriber.on_subscribe(subscription)
+        subscription.start()
+
+
+class _ShutsDownOnCancel(RangeSubscription):
+    publisher: SilentAfterShutDown
+
+    def cancel(self) -> None:
+        self.publisher.shut = True
+        self.stop()
+
+
+class SilentAfterShutDown(RangePublisher):
+    """Rule 3.8: after its subscriber cancelled, the publisher is shut down but still accepts
+    subscribers, which then wait forever (a processor mutant that cancelled upstream without
+    marking itself shut down did this)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(count, _ShutsDownOnCancel)
+        self.shut = False
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        if self.shut:
+            subscriber.on_subscribe(NoopSubscription())
+            return
+        subscription = _ShutsDownOnCancel(subscriber, self.count)
+        subscription.publisher = self
+        subscriber.on_subscribe(subscription)
+        subscription.start()
+
+
+class ValidatesAfterCancel(RangeSubscription):
+    """Rule 3.6: after cancel, request(n <= 0) is still answered with on_error(ValueError): the
+    validation runs before the cancelled check (a processor mutant that kept its subscriber on
+    cancel did this)."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.original = subscriber
+
+    def request(self, n: int) -> None:
+        if n <= 0 and self.subscriber is None:
+            self.original.on_error(invalid_request(n))
+            return
+        super().request(n)
