@@ -177,6 +177,10 @@ def fuzz_publisher(ctx: Any) -> None:
             references[n] = publisher_side.reference_sequence(ctx, n)
         return references[n]
 
+    if settings.can_complete and not _replay_scenario(settings, "publisher"):
+        # Scenarios judge what is owed by n: a factory that ignores it would be blamed on a rule.
+        ctx.factory_contract([k for k in publisher_side._SIZES if k <= settings.max_elements])
+
     def execute_in(env: Any, scenario: Scenario) -> RuleViolation | None:
         try:
             return publisher_side.PublisherScenario(ctx, env, scenario, reference).execute()

@@ -61,6 +61,32 @@ def required_sanity_factory_3_produces_exactly_3_elements(ctx: PublisherContext)
     probe.expect_completion()
 
 
+#: Stream sizes the verification drains to their end: those of the tests below and of the fuzz
+#: verification (its ``_SIZES``); larger ones are cancelled early, so only their start is used.
+_DRAINED_SIZES = (0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 16, 20, 64, 310)
+
+
+def _kit_sizes(ctx: PublisherContext) -> list[int]:
+    from ..fuzz.publisher_side import _SIZES
+
+    bound = ctx.settings.recursion_depth
+    sizes = set(_DRAINED_SIZES) | set(_SIZES) | {bound + 10, 3 * (bound + 10)}
+    return sorted(n for n in sizes if n <= min(ctx.settings.max_elements, 10_000))
+
+
+@tck_test(None, "required")
+def required_sanity_factory_n_produces_exactly_n_elements_for_every_size_used(ctx: PublisherContext) -> None:
+    """factory(n) must give exactly n elements, then on_complete, for every n the TCK uses.
+
+    Each is asked for one element more than n at once, so an extra one shows. A factory that
+    ignores n (one element for factory(0), a fixed-size stream) would otherwise be reported as
+    the rule some later test happens to trip (1.5, 3.8). If this fails, check the factory:
+    ``factory(n)`` returns a publisher of exactly n elements followed by on_complete, or raises
+    for an n it cannot produce (then declare max_elements).
+    """
+    ctx.factory_contract(_kit_sizes(ctx))
+
+
 # -- section 1: Publisher ----------------------------------------------------------------------
 
 

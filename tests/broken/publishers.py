@@ -1230,3 +1230,25 @@ class RequestUndoesCancelMadeWhileDelivering(RangeSubscription):
         super().drain()
         if self.cancel_pending:
             self.stop()
+
+
+# -- sanity: factories that ignore n ---------------------------------------------------------
+
+
+class AtLeastOne(RangeSubscription):
+    """Sanity: ``factory(n)`` yields at least one element: ``factory(0)`` gives one (a source
+    that cannot be empty, asked for an empty stream)."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        if self.end is not None:
+            self.end = max(1, self.end)
+
+
+class CappedAtTwenty(RangeSubscription):
+    """Sanity: ``factory(n)`` yields at most 20 elements (a fixed-size page, whatever n)."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        if self.end is not None:
+            self.end = min(20, self.end)
