@@ -289,6 +289,9 @@ CASES = [
          "the factory contract"),
     case("capped-at-twenty", f(bp.CappedAtTwenty), "sanity_factory_n_produces_exactly_n", None,
          "then on_complete (the factory contract)"),
+    # -- 1.9 on the failed publisher (appended) ----------------------------------------------
+    case("failed-accepts-none-subscriber", f(bp.RangeSubscription), "spec109_subscribe_none", "1.9",
+         "the failed publisher's subscribe(None) to raise TypeError", failed=bp.AcceptsNoneFailedPublisher),
     case("request-undoes-cancel-made-while-delivering", f(bp.RequestUndoesCancelMadeWhileDelivering),
          "spec306_requests_after_a_cancel_made_inside_on_next_must_be_nops", "3.6",
          "after cancel() and request(5) made inside on_next"),

@@ -337,18 +337,27 @@ def required_spec109_subscribe_must_return_normally(ctx: PublisherContext) -> No
 
 @tck_test("1.9", "required")
 def required_spec109_subscribe_none_must_raise_type_error(ctx: PublisherContext) -> None:
-    """subscribe(None) must raise TypeError (the binding's NullPointerException)."""
-    publisher = ctx.publisher(0)
+    """subscribe(None) must raise TypeError (the binding's NullPointerException), on the
+    regular publisher and (if given) the failed one: a publisher that rejects every subscriber
+    still has nowhere but its caller to report a missing one.
+    """
+    _subscribe_none(ctx, ctx.publisher(0), "")
+    if ctx.subject.failed_factory is not None:
+        _subscribe_none(ctx, ctx.failed_publisher(), "the failed publisher's ")
+
+
+def _subscribe_none(ctx: PublisherContext, publisher: Publisher[Any], whose: str) -> None:
     ctx.env.trace.add("tck", "subscribe", "None")
+    expected = f"{whose}subscribe(None) to raise TypeError"
     try:
-        ctx.call("subscribe(None)", publisher.subscribe, None)
+        ctx.call(f"{whose}subscribe(None)", publisher.subscribe, None)
     except TypeError:
         return
     except Exception as exc:
         raise RuleViolation(
-            "1.9", "subscribe(None) to raise TypeError", f"it raised {type(exc).__name__}: {short_repr(exc)}"
+            "1.9", expected, f"it raised {type(exc).__name__}: {short_repr(exc)}"
         ) from exc
-    raise RuleViolation("1.9", "subscribe(None) to raise TypeError", "it returned normally")
+    raise RuleViolation("1.9", expected, "it returned normally")
 
 
 @tck_test("1.9", "required")

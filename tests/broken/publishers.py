@@ -1252,3 +1252,13 @@ class CappedAtTwenty(RangeSubscription):
         super().__init__(subscriber, count)
         if self.end is not None:
             self.end = min(20, self.end)
+
+
+class AcceptsNoneFailedPublisher(FailedPublisher):
+    """Rule 1.9: the failed publisher's ``subscribe(None)`` returns normally (it rejects every
+    subscriber, so it never looked at this one)."""
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        if subscriber is None:
+            return
+        super().subscribe(subscriber)
