@@ -292,6 +292,18 @@ CASES = [
     # -- 1.9 on the failed publisher (appended) ----------------------------------------------
     case("failed-accepts-none-subscriber", f(bp.RangeSubscription), "spec109_subscribe_none", "1.9",
          "the failed publisher's subscribe(None) to raise TypeError", failed=bp.AcceptsNoneFailedPublisher),
+    # -- 2.13 from the publisher's side: raising subscribers (appended) -----------------------
+    case("delivers-past-raising-on-next", f(bp.DeliversPastRaisingOnNext), "spec213_publisher_must_"
+         "consider_the_subscription_cancelled_when_on_next_raises", "2.13", "element(s) followed"),
+    case("unbound-after-raising-on-next", f(bp.UnboundAfterRaisingOnNext), "spec213_publisher_must_"
+         "consider_the_subscription_cancelled_when_on_next_raises", "3.16", "UnboundLocalError"),
+    case("starts-after-raising-on-subscribe", bp.StartsAfterRaisingOnSubscribe, "spec213_publisher_"
+         "must_consider_the_subscription_cancelled_when_a_terminal", "2.13", "element(s) followed"),
+    case("own-error-when-on-subscribe-raises", bp.OwnErrorWhenOnSubscribeRaises, "spec213_publisher_"
+         "must_consider_the_subscription_cancelled_when_a_terminal", "1.9", "subscriber rejected"),
+    case("name-error-after-raising-on-error", f(bp.RangeSubscription), "spec213_publisher_must_"
+         "consider_the_subscription_cancelled_when_a_terminal", "1.9", "NameError",
+         failed=bp.NameErrorAfterRaisingOnError),
     case("request-undoes-cancel-made-while-delivering", f(bp.RequestUndoesCancelMadeWhileDelivering),
          "spec306_requests_after_a_cancel_made_inside_on_next_must_be_nops", "3.6",
          "after cancel() and request(5) made inside on_next"),

@@ -12,6 +12,7 @@ from ..errors import RuleViolation
 from ..errors import SetupError
 from ..probe import ProbeAbort
 from ..probe import ProbeSubscriber
+from ..probe import passes_on_failure
 from ..subjects import PublisherSubject
 from ..trace import short_repr
 from .base import Context
@@ -88,6 +89,11 @@ class PublisherContext(Context):
         except ProbeAbort:
             pass
         except Exception as exc:
+            if passes_on_failure(exc):
+                # A raising probe's own failure from on_subscribe (or a signal inside
+                # subscribe), passed on to the caller as rule 2.13 allows.
+                self.env.trace.note(f"subscribe() passed on the subscriber's failure: {short_repr(exc)}")
+                return
             raise RuleViolation(
                 "1.9",
                 "subscribe() to return normally (failures are signalled with on_error)",
