@@ -297,8 +297,6 @@ CASES = [
          "consider_the_subscription_cancelled_when_on_next_raises", "2.13", "element(s) followed"),
     case("unbound-after-raising-on-next", f(bp.UnboundAfterRaisingOnNext), "spec213_publisher_must_"
          "consider_the_subscription_cancelled_when_on_next_raises", "3.16", "UnboundLocalError"),
-    case("starts-after-raising-on-subscribe", bp.StartsAfterRaisingOnSubscribe, "spec213_publisher_"
-         "must_consider_the_subscription_cancelled_when_a_terminal", "2.13", "element(s) followed"),
     case("own-error-when-on-subscribe-raises", bp.OwnErrorWhenOnSubscribeRaises, "spec213_publisher_"
          "must_consider_the_subscription_cancelled_when_a_terminal", "1.9", "subscriber rejected"),
     case("name-error-after-raising-on-error", f(bp.RangeSubscription), "spec213_publisher_must_"

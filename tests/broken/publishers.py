@@ -1308,18 +1308,6 @@ class UnboundAfterRaisingOnNext(RangeSubscription):
         return delivered  # unbound when on_next raised
 
 
-class StartsAfterRaisingOnSubscribe(RangePublisher):
-    """Rule 2.13: a raising on_subscribe is ignored and the subscription serves requests."""
-
-    def subscribe(self, subscriber: Subscriber[int]) -> None:
-        if subscriber is None:
-            raise TypeError("subscribe(None) is illegal")
-        subscription = self.subscription(subscriber, self.count)
-        with contextlib.suppress(Exception):
-            subscriber.on_subscribe(subscription)
-        subscription.start()
-
-
 class OwnErrorWhenOnSubscribeRaises(RangePublisher):
     """Rule 1.9: a raising on_subscribe makes subscribe() raise an exception of its own, with the
     subscriber's failure suppressed (``from None``): the failure is not passed on, replaced."""
