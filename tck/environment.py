@@ -90,6 +90,11 @@ class Environment:
         #: The scheduler's say in when this verification may call its subject (``aside``).
         self.slot: Slot | None = None
         self._aside = False
+        #: Turns the watchdog's "blocked" verdict into one that says where the body was (a fuzz
+        #: verification names its scenario, its trace and its replay token); None: as it is.
+        self.on_stall: Callable[[RuleViolation], RuleViolation] | None = None
+        #: The environment nested in this one that is recording now (a fuzz scenario's).
+        self.nested: Environment | None = None
 
     # -- problems ---------------------------------------------------------------------------
 

@@ -74,6 +74,8 @@ class ManualSubscription:
         self.calls = 0  # request and cancel calls together, for "has it settled?"
         self.cancelled = False
         self.terminal: str | None = None
+        #: ``request_count`` when the terminal signal returned (None before).
+        self.requests_at_terminal: int | None = None
         self.broken = False  # a signal raised: the subscriber counts as having cancelled (2.13)
         self.overlaps = 0
         #: Trace records of the on_subscribe that handed this subscription out, and of each
@@ -366,12 +368,15 @@ class ManualPublisher:
     # -- the TCK's side: expectations --------------------------------------------------------
 
     def wait_demand(self, *, subscription: ManualSubscription | None = None,
-                    timeout: float | None = None) -> int:
-        """Outstanding demand once there is some, or 0 if none arrives in time."""
+                    timeout: float | None = None, until_cancelled: bool = False) -> int:
+        """Outstanding demand once there is some, or 0 if none arrives in time.
+
+        ``until_cancelled``: stop waiting at a cancel() too (none will come after it).
+        """
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
         with self._cond:
-            self._cond.wait_for(lambda: sub.demand > 0, timeout)
+            self._cond.wait_for(lambda: sub.demand > 0 or (until_cancelled and sub.cancelled), timeout)
             return sub.demand
 
     def expect_demand(self, *, subscription: ManualSubscription | None = None,
@@ -438,12 +443,16 @@ class ManualPublisher:
 
     def expect_no_request(self, *, subscription: ManualSubscription | None = None,
                           window: float | None = None, rule: str | None = None,
-                          after: str = "") -> None:
-        """A whole no-signal window must pass without a request() call."""
+                          after: str = "", since: int | None = None) -> None:
+        """A whole no-signal window must pass without a request() call.
+
+        ``since``: the request count the claim starts from (taken when the signal it follows
+        returned), so a request made before the window opens counts too.
+        """
         sub = subscription or self.subscription
         window = self.env.settings.no_signal_window if window is None else window
         with self._cond:
-            start = sub.request_count
+            start = sub.request_count if since is None else since
         with self.env.aside(), self._cond:
             self._cond.wait_for(lambda: sub.request_count != start, window)
             if sub.request_count == start:
@@ -542,6 +551,9 @@ class ManualPublisher:
                 fn(*args)
             finally:
                 stack.pop()
+                # Taken where the signal returned (on the subject's loop, if it has one), before
+                # anything the subscriber scheduled from it can run: later requests break 2.4.
+                sub.requests_at_terminal = sub.request_count
 
         try:
             self.env.invoke(f"{signal}({detail})", deliver)

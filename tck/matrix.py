@@ -148,6 +148,10 @@ CELLS: tuple[Cell, ...] = (
        f"{W}:required_spec213_signal_methods_must_return_normally"),
     _c("2.13", "on_subscribe", f"{W}:required_spec310_whitebox_must_be_prepared_for_on_next_delivered_synchronously_inside_request",
        note=_UPSTREAM),
+    _c("2.13", "on_next", f"{P}:required_spec213_publisher_must_consider_the_subscription_cancelled_when_on_next_raises",
+       note="from the publisher's side: the subscriber raises from on_next, no element may follow"),
+    _c("2.13", "terminal", f"{P}:required_spec213_publisher_must_consider_the_subscription_cancelled_when_a_terminal_or_on_subscribe_raises",
+       note="from the publisher's side: on_subscribe, on_complete and on_error raise"),
     # -- 3: Subscription -------------------------------------------------------------------
     _c("3.1", "thread", gap="who holds a subscription cannot be seen from outside; overlapping calls are rule 2.7's"),
     _c("3.2", "on_subscribe", f"{P}:required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe"),
@@ -191,7 +195,9 @@ CELLS: tuple[Cell, ...] = (
     _c("3.15", "thread", f"{P}:required_spec305_cancel_must_be_idempotent_and_thread_safe"),
     _c("3.15", "terminal", f"{P}:required_spec315_cancel_must_return_normally", note="after on_complete"),
     _c("3.16", "test", f"{P}:required_spec316_request_must_return_normally"),
-    _c("3.16", "on_next", note=_PROBE + " (a request() that raises, from wherever the probe calls it)"),
+    _c("3.16", "on_next", f"{P}:required_spec213_publisher_must_consider_the_subscription_cancelled_when_on_next_raises", f"{P}:required_spec213_publisher_must_consider_the_subscription_cancelled_when_a_terminal_or_on_subscribe_raises",
+       note=_PROBE + " (a request() that raises, from wherever the probe calls it); and request() "
+       "after the subscriber's own signal method raised"),
     _c("3.16", "terminal", f"{P}:required_spec316_request_must_return_normally", note="after cancel and on_complete"),
     _c("3.17", "bulk", f"{P}:required_spec317_must_support_a_pending_element_count_up_to_long_max_value"),
     _c("3.17", "on_subscribe", f"{P}:required_spec317_must_support_a_cumulative_pending_element_count_up_to_long_max_value"),

@@ -37,6 +37,31 @@ class ProbeAbort(Exception):
     rs_tck_internal = True
 
 
+class SubscriberFailure(RuntimeError):
+    """What a ``RaisingProbe`` raises from a signal method: a subscriber's own failure, on purpose.
+
+    Rule 2.13 calls it the subscriber's violation and lets its caller pass it on ("raise this
+    error condition in a fashion that is adequate for the runtime environment"), so it escaping
+    a publisher's call or thread is no verdict (``rs_tck_internal``); what the publisher does
+    next is.
+    """
+
+    rs_tck_internal = True
+
+
+def passes_on_failure(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a ``SubscriberFailure`` passed on: itself, or wrapped with it as the
+    explicit cause (``raise ... from failure``). An exception that merely happened while one was
+    being handled (a NameError in an ``except`` block) is the publisher's own."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, SubscriberFailure):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__
+    return False
+
+
 Hook = Callable[["ProbeSubscriber", Any], None]
 
 
@@ -557,6 +582,10 @@ class ProbeSubscriber:
         except ProbeAbort:
             pass  # our own flood guard unwinding through a synchronous publisher
         except Exception as exc:
+            if passes_on_failure(exc):
+                # A raising probe's own failure, passed on to the caller as rule 2.13 allows.
+                self.env.trace.note(f"{what}() passed on the subscriber's failure: {short_repr(exc)}")
+                return
             rule = "3.16" if what == "request" else "3.15"
             shown = f"{what}({', '.join(map(str, args))})"
             note = self.env.trace.note(f"{shown} raised {short_repr(exc)}")
@@ -800,3 +829,52 @@ def _thread_name(ident: int) -> str:
         if thread.ident == ident:
             return thread.name
     return str(ident)
+
+
+class RaisingProbe(ProbeSubscriber):
+    """A probe that fails as a broken subscriber would: it raises ``SubscriberFailure`` from
+    ``raise_on`` ("on_subscribe", "on_next", "on_error" or "on_complete"; for "on_next", from
+    the ``at``-th element), once, after recording the signal like any probe.
+
+    ``received_at_raise`` is how many elements had arrived when it raised: any more break 2.13
+    (the publisher must consider the subscription cancelled).
+    """
+
+    __slots__ = ("raise_at", "raise_on", "raised", "raised_seq", "received_at_raise")
+
+    def __init__(self, env: Environment, name: str = "probe", *, raise_on: str, at: int = 1,
+                 **options: Any) -> None:
+        super().__init__(env, name, **options)
+        self.raise_on = raise_on
+        self.raise_at = at
+        self.raised = ""
+        self.raised_seq: int | None = None
+        self.received_at_raise: int | None = None
+
+    def _raise(self, signal: str) -> None:
+        self.received_at_raise = self.received
+        self.raised = signal
+        self.raised_seq = self.env.trace.note(
+            f"{self.name}: {signal} raises SubscriberFailure (a failing subscriber, rule 2.13)").seq
+        self._rewake()  # waits for "it raised" look at a flag set after the signal was counted
+        raise SubscriberFailure(f"{self.name}: {signal} failed (raised by the TCK, rule 2.13 test)")
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        super().on_subscribe(subscription)
+        if self.raise_on == "on_subscribe" and not self.raised and subscription is not None:
+            self._raise("on_subscribe")
+
+    def on_next(self, element: Any) -> None:
+        super().on_next(element)
+        if self.raise_on == "on_next" and not self.raised and self.received >= self.raise_at:
+            self._raise(f"on_next #{self.received}")
+
+    def on_error(self, exc: BaseException) -> None:
+        super().on_error(exc)
+        if self.raise_on == "on_error" and not self.raised:
+            self._raise("on_error")
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        if self.raise_on == "on_complete" and not self.raised:
+            self._raise("on_complete")

@@ -164,6 +164,8 @@ def _result(
     elif isinstance(error, _Stalled):
         primary = RuleViolation(test.rule, "the verification to run to its end", str(error),
                                 setting=error.setting)
+        if env.on_stall is not None:
+            primary = env.on_stall(primary)
     elif isinstance(error, RuleViolation):
         primary = error
     elif error is not None:

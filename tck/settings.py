@@ -52,6 +52,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("coordinated_emission", "--rs-coordinated-emission", "rs_coordinated_emission",
          "RS_TCK_COORDINATED_EMISSION", "bool",
          "The processor emits an element only once every subscriber has demand for it"),
+    Knob("never_requests", "--rs-never-requests", "rs_never_requests", "RS_TCK_NEVER_REQUESTS",
+         "bool", "The subscriber never requests, by design (a sink that cancels at once or ignores "
+         "its input): the tests that need its demand are not applicable"),
     Knob("concurrency", "--rs-concurrency", "rs_concurrency", "RS_TCK_CONCURRENCY", "int",
          "Tests that may call their subjects at once, each against its own fresh subject (1: one "
          "at a time, their no-signal windows overlapping)"),
@@ -75,7 +78,7 @@ KNOBS: tuple[Knob, ...] = (
 KNOBS_BY_NAME = {k.name: k for k in KNOBS}
 CAPABILITY_KNOBS = (
     "max_elements", "recursion_depth", "max_subscribers", "skip_stochastic", "coordinated_emission",
-    "loop",
+    "loop", "never_requests",
 )
 
 
@@ -94,6 +97,7 @@ class Settings:
     skip_stochastic: bool = False
     stochastic_iterations: int = 100
     coordinated_emission: bool = False
+    never_requests: bool = False
     loop: str = "thread"
     no_fuzz: bool = False
     fuzz_examples: int = 100

@@ -223,13 +223,17 @@ class SubscriberSubject:
     factory: SubscriberFactory
     element: ElementHook | None = None
     trigger_request: Callable[[Any], None] | None = None
+    #: True for a subscriber that never requests, by design (see ``--rs-never-requests``).
+    never_requests: bool | None = None
+    #: "asyncio" for a subscriber that must be called on an event loop (see ``--rs-loop``).
+    loop: str | None = None
     label: str = ""
 
     def __post_init__(self) -> None:
         _default_label(self)
 
     def apply(self, settings: Settings) -> Settings:
-        return settings
+        return apply_declared(self, settings)
 
 
 @dataclass
@@ -238,13 +242,17 @@ class WhiteboxSubject:
 
     factory: WhiteboxFactory
     element: ElementHook | None = None
+    #: True for a subscriber that never requests, by design (see ``--rs-never-requests``).
+    never_requests: bool | None = None
+    #: "asyncio" for a subscriber that must be called on an event loop (see ``--rs-loop``).
+    loop: str | None = None
     label: str = ""
 
     def __post_init__(self) -> None:
         _default_label(self)
 
     def apply(self, settings: Settings) -> Settings:
-        return settings
+        return apply_declared(self, settings)
 
 
 @dataclass

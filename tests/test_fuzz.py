@@ -345,3 +345,54 @@ def test_a_synchronous_signal_on_the_thread_a_call_was_handed_to_is_not_an_overl
     subject = PublisherSubject(getattr(cp, shape), label=shape)
     result = run("publisher", FUZZ_TEST["publisher"], subject, FAST.replace(fuzz_replay=token))
     assert result.verdict == "passed", result.message
+
+
+# -- asyncio subscribers and blocked scenarios -------------------------------------------------
+
+
+@pytest.mark.parametrize("verification", ["subscriber_blackbox", "subscriber_whitebox"])
+def test_an_asyncio_subscriber_requesting_from_loop_callbacks_passes_the_fuzz(verification: str) -> None:
+    """The TCK's upstream never waits for the loop while that loop runs a request() into it."""
+    from tests.conforming import subjects
+
+    _, subject = subjects()[f"{verification}:asyncio_loop"]
+    for _ in range(2):
+        result = run(verification, FUZZ_TEST[verification], subject, Settings())
+        assert result.outcome == "passed", result.message
+
+
+def test_a_scenario_that_blocks_is_reported_with_its_scenario_trace_and_token() -> None:
+    import threading
+
+    release = threading.Event()
+
+    class BlocksOnThirdElement:
+        def __init__(self) -> None:
+            self.seen = 0
+
+        def on_subscribe(self, subscription: Any) -> None:
+            subscription.request(10)
+
+        def on_next(self, element: Any) -> None:
+            self.seen += 1
+            if self.seen == 3:
+                release.wait(30)
+
+        def on_error(self, exc: BaseException) -> None:
+            pass
+
+        def on_complete(self) -> None:
+            pass
+
+    try:
+        result = run("subscriber_blackbox", "fuzz_signal_orders",
+                     SubscriberSubject(BlocksOnThirdElement, label="blocks"), FAST.replace(timeout=0.3))
+    finally:
+        release.set()
+    assert result.outcome == "failed"
+    assert "blocked its caller" in result.message
+    assert result.fuzz is not None
+    assert result.fuzz["scenario"][0].startswith("1. ")
+    assert result.fuzz["replay_option"] in result.message
+    assert result.trace, result.message
+    assert "trace   : 0 record(s)" not in result.message

@@ -291,6 +291,23 @@ CASES = [
     case("ignores-non-positive-requests-while-delivering", f(bp.IgnoresNonPositiveRequestsWhileDelivering),
          "spec309_request_zero_from_inside_on_next_must_signal_value_error", "3.9",
          "no terminal signal"),
+    # -- sanity: factories that ignore n (appended) ------------------------------------------
+    case("at-least-one", f(bp.AtLeastOne), "sanity_factory_n_produces_exactly_n", None,
+         "from factory(0), then on_complete (the factory contract)"),
+    case("at-least-one-fuzz", f(bp.AtLeastOne), "fuzz_demand_cancel_orders", None,
+         "the factory contract"),
+    case("capped-at-twenty", f(bp.CappedAtTwenty), "sanity_factory_n_produces_exactly_n", None,
+         "then on_complete (the factory contract)"),
+    # -- 2.13 from the publisher's side: raising subscribers (appended) -----------------------
+    case("delivers-past-raising-on-next", f(bp.DeliversPastRaisingOnNext), "spec213_publisher_must_"
+         "consider_the_subscription_cancelled_when_on_next_raises", "2.13", "element(s) followed"),
+    case("unbound-after-raising-on-next", f(bp.UnboundAfterRaisingOnNext), "spec213_publisher_must_"
+         "consider_the_subscription_cancelled_when_on_next_raises", "3.16", "UnboundLocalError"),
+    case("own-error-when-on-subscribe-raises", bp.OwnErrorWhenOnSubscribeRaises, "spec213_publisher_"
+         "must_consider_the_subscription_cancelled_when_a_terminal", "1.9", "subscriber rejected"),
+    case("name-error-after-raising-on-error", f(bp.RangeSubscription), "spec213_publisher_must_"
+         "consider_the_subscription_cancelled_when_a_terminal", "1.9", "NameError",
+         failed=bp.NameErrorAfterRaisingOnError),
     case("request-undoes-cancel-made-while-delivering", f(bp.RequestUndoesCancelMadeWhileDelivering),
          "spec306_requests_after_a_cancel_made_inside_on_next_must_be_nops", "3.6",
          "after cancel() and request(5) made inside on_next"),

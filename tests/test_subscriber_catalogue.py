@@ -100,6 +100,12 @@ BROKEN = [
     *white(broken.DeadlocksOnInlineNext, "3.10"),
     *both(broken.FailsOnInlineEnd, "3.11"),
     *both(broken.CancelsBothOnSecondSubscription, "2.5"),
+    *(pytest.param(BB, named(BB, "2.4", end), SubscriberSubject(
+        broken.loop_requests_after_end, loop="asyncio", label="LoopRequestsAfterEnd"), "2.4",
+        id=f"blackbox-LoopRequestsAfterEnd-2.4-{end}") for end in ("on_complete", "on_error")),
+    *(pytest.param(WB, named(WB, "2.4", end), WhiteboxSubject(
+        broken.loop_requests_after_end_whitebox, loop="asyncio", label="LoopRequestsAfterEnd"), "2.4",
+        id=f"whitebox-LoopRequestsAfterEnd-2.4-{end}") for end in ("on_complete", "on_error")),
 ]
 
 
@@ -403,3 +409,57 @@ def test_the_example_in_the_whitebox_docs_passes_both_verifications(
         for test in VERIFICATIONS[verification].tests:
             result = run_one(verification, test.name, subject)
             assert result.verdict in ("passed", "untested"), result.message
+
+
+# -- subscribers that never ask ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("signal", ["on_complete", "on_error"])
+def test_a_whitebox_subscriber_cancelling_in_on_subscribe_passes_2_3_undeclared(signal: str) -> None:
+    """on_complete and on_error need no demand: the 2.3 tests send them all the same."""
+    from tests.conforming.subscribers import cancel_at_once_whitebox
+
+    subject = WhiteboxSubject(cancel_at_once_whitebox, label="cancel_at_once")
+    result = run_one(WB, named(WB, "2.3", signal), subject)
+    assert result.verdict == "passed", result.message
+    assert any(r["signal"] == signal for r in result.trace), result.trace
+
+
+NEEDS_DEMAND = {
+    BB: [("2.1", ""), ("2.9", "with_preceding"), ("2.10", "with_preceding"), ("3.10", ""), ("3.11", "")],
+    WB: [("2.1", ""), ("2.9", "with_preceding"), ("2.10", "with_preceding"), ("3.10", ""), ("3.11", ""),
+         ("3.8", "")],
+}
+
+
+@pytest.mark.parametrize("verification", [BB, WB])
+def test_a_declared_never_requesting_subscriber_makes_the_demand_tests_not_applicable(verification: str) -> None:
+    from tests.conforming import subscribers as conforming
+
+    for factory, white in ((conforming.cancel_at_once_sink, conforming.cancel_at_once_whitebox),
+                           (conforming.ignoring_sink, conforming.ignoring_whitebox)):
+        declared = (SubscriberSubject(factory, never_requests=True, label="sink") if verification == BB
+                    else WhiteboxSubject(white, never_requests=True, label="sink"))
+        for rule, contains in NEEDS_DEMAND[verification]:
+            result = run_one(verification, named(verification, rule, contains), declared)
+            assert result.verdict == "not_applicable", result.message
+            assert "never_requests" in result.message
+    # Undeclared, the same sink fails 2.1: the capability is what makes the difference.
+    undeclared = (SubscriberSubject(conforming.ignoring_sink, label="sink") if verification == BB
+                  else WhiteboxSubject(conforming.ignoring_whitebox, label="sink"))
+    result = run_one(verification, named(verification, "2.1"), undeclared)
+    assert result.verdict == "failed", result.message
+    assert result.message.startswith("[rule 2.1]"), result.message
+
+
+def test_never_requests_is_a_knob_with_every_spelling() -> None:
+    from rstck.settings import CAPABILITY_KNOBS
+    from rstck.settings import KNOBS_BY_NAME
+
+    knob = KNOBS_BY_NAME["never_requests"]
+    assert (knob.option, knob.env, knob.ini) == ("--rs-never-requests", "RS_TCK_NEVER_REQUESTS",
+                                                 "rs_never_requests")
+    assert "never_requests" in CAPABILITY_KNOBS
+    assert SubscriberSubject(lambda: None, never_requests=True).apply(Settings()).never_requests
+    explicit = Settings(explicit=frozenset({"never_requests"}))
+    assert not WhiteboxSubject(lambda p: None, never_requests=True).apply(explicit).never_requests

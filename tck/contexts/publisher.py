@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..api import Publisher
@@ -11,6 +12,7 @@ from ..errors import RuleViolation
 from ..errors import SetupError
 from ..probe import ProbeAbort
 from ..probe import ProbeSubscriber
+from ..probe import passes_on_failure
 from ..subjects import PublisherSubject
 from ..trace import short_repr
 from .base import Context
@@ -42,6 +44,30 @@ class PublisherContext(Context):
         )
         return self._checked(publisher, f"factory({elements})")
 
+    def factory_contract(self, sizes: list[int]) -> None:
+        """factory(n) gives exactly n elements, then on_complete, for each n of ``sizes``.
+
+        Each is asked for one element more than n at once, so an extra one shows; a breach is a
+        sanity failure naming the factory contract, not a rule of the specification.
+        """
+        probes: list[tuple[int, ProbeSubscriber]] = []
+        for n in sizes:
+            probe = self.subscribed(n, completes=True, name=f"n={n}", keep_elements=False)
+            probe.request(n + 1)
+            probes.append((n, probe))
+        for n, probe in probes:
+            probe.wait_progress(_drained(probe, n), self.settings.timeout)
+            received, terminal = probe.received, probe.terminal
+            if received == n and terminal == "on_complete":
+                continue
+            seen = f"{received} element(s), then " + (probe._terminal_text() if terminal else "no terminal signal")
+            raise RuleViolation(
+                None, f"exactly {n} element(s) from factory({n}), then on_complete (the factory "
+                f"contract), after request({n + 1})", f"{probe.name}: {seen}",
+                hint="factory(n) must return a publisher of exactly n elements followed by "
+                "on_complete; for an n it cannot produce it may raise (then declare max_elements)",
+                setting="timeout" if terminal is None and received <= n else None)
+
     def failed_publisher(self) -> Publisher[Any]:
         if self.subject.failed_factory is None:
             raise NotVerified("needs a failed publisher; none given (--rs-failed-publisher)")
@@ -63,6 +89,11 @@ class PublisherContext(Context):
         except ProbeAbort:
             pass
         except Exception as exc:
+            if passes_on_failure(exc):
+                # A raising probe's own failure from on_subscribe (or a signal inside
+                # subscribe), passed on to the caller as rule 2.13 allows.
+                self.env.trace.note(f"subscribe() passed on the subscriber's failure: {short_repr(exc)}")
+                return
             raise RuleViolation(
                 "1.9",
                 "subscribe() to return normally (failures are signalled with on_error)",
@@ -106,3 +137,7 @@ class PublisherContext(Context):
         probe.expect_subscription()
         self.expect_failure_signal(probe, rule)
         return probe
+
+
+def _drained(probe: ProbeSubscriber, n: int) -> Callable[[], bool]:
+    return lambda: probe.received > n or probe.terminal is not None

@@ -25,6 +25,10 @@ from .base import Context
 
 _SUBSCRIBER_METHODS = ("on_subscribe", "on_next", "on_error", "on_complete")
 
+#: Why a test that needs the subscriber's demand is skipped for one declared never to request.
+NEVER_REQUESTS = ("needs the subscriber to request, and it is declared never to (never_requests, "
+                  "--rs-never-requests)")
+
 
 def _identity(index: int) -> Any:
     return index
@@ -37,6 +41,16 @@ class SubscriberContext(Context):
         super().__init__(env)
         self.element = element or _identity
         self._upstreams: list[ManualPublisher] = []
+
+    def needs_demand(self) -> None:
+        """Rules judged on what the subscriber does with demand do not apply to one that, by
+        design, never asks (``never_requests``): the test is not applicable, not failed."""
+        if self.settings.never_requests:
+            raise NotVerified(NEVER_REQUESTS)
+
+    def no_demand(self, violation: RuleViolation) -> NotVerified | RuleViolation:
+        """What a missing request means: not applicable for a declared ``never_requests``."""
+        return NotVerified(NEVER_REQUESTS) if self.settings.never_requests else violation
 
     def upstream(self, name: str = "upstream", **options: Any) -> ManualPublisher:
         """A fresh ManualPublisher whose elements come from the element hook."""
@@ -135,6 +149,7 @@ class BlackboxContext(SubscriberContext):
 
     def requested(self, subscriber: Any, upstream: ManualPublisher, rule: str | None = None) -> int:
         """Trigger, then wait for the demand the subscriber must signal (rule 2.1)."""
+        self.needs_demand()
         self.trigger(subscriber)
         return upstream.expect_demand(
             rule=rule or "2.1", what="a request(n) after on_subscribe",
@@ -145,7 +160,7 @@ class BlackboxContext(SubscriberContext):
     def warm_up(self, subscriber: Any, upstream: ManualPublisher, most: int = 1) -> int:
         """Trigger; if demand comes, send up to ``most`` elements. Returns how many were sent."""
         self.trigger(subscriber)
-        demand = upstream.wait_demand()
+        demand = 0 if self.settings.never_requests else upstream.wait_demand(until_cancelled=True)
         sent = 0
         while sent < min(demand, most):
             upstream.send_next()
@@ -184,10 +199,13 @@ class WhiteboxStage:
         self.ctx.env.check()
 
     def expect_demand(self, *, rule: str | None = None) -> int:
-        return self.upstream.expect_demand(
-            rule=rule, what="a request(n) after puppet.request(n)",
-            hint="puppet.request(n) must make the subscriber call request on its subscription",
-        )
+        try:
+            return self.upstream.expect_demand(
+                rule=rule, what="a request(n) after puppet.request(n)",
+                hint="puppet.request(n) must make the subscriber call request on its subscription",
+            )
+        except RuleViolation as violation:
+            raise self.ctx.no_demand(violation) from None
 
     def send_next(self, *, rule: str | None = None) -> Any:
         element = self.upstream.send_next(rule=rule)

@@ -579,6 +579,14 @@ class PublisherScenario:
         owed = min(requested, n)
         crossed = requested >= MAX_DEMAND
         rule = "3.17" if crossed else "3.8"
+        elements = list(sub.probe.elements)
+        if received > n and n < MAX_DEMAND - 1 and _distinct(elements):
+            # More distinct elements than asked for is the factory's doing, not a rule's (a
+            # repeated element is judged by _conserved).
+            return [RuleViolation(None, f"at most {n} element(s) from factory({n}) (the factory contract: "
+                                  f"exactly n elements, then on_complete)",
+                                  f"{who}{received} element(s)",
+                                  hint="check that the factory honours n, including 0")]
         if received < owed and terminal is None:
             return [RuleViolation(
                 rule, f"the {demand_text(owed)} element(s) requested and not cancelled within "
@@ -619,6 +627,13 @@ class PublisherScenario:
                 f"{who}{what}", hint="no element may be lost, duplicated or reordered by a "
                 "particular order of requests and cancels")]
         return []
+
+
+def _distinct(elements: list[Any]) -> bool:
+    try:
+        return len(set(elements)) == len(elements)
+    except TypeError:
+        return False
 
 
 def _owed_arrived(probe: ProbeSubscriber, n: int) -> Callable[[], bool]:

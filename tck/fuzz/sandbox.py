@@ -73,10 +73,12 @@ def scenario_env(ctx: Any) -> Iterator[ScenarioEnvironment]:
     opened = [(len(getattr(c, "_upstreams", ())), len(getattr(c, "_probes", ()))) for c in contexts]
     for context in contexts:
         context.env = env
+    enclosing, outer.nested = outer.nested, env
     try:
         with env:
             yield env
     finally:
+        outer.nested = enclosing
         for context, (upstream_count, probe_count) in zip(contexts, opened, strict=True):
             context.env = outer
             upstreams = getattr(context, "_upstreams", None)

@@ -136,6 +136,22 @@ class _Upstream(ManualPublisher):
         with self._delivering:
             return super()._terminate(sub, signal, error, rule)
 
+    def _drain(self, sub: ManualSubscription) -> None:
+        """Deliver inside request() only when no other thread is delivering.
+
+        That other thread may be waiting for the very event loop that is running this
+        request() (under ``--rs-loop=asyncio`` every signal is a call on the subject's loop):
+        blocking here would deadlock the TCK on itself. The demand stays, and a later step
+        or the settle delivers it, as a publisher that does not deliver inline would.
+        """
+        if not self._delivering.acquire(blocking=False):
+            self.env.trace.note("inline delivery deferred: another thread is delivering")
+            return
+        try:
+            super()._drain(sub)
+        finally:
+            self._delivering.release()
+
     def send_within_demand(self, sub: ManualSubscription) -> bool:
         """Deliver the next element if the subscriber asked for it and the stream has one."""
         with self._delivering:

@@ -85,9 +85,15 @@ def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
     settings = ctx.settings
     deselected(settings)
 
+    outer = ctx.env
+
     def execute(scenario: Scenario) -> Outcome:
         with scenario_env(ctx) as env:
-            violation = execute_in(env, scenario)
+            outer.on_stall = lambda stalled: _stalled(outer, side, scenario, stalled, render)
+            try:
+                violation = execute_in(env, scenario)
+            finally:
+                outer.on_stall = None
             if violation is None and env.problems:
                 violation = _first(env)
             return Outcome(scenario, violation, env if violation is not None else None)
@@ -118,6 +124,18 @@ def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
         ctx.env.count_iterations(budget.ran, 0)
         return
     _report(ctx, side, finding.outcome, render, finding)
+
+
+def _stalled(outer: Any, side: str, scenario: Scenario, stalled: RuleViolation,
+             render: Callable[[Scenario], list[str]]) -> RuleViolation:
+    """The watchdog's verdict on a scenario that blocked: with that scenario, its trace (of the
+    run recording when it blocked: the scenario's, or a baseline run inside it) and its token."""
+    nested = outer.nested
+    while nested is not None and nested.nested is not None:
+        nested = nested.nested
+    if nested is not None:
+        outer.trace = nested.trace
+    return FuzzViolation(stalled, side, scenario, render(scenario), None)
 
 
 def _first(env: Any) -> RuleViolation:
@@ -158,6 +176,10 @@ def fuzz_publisher(ctx: Any) -> None:
         if n not in references:
             references[n] = publisher_side.reference_sequence(ctx, n)
         return references[n]
+
+    if settings.can_complete and not _replay_scenario(settings, "publisher"):
+        # Scenarios judge what is owed by n: a factory that ignores it would be blamed on a rule.
+        ctx.factory_contract([k for k in publisher_side._SIZES if k <= settings.max_elements])
 
     def execute_in(env: Any, scenario: Scenario) -> RuleViolation | None:
         try:

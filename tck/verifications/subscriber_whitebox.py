@@ -41,6 +41,7 @@ def required_sanity_exercise_whitebox_happy_path(ctx: WhiteboxStages) -> None:
     If this fails, check the test wrapper first: the puppet must make the subscriber request
     and cancel, and every processed element must be reported with ``with probe.next(x):``.
     """
+    ctx.needs_demand()
     stage = ctx.stage()
     stage.request(1)
     stage.expect_demand()
@@ -65,6 +66,7 @@ def required_spec201_must_signal_demand_via_subscription_request(ctx: WhiteboxSt
     If this fails, check that the subscriber signals demand with request(n) (rule 2.1) and
     that the puppet's request reaches it.
     """
+    ctx.needs_demand()
     stage = ctx.stage()
     stage.request(1)
     stage.expect_demand(rule="2.1")
@@ -82,11 +84,14 @@ tck_test.untested(
 
 
 def _no_calls_inside(ctx: WhiteboxStages, signal: str) -> None:
+    # The terminal signal needs no demand: it is sent whether or not the subscriber asked
+    # (one may cancel inside on_subscribe, or never request by design); an element only if it did.
     stage = ctx.stage()
-    stage.request(1)
-    stage.expect_demand()
-    x = stage.send_next()
-    stage.probe.expect_next(x)
+    if not ctx.settings.never_requests:
+        stage.request(1)
+        if stage.upstream.wait_demand(until_cancelled=True) > 0:
+            x = stage.send_next()
+            stage.probe.expect_next(x)
     stage.upstream.settle()
     if signal == "on_complete":
         stage.send_complete()
@@ -121,11 +126,14 @@ def required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_er
 
 def _cancelled_after(ctx: WhiteboxStages, signal: str) -> None:
     stage = ctx.stage()
-    stage.request(2)
-    stage.expect_demand()
-    x = stage.send_next()
-    stage.probe.expect_next(x)
+    if not ctx.settings.never_requests:
+        stage.request(2)
+        stage.expect_demand()
+        x = stage.send_next()
+        stage.probe.expect_next(x)
     stage.upstream.settle()
+    # Counted from the moment the signal returned: a request the subscriber's processing of it
+    # makes at once (a loop callback it scheduled) must not slip in before the window opens.
     if signal == "on_complete":
         stage.send_complete()
         stage.probe.expect_complete()
@@ -133,7 +141,7 @@ def _cancelled_after(ctx: WhiteboxStages, signal: str) -> None:
         error = _failure("2.4")
         stage.send_error(error)
         stage.probe.expect_error(error)
-    stage.upstream.expect_no_request(rule="2.4",
+    stage.upstream.expect_no_request(rule="2.4", since=stage.subscription.requests_at_terminal,
                                      after=f"after {signal} (the subscription counts as cancelled)")
 
 
@@ -168,6 +176,7 @@ def required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscrip
     still reach the first one and the element sent there must be processed. If this fails,
     check that on_subscribe cancels a new subscription while one is active.
     """
+    ctx.needs_demand()
     stage = ctx.stage()
     ctx.second_subscription(stage.subscriber, stage.upstream, ctx.upstream("second"), "2.5")
     stage.request(1)
@@ -199,6 +208,7 @@ def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from
     """
     if ctx.settings.skip_stochastic:
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
+    ctx.needs_demand()
     stage = ctx.stage(yield_s=0.0005, hold_s=RIVAL_HOLD_S)
     sent = []
     with aggressive_switching():
@@ -223,6 +233,7 @@ def required_spec208_must_be_prepared_to_receive_on_next_signals_after_having_ca
     that demand (as rule 3.12 allows), and pulls the puppet twice more. If this fails,
     check that on_next after cancel() is ignored (or processed), never raises.
     """
+    ctx.needs_demand()
     stage = ctx.stage()
     stage.request(1)
     stage.expect_demand(rule="2.8")
@@ -235,6 +246,8 @@ def required_spec208_must_be_prepared_to_receive_on_next_signals_after_having_ca
 
 
 def _terminal_prepared(ctx: WhiteboxStages, signal: str, rule: str, preceding_request: bool) -> None:
+    if preceding_request:
+        ctx.needs_demand()
     stage = ctx.stage()
     if preceding_request:
         stage.request(1)
@@ -298,6 +311,7 @@ def required_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_
     processing logic: a queue per subscriber is safe, a field that the next signal
     overwrites is not.
     """
+    ctx.needs_demand()
     stage = ctx.stage()
     stage.request(20)
     sent: list[Any] = []
@@ -334,6 +348,7 @@ def required_spec212_subscribed_twice_must_keep_the_first_subscription_and_cance
     must still reach the first subscription and its element be processed. If this fails,
     check that on_subscribe does not reset the subscriber (adopting the new subscription).
     """
+    ctx.needs_demand()
     stage = ctx.stage()
     ctx.second_subscription(stage.subscriber, stage.upstream, stage.upstream, "2.12")
     stage.request(1)
@@ -351,10 +366,11 @@ def required_spec213_signal_methods_must_return_normally(ctx: WhiteboxStages) ->
     handled inside it (and end with cancel()), never raised to the publisher.
     """
     stage = ctx.stage()
-    stage.request(1)
-    stage.expect_demand()
-    x = stage.send_next()
-    stage.probe.expect_next(x)
+    if not ctx.settings.never_requests:
+        stage.request(1)
+        stage.expect_demand()
+        x = stage.send_next()
+        stage.probe.expect_next(x)
     stage.send_complete()
     stage.probe.expect_complete()
     failing = ctx.stage("failing")
@@ -408,6 +424,7 @@ def required_spec308_whitebox_request_must_register_given_number_elements_to_be_
     processed), as long as the demand it signals adds up to what it was asked for. If this
     fails, check that requested demand is forwarded in full, not dropped or capped.
     """
+    ctx.needs_demand()
     stage = ctx.stage()
     for asked in (2, 3):
         stage.request(asked)
@@ -427,6 +444,7 @@ def required_spec310_whitebox_must_be_prepared_for_on_next_delivered_synchronous
     that the subscriber stores its subscription (and any state on_next needs) before calling
     request, and holds no lock that on_next also takes while it calls request.
     """
+    ctx.needs_demand()
     stage = ctx.stage(count=5, inline=True, end=None, signal_rule="3.10")
     # Always through the puppet: a subscriber may have requested upstream by itself and still
     # hold the elements for demand from its own downstream (a prefetching processor does).
@@ -447,6 +465,7 @@ def required_spec311_whitebox_must_be_prepared_for_on_complete_or_on_error_deliv
     If this fails, check the handling of an end of stream that arrives while the subscriber
     is still inside its own request call.
     """
+    ctx.needs_demand()
     error = _failure("3.11")
     for end, count in (("complete", 1), ("error", 0)):
         stage = ctx.stage(f"inline-{end}", count=count, inline=True, end=end, error=error,

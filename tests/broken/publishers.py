@@ -15,6 +15,7 @@ abandoned cannot keep a core busy while later cases run.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import random
 import threading
 import time
@@ -1317,3 +1318,96 @@ class ValidatesAfterCancel(RangeSubscription):
             self.original.on_error(invalid_request(n))
             return
         super().request(n)
+# -- sanity: factories that ignore n ---------------------------------------------------------
+
+
+class AtLeastOne(RangeSubscription):
+    """Sanity: ``factory(n)`` yields at least one element: ``factory(0)`` gives one (a source
+    that cannot be empty, asked for an empty stream)."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        if self.end is not None:
+            self.end = max(1, self.end)
+
+
+class CappedAtTwenty(RangeSubscription):
+    """Sanity: ``factory(n)`` yields at most 20 elements (a fixed-size page, whatever n)."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        if self.end is not None:
+            self.end = min(20, self.end)
+
+
+# -- 2.13 from the publisher's side: subscribers that raise ------------------------------------
+
+
+class DeliversPastRaisingOnNext(RangeSubscription):
+    """Rule 2.13: a subscriber's exception from on_next is swallowed and delivery goes on, as if
+    the subscription were still active (it must be considered cancelled)."""
+
+    def deliver_next(self, subscriber: Subscriber[int], element: int) -> None:
+        with contextlib.suppress(Exception):
+            subscriber.on_next(element)
+
+
+class UnboundAfterRaisingOnNext(RangeSubscription):
+    """Rule 3.16: when on_next raises, the delivery step's error path reads a name bound only on
+    the normal path, so request() raises UnboundLocalError (a first-order mutant of a reference
+    publisher: one statement deleted)."""
+
+    def step(self) -> bool:
+        with self.lock:
+            subscriber = self.subscriber
+            if subscriber is None or self.halted.is_set():
+                return False
+            done = self.index == self.end
+            if not done:
+                if self.demand <= 0:
+                    return False
+                element = self.index
+                self.index += 1
+                if self.demand < MAX_DEMAND:
+                    self.demand -= 1
+            else:
+                self.subscriber = None
+        if done:
+            subscriber.on_complete()
+            return False
+        try:
+            subscriber.on_next(element)
+            delivered = True
+        except Exception:
+            self.stop()
+        return delivered  # unbound when on_next raised
+
+
+class OwnErrorWhenOnSubscribeRaises(RangePublisher):
+    """Rule 1.9: a raising on_subscribe makes subscribe() raise an exception of its own, with the
+    subscriber's failure suppressed (``from None``): the failure is not passed on, replaced."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        subscription = self.subscription(subscriber, self.count)
+        try:
+            subscriber.on_subscribe(subscription)
+        except Exception:
+            subscription.stop()
+            raise RuntimeError("subscriber rejected") from None
+        subscription.start()
+
+
+class NameErrorAfterRaisingOnError(FailedPublisher):
+    """Rule 1.9: the failed publisher's handler for a raising on_error refers to a name that does
+    not exist: subscribe() raises NameError (while handling the subscriber's failure)."""
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        subscriber.on_subscribe(NoopSubscription())
+        try:
+            subscriber.on_error(RuntimeError("failed publisher: fails every subscriber"))
+        except Exception:
+            logger.warning("subscriber failed")  # type: ignore[name-defined]  # noqa: F821

@@ -504,3 +504,20 @@ class CancelsBothOnSecondSubscription(GoodSubscriber):
             self.cancel()
             return
         super().on_subscribe(subscription)
+
+
+# -- asyncio subscribers -----------------------------------------------------------------------
+
+
+def loop_requests_after_end() -> Any:
+    """Rule 2.4: an asyncio subscriber whose loop callback, scheduled by on_complete/on_error,
+    requests once more. Otherwise the conforming loop subscriber; run under --rs-loop=asyncio."""
+    from tests.conforming.subscribers import LoopSubscriber
+
+    return LoopSubscriber(late_request=True)
+
+
+def loop_requests_after_end_whitebox(probe: Any) -> Any:
+    from tests.conforming.subscribers import LoopSubscriber
+
+    return LoopSubscriber(probe, late_request=True)

@@ -45,6 +45,18 @@ def subjects() -> dict[str, tuple[str, Any]]:
             subscribers.jvm_sync_whitebox, label="jvm_sync_whitebox")),
         "subscriber_whitebox:jvm_async": ("subscriber_whitebox", WhiteboxSubject(
             subscribers.jvm_async_whitebox, label="jvm_async_whitebox")),
+        "subscriber_blackbox:cancel_at_once": ("subscriber_blackbox", SubscriberSubject(
+            subscribers.cancel_at_once_sink, never_requests=True, label="cancel_at_once")),
+        "subscriber_whitebox:cancel_at_once": ("subscriber_whitebox", WhiteboxSubject(
+            subscribers.cancel_at_once_whitebox, never_requests=True, label="cancel_at_once_whitebox")),
+        "subscriber_blackbox:ignoring": ("subscriber_blackbox", SubscriberSubject(
+            subscribers.ignoring_sink, never_requests=True, label="ignoring")),
+        "subscriber_whitebox:ignoring": ("subscriber_whitebox", WhiteboxSubject(
+            subscribers.ignoring_whitebox, never_requests=True, label="ignoring_whitebox")),
+        "subscriber_blackbox:asyncio_loop": ("subscriber_blackbox", SubscriberSubject(
+            subscribers.loop_subscriber, loop="asyncio", label="asyncio_loop")),
+        "subscriber_whitebox:asyncio_loop": ("subscriber_whitebox", WhiteboxSubject(
+            subscribers.loop_whitebox, loop="asyncio", label="asyncio_loop_whitebox")),
         "processor:actor": ("processor", ProcessorSubject(
             processors.actor_processor, max_subscribers=1, label="actor")),
         "processor:prefetch": ("processor", ProcessorSubject(

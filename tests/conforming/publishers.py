@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
+import logging
 import threading
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -151,6 +152,15 @@ class _IterableSubscription:
             return _END
 
     def _do_send(self) -> None:
+        try:
+            self._send_batch()
+        except Exception as exc:
+            # As the JVM example: only a signal method of the subscriber can have raised here,
+            # which rule 2.13 forbids; all that is left is to cancel (and log).
+            self._do_cancel()
+            logging.getLogger(__name__).warning("%r violated rule 2.13 by raising %r", self, exc)
+
+    def _send_batch(self) -> None:
         left_in_batch = self._publisher.batch_size
         while True:
             subscriber = self.subscriber

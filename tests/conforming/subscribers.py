@@ -271,3 +271,169 @@ def first_subscriber() -> TakeSubscriber:
 
 def take3_subscriber() -> TakeSubscriber:
     return TakeSubscriber(3)
+
+
+class CancelAtOnceSink:
+    """A sink that wants nothing: it cancels inside ``on_subscribe`` and never requests.
+
+    Legal (rules 2.6, 3.5): the JVM's ``shouldPass_unrelatedCancelFromOnComplete`` shape. It
+    still takes the terminal signal that may already be on its way (2.9, 2.10) and reports it.
+    """
+
+    def __init__(self, probe: Any = None) -> None:
+        self._probe = probe
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("rule 2.13: on_subscribe(None)")
+        if self._probe is not None:
+            self._probe.register(request=subscription.request, cancel=subscription.cancel)
+        subscription.cancel()
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("rule 2.13: on_next(None)")
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("rule 2.13: on_error(None)")
+        with _report(self._probe, "error", exc):
+            pass
+
+    def on_complete(self) -> None:
+        with _report(self._probe, "complete"):
+            pass
+
+
+class IgnoringSink:
+    """A sink that keeps its subscription and never asks for anything (a placeholder, a tap
+    that is never opened): legal, since demand is the subscriber's to give."""
+
+    def __init__(self, probe: Any = None) -> None:
+        self._probe = probe
+        self._subscription: Subscription | None = None
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("rule 2.13: on_subscribe(None)")
+        if self._subscription is not None:
+            subscription.cancel()  # rule 2.5
+            return
+        self._subscription = subscription
+        if self._probe is not None:
+            self._probe.register(request=lambda n: None, cancel=subscription.cancel)
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("rule 2.13: on_next(None)")
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("rule 2.13: on_error(None)")
+        with _report(self._probe, "error", exc):
+            self._subscription = None
+
+    def on_complete(self) -> None:
+        with _report(self._probe, "complete"):
+            self._subscription = None
+
+
+class LoopSubscriber:
+    """An asyncio subscriber: every signal is handed to its event loop with ``call_soon`` and
+    handled there, one callback at a time; it requests one element at a time from those
+    callbacks (so a synchronous upstream delivers the next ``on_next`` on the loop, inside the
+    callback's ``request``). The shape of subscribers of loop-bound libraries.
+
+    Built on the loop (the TCK calls the factory there under ``--rs-loop=asyncio``).
+    """
+
+    def __init__(self, probe: Any = None, *, late_request: bool = False) -> None:
+        import asyncio
+
+        self._loop = asyncio.get_running_loop()
+        self._probe = probe
+        self._subscription: Subscription | None = None
+        self._done = False
+        #: The bug of a sibling shape: one more request from the loop after on_complete (2.4).
+        self._late_request = late_request
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("rule 2.13: on_subscribe(None)")
+        self._loop.call_soon(self._subscribed, subscription)
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("rule 2.13: on_next(None)")
+        self._loop.call_soon(self._next, element)
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("rule 2.13: on_error(None)")
+        self._loop.call_soon(self._end, "error", exc)
+
+    def on_complete(self) -> None:
+        self._loop.call_soon(self._end, "complete", None)
+
+    def _subscribed(self, subscription: Subscription) -> None:
+        if self._subscription is not None or self._done:
+            subscription.cancel()  # rule 2.5
+            return
+        self._subscription = subscription
+        if self._probe is not None:
+            self._probe.register(request=self._puppet_request, cancel=self._puppet_cancel)
+        subscription.request(1)
+
+    def _puppet_request(self, n: int) -> None:
+        self._loop.call_soon_threadsafe(self._request, n)
+
+    def _puppet_cancel(self) -> None:
+        self._loop.call_soon_threadsafe(self._cancel)
+
+    def _request(self, n: int) -> None:
+        if self._subscription is not None and not self._done:
+            self._subscription.request(n)
+
+    def _cancel(self) -> None:
+        if self._subscription is not None and not self._done:
+            self._done = True
+            self._subscription.cancel()
+
+    def _next(self, element: Any) -> None:
+        if self._done or self._subscription is None:
+            return
+        with _report(self._probe, "next", element):
+            pass
+        self._subscription.request(1)
+
+    def _end(self, kind: str, exc: BaseException | None) -> None:
+        if self._done and not self._late_request:
+            return
+        with _report(self._probe, kind, exc):
+            self._done = True
+        if self._late_request and self._subscription is not None:
+            self._loop.call_soon(self._subscription.request, 1)  # breaks 2.4
+
+
+def cancel_at_once_sink() -> CancelAtOnceSink:
+    return CancelAtOnceSink()
+
+
+def cancel_at_once_whitebox(probe: Any) -> CancelAtOnceSink:
+    return CancelAtOnceSink(probe)
+
+
+def ignoring_sink() -> IgnoringSink:
+    return IgnoringSink()
+
+
+def ignoring_whitebox(probe: Any) -> IgnoringSink:
+    return IgnoringSink(probe)
+
+
+def loop_subscriber() -> LoopSubscriber:
+    return LoopSubscriber()
+
+
+def loop_whitebox(probe: Any) -> LoopSubscriber:
+    return LoopSubscriber(probe)
