@@ -59,6 +59,10 @@ REFERENCE_PREFIX = 64
 _BOUNDARY = (MAX_DEMAND - 1, MAX_DEMAND, MAX_DEMAND + 1, 2**62, 2**64)
 _NON_POSITIVE = (0, -1, -MAX_DEMAND)
 _SIZES = (0, 1, 2, 3, 4, 7, 16, 64)
+#: A re-entrant action at this ``on_next`` index is made from every ``on_next`` (the first
+#: ``EVERY_LIMIT`` of them: on an endless stream a request(1) from each would never end).
+EVERY = 0
+EVERY_LIMIT = 64
 
 
 # -- generating scenarios --------------------------------------------------------------------
@@ -113,13 +117,148 @@ def generator(settings: Settings, *, subscribers: int, failed: bool) -> Callable
         # Re-entrant calls, dense: a drain loop is where order-dependent defects hide.
         # Handed to another thread as often as not: a call landing while a drain loop runs.
         reactions = tuple(sorted({(target(), int(pick(rng, ((3, lambda: rng.randint(1, 3)),
-                                                           (1, lambda: rng.randint(4, 8))))),
+                                                           (1, lambda: rng.randint(4, 8)),
+                                                           (1, EVERY)))),
                                    action(cancels=2, illegal=6, thread=2))
                                   for _ in range(rng.randint(0, 6))}))
         count = rng.randint(0, 12) if rng.random() < 0.85 else rng.randint(40, 200)
         return (n, first, reactions, tuple(step() for _ in range(count)))
 
     return generate
+
+
+# -- the systematic search ---------------------------------------------------------------------
+
+#: The amounts of the systematic alphabet: one, two, a few, the boundaries around 2**63-1
+#: (sums of two cross it), and the two illegal kinds.
+ALPHABET_DEMAND = (1, 2, 3, MAX_DEMAND - 1, MAX_DEMAND, 2**64, 0, -1)
+#: Where a letter's call is made: a step of the test thread, inside on_subscribe, re-entrantly
+#: from on_next #1 (also handed to another thread while it waits: a call landing while the
+#: drain loop runs), from on_next #k, and from every on_next.
+WHERE = ("test", "on_subscribe", "on_next #1", "on_next #1, another thread", "on_next #k", "every on_next")
+#: The ``k`` of "on_next #k" and the stream length of systematic scenarios: a request of "a few"
+#: (3) after one element reaches the end, and a miscount of one shows as an extra element.
+SYSTEMATIC_K = 2
+SYSTEMATIC_N = 4
+#: What is still tried after a cancel or a non-positive request: every call is then a no-op
+#: (3.6, 1.6), and these stand for the rest (a small and an unbounded request, another
+#: non-positive one, another cancel).
+AFTER_END = (("request", 1, "here"), ("request", MAX_DEMAND, "here"), ("request", 0, "here"), ("cancel", "here"))
+#: Amounts a re-entrant action's demand comes from, and amounts it requests: a few and 2**64
+#: stand for their classes there (2 reaches on_next #k as 3 does; 2**63-1 is unbounded as 2**64
+#: is, and sums crossing 2**63-1 come from 2**63-2 and 2**63-1).
+REENTRANT_SOURCE = (1, 2, MAX_DEMAND - 1, MAX_DEMAND)
+REENTRANT_DEMAND = (1, 2, 3, MAX_DEMAND - 1, MAX_DEMAND, 0, -1)
+
+
+def systematic(settings: Settings, steps: int) -> Iterator[Scenario]:
+    """Every scenario of up to ``steps`` letters of the alphabet, shortest first, without repeats.
+
+    A letter is one call (a request of an ``ALPHABET_DEMAND`` amount, or cancel) made from one
+    of ``WHERE``. Sequences that give the same scenario (re-entrant actions are a set; calls
+    inside on_subscribe come before the test thread's) are run once, and so is a sequence with
+    a re-entrant action that a conforming publisher never reaches (its on_next never comes, or
+    "every" on_next is only one): it is the same scenario as the one without it, and any
+    publisher that does reach it has broken a rule the shorter one shows. Two classes stand
+    for their members: the demand a re-entrant action needs comes from the test thread
+    (on_subscribe's own demand is crossed with the test thread's and with itself), with the
+    amounts of ``REENTRANT_SOURCE`` and ``REENTRANT_DEMAND``, and after a cancel or a
+    non-positive request only ``AFTER_END`` is tried.
+    """
+    if steps <= 0:
+        return
+    n = min(SYSTEMATIC_N, settings.max_elements) if settings.can_complete else settings.max_elements
+    actions = [("request", k, "here") for k in ALPHABET_DEMAND] + [("cancel", "here")]
+    letters = [(where, action) for action in actions for where in WHERE]
+    seen: set[Scenario] = set()
+    for length in range(1, steps + 1):
+        for word in _words(letters, length):
+            scenario = _spelled(n, word)
+            if scenario is None or scenario in seen:
+                continue
+            seen.add(scenario)
+            if _live(scenario):
+                yield scenario
+
+
+def _words(letters: list[tuple[str, tuple[Any, ...]]], length: int) -> Iterator[tuple[Any, ...]]:
+    if length == 0:
+        yield ()
+        return
+    for shorter in _words(letters, length - 1):
+        for letter in letters:
+            yield (*shorter, letter)
+
+
+def _spelled(n: int, word: tuple[Any, ...]) -> Scenario | None:
+    wheres = {where for where, _ in word}
+    if wheres - {"test", "on_subscribe"}:
+        if "on_subscribe" in wheres:
+            return None  # re-entrant actions take their demand from the test thread
+        for where, action in word:
+            amounts = REENTRANT_SOURCE if where == "test" else REENTRANT_DEMAND
+            if action[0] == "request" and action[1] not in amounts:
+                return None
+    ended = False
+    for where, action in sorted(word, key=lambda letter: letter[0] != "on_subscribe"):
+        if where not in ("test", "on_subscribe"):
+            continue
+        if ended and action not in AFTER_END:
+            return None
+        ended = ended or action[0] == "cancel" or action[1] <= 0
+    first: list[tuple[Any, ...]] = []
+    steps: list[tuple[Any, ...]] = []
+    reactions: set[tuple[Any, ...]] = set()
+    for where, action in word:
+        if where == "test":
+            steps.append(("request", 0, action[1], "here") if action[0] == "request" else ("cancel", 0, "here"))
+        elif where == "on_subscribe":
+            first.append(action)
+        else:
+            index = {"on_next #1": 1, "on_next #1, another thread": 1, "on_next #k": SYSTEMATIC_K,
+                     "every on_next": EVERY}[where]
+            made = (*action[:-1], "thread") if where.endswith("another thread") else action
+            if (0, index, made) in reactions:
+                return None  # the same action twice at one place: a shorter scenario
+            reactions.add((0, index, made))
+    return (n, tuple(first), tuple(sorted(reactions)), tuple(steps))
+
+
+def _live(scenario: Scenario) -> bool:
+    """Whether every re-entrant action fires when a conforming publisher runs ``scenario``."""
+    n, first, reactions, steps = scenario
+    if not reactions:
+        return True
+    state = {"demand": 0, "delivered": 0, "over": False}
+    fired: dict[tuple[Any, ...], int] = {}
+
+    def act(action: tuple[Any, ...]) -> None:
+        if state["over"]:
+            return
+        if action[0] == "cancel" or action[1] <= 0:
+            state["over"] = True  # cancelled, or ended by the on_error a non-positive request is owed
+        else:
+            state["demand"] = min(state["demand"] + action[1], MAX_DEMAND)
+
+    def drain() -> None:
+        limit = EVERY_LIMIT + SYSTEMATIC_K + 1  # enough to see every action fire, on an endless stream
+        while not state["over"] and state["demand"] > 0 and state["delivered"] < min(n, limit):
+            state["delivered"] += 1
+            if state["demand"] < MAX_DEMAND:
+                state["demand"] -= 1
+            count = state["delivered"]
+            for reaction in reactions:
+                if reaction[1] == count or (reaction[1] == EVERY and count <= EVERY_LIMIT):
+                    fired[reaction] = fired.get(reaction, 0) + 1
+                    act(reaction[2])
+
+    for action in first:
+        act(action)
+    drain()
+    for step in steps:
+        act(("request", step[2], step[3]) if step[0] == "request" else ("cancel", step[2]))
+        drain()
+    return all(fired.get(r, 0) >= (2 if r[1] == EVERY else 1) for r in reactions)
 
 
 def candidates(scenario: Scenario) -> Iterator[Scenario]:
@@ -147,14 +286,34 @@ def candidates(scenario: Scenario) -> Iterator[Scenario]:
     for i, step in enumerate(steps):
         for simpler in _simpler_step(step):
             yield (n, first, reactions, (*steps[:i], simpler, *steps[i + 1:]))
+    yield from _merged(scenario)
     for i, (who, index, action) in enumerate(reactions):
-        simpler_reactions = [(who, k, action) for k in range(1, index)]
+        simpler_reactions = [(who, k, action) for k in range(1, index)] if index != EVERY else [(who, 1, action)]
         simpler_reactions += [(who, index, a) for a in _simpler_action(action)]
         for reaction in simpler_reactions:
             yield (n, first, tuple(sorted({*reactions[:i], reaction, *reactions[i + 1:]})), steps)
     for i, action in enumerate(first):
         for simpler in _simpler_action(action):
             yield (n, (*first[:i], simpler, *first[i + 1:]), reactions, steps)
+
+
+def _merged(scenario: Scenario) -> Iterator[Scenario]:
+    """Two requests made one after the other from the same place, as one request of their sum."""
+    n, first, reactions, steps = scenario
+    for i in range(len(first) - 1):
+        a, b = first[i], first[i + 1]
+        if a[0] == b[0] == "request" and a[2] == b[2] and a[1] > 0 and b[1] > 0:
+            yield (n, (*first[:i], ("request", a[1] + b[1], a[2]), *first[i + 2:]), reactions, steps)
+    for i in range(len(steps) - 1):
+        a, b = steps[i], steps[i + 1]
+        if a[0] == b[0] == "request" and a[1] == b[1] and a[3] == b[3] and a[2] > 0 and b[2] > 0:
+            yield (n, first, reactions, (*steps[:i], ("request", a[1], a[2] + b[2], a[3]), *steps[i + 2:]))
+
+
+def size(scenario: Scenario) -> int:
+    """The steps of a scenario that do something: every call, re-entrant one and subscriber."""
+    _n, first, reactions, steps = scenario
+    return len(first) + len(reactions) + sum(1 + len(s[1]) if s[0] == "subscribe" else 1 for s in steps)
 
 
 def _simpler_action(action: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
@@ -208,7 +367,8 @@ def render(scenario: Scenario, *, multi: bool | None = None) -> list[str]:
     if first:
         head += "; from its on_subscribe: " + ", then ".join(action_text(a) for a in first)
     for target, index, action in reactions:
-        head += f"; from {_name(target) + chr(39) + 's ' if multi else ''}on_next #{index}: {action_text(action)}"
+        signal = "every on_next" if index == EVERY else f"on_next #{index}"
+        head += f"; from {_name(target) + chr(39) + 's ' if multi else ''}{signal}: {action_text(action)}"
     lines = [f"1. {head}"]
     subscribers = 1
     for i, step in enumerate(steps, 2):
@@ -279,6 +439,9 @@ class _Subscriber:
             return
         for action in self.armed.pop(count, ()):
             self.reentrant(f"on_next #{count}", action)
+        if count <= EVERY_LIMIT:
+            for action in self.armed.get(EVERY, ()):
+                self.reentrant(f"on_next #{count} (every on_next)", action)
 
     def reentrant(self, where: str, action: tuple[Any, ...]) -> None:
         """Act from inside a signal; deferred if the TCK is inside a call from another thread."""
@@ -369,6 +532,14 @@ class PublisherScenario:
         self.publisher: Any = None
 
     def execute(self) -> RuleViolation | None:
+        failure = self.run_steps()
+        if failure is not None:
+            return failure
+        self.await_owed()
+        return self.verdict(self.settle_quiet())
+
+    def run_steps(self) -> RuleViolation | None:
+        """Subscribe and make the scenario's calls; a violation that already ends it, or None."""
         n, first, reactions, steps = self.scenario
         self.reactions = reactions
         made = "failed publisher" if n == FAILED else f"factory({demand_text(n)})"
@@ -383,7 +554,7 @@ class PublisherScenario:
             if failure is not None:
                 break
             self._flush()
-        return failure or self._settle()
+        return failure
 
     def _quiet(self, limit: float) -> bool:
         """Wait until a whole window passes with no signal to any probe; False if not in ``limit``."""
@@ -452,8 +623,8 @@ class PublisherScenario:
 
     # -- the verdict ------------------------------------------------------------------------
 
-    def _settle(self) -> RuleViolation | None:
-        """Wait (event-driven) for what every subscriber is owed; then judge."""
+    def await_owed(self) -> None:
+        """Wait (event-driven) for what every subscriber is owed."""
         self.env.trace.note("settle: waiting for what is owed")
         n = self.scenario[0]
         # Judge only once no re-entrant action is being made (an asynchronous publisher runs
@@ -469,14 +640,22 @@ class PublisherScenario:
             elif not probe.cancelled and sub.index == 0:
                 # What is owed is read live: a re-entrant request or cancel may still be made.
                 probe.wait_progress(_owed_arrived(probe, n), self.timeout)
-                if n < MAX_DEMAND - 1 and probe.requested >= n:
+                if n < MAX_DEMAND - 1 and probe.requested >= n and not probe.cancelled:
+                    # (a cancel from on_next may have landed meanwhile: no terminal is owed then)
                     probe.expect_terminal(timeout=self.timeout)
+
+    def settle_quiet(self) -> bool:
+        """Wait until nothing arrives for a window; False if signals kept coming."""
         self._idle()
         self._flush()
         quiet_now = self._quiet(self.timeout)
         if self._idle():  # an action began meanwhile (a hook that was about to run): settle again
             self._flush()
             quiet_now = self._quiet(self.timeout)
+        return quiet_now
+
+    def verdict(self, quiet_now: bool) -> RuleViolation | None:
+        """The scenario's violation, judged once it has settled (``quiet_now``: nothing arrives)."""
         if quiet_now:
             quiet = {sub.name: True for sub in self.subs}
         else:
@@ -619,6 +798,36 @@ class PublisherScenario:
                 f"{who}{what}", hint="no element may be lost, duplicated or reordered by a "
                 "particular order of requests and cancels")]
         return []
+
+
+def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
+           reference: Callable[[int], tuple[Any, ...] | None]) -> bool:
+    """Whether every scenario passes, run one after another in one environment.
+
+    The systematic search runs hundreds of short scenarios whose cost is mostly the quiet
+    window each ends with: here they share one. Their subscriptions are separate (a fresh
+    publisher each), so each is judged on its own probes; a scenario's violation, or any
+    problem a probe flagged, fails the batch, and the caller runs its scenarios one by one
+    to find (and report) the one that breaks a rule on its own.
+    """
+    runs = []
+    try:
+        for scenario in scenarios:
+            run = PublisherScenario(ctx, env, scenario, reference)
+            if run.run_steps() is not None:
+                return False
+            run.await_owed()
+            runs.append(run)
+        for run in runs:
+            run._idle()
+            run._flush()
+        quiet = runs[-1]._quiet(runs[-1].timeout) if runs else True
+        waited = [run._idle() for run in runs]  # every one, not up to the first that waited
+        if any(waited):
+            quiet = False  # a re-entrant action began meanwhile: each is judged on its own wait
+        return not env.problems and all(run.verdict(quiet) is None for run in runs)
+    except (RuleViolation, NotVerified, ProbeAbort):
+        return False
 
 
 def _owed_arrived(probe: ProbeSubscriber, n: int) -> Callable[[], bool]:
