@@ -346,3 +346,34 @@ def test_a_synchronous_signal_on_the_thread_a_call_was_handed_to_is_not_an_overl
     subject = PublisherSubject(getattr(cp, shape), label=shape)
     result = run("publisher", FUZZ_TEST["publisher"], subject, FAST.replace(fuzz_replay=token))
     assert result.verdict == "passed", result.message
+
+
+@pytest.mark.parametrize("scenario", [
+    # probe's request reaches sub2, which asked for nothing: seen as 1.1 at sub2
+    (4, (), (), (("subscribe", ()), ("request", 0, 1, "here"))),
+    # probe's demand (unbounded) drives sub2's signals: seen as 1.1 at sub2, 3.17 at probe
+    (4, (("request", 1, "here"),), (), (("subscribe", ()), ("request", 0, 2**63 - 1, "here"))),
+])
+def test_demand_lost_to_a_later_subscriber_handed_the_same_subscription_is_rule_1_11(scenario: Any) -> None:
+    subject = PublisherSubject(od.retargeted_stream, label="retargeted")
+    result = run("publisher", FUZZ_TEST["publisher"], subject,
+                 FAST.replace(fuzz_replay=encode("publisher", scenario)))
+    assert (result.outcome, result.rule) == ("failed", "1.11"), result.message
+    assert "sub2 was handed probe's subscription" in result.message
+
+
+def _conforming_publishers() -> list[Any]:
+    from tests.conforming import subjects
+
+    return [pytest.param(verification, subject, id=label) for label, (verification, subject) in subjects().items()
+            if verification in ("publisher", "processor")]
+
+
+@pytest.mark.parametrize(("verification", "subject"), _conforming_publishers())
+def test_the_systematic_scenarios_never_accuse_a_conforming_publisher(verification: str, subject: Any) -> None:
+    # The systematic phase in full, and a single random scenario after it.
+    result = run(verification, "fuzz_demand_cancel_orders", subject, Settings(fuzz_examples=1))
+    assert result.outcome in ("passed", "skipped"), result.message
+    if result.outcome == "passed":
+        assert result.iterations is not None
+        assert result.iterations["ran"] > 200

@@ -664,10 +664,38 @@ class PublisherScenario:
         mine = self._judge(quiet)
         problems = self.env.problems
         if mine and mine[0].rule is not None and mine[0].rule.id == "3.6":
-            return mine[0]
-        if problems:
-            return as_violation(problems[0], None)
-        return mine[0] if mine else None
+            found: RuleViolation | None = mine[0]
+        elif problems:
+            found = as_violation(problems[0], None)
+        else:
+            found = mine[0] if mine else None
+        if found is not None:
+            return self._shared_subscription(found) or found
+        return None
+
+    def _shared_subscription(self, found: RuleViolation) -> RuleViolation | None:
+        """The cause, when a later subscriber was handed an earlier one's subscription object.
+
+        A publisher that serves one subscriber (a stream object that is its own subscription)
+        and re-targets it to whoever subscribes last breaks the first subscriber: its demand
+        now drives the other's signals, so its elements stop (3.8, or 3.17 past 2**63-1) or
+        arrive unasked at the other (1.1). Neither is the cause: a publisher must reject a
+        subscriber it cannot serve (on_subscribe, then on_error) or isolate it (1.11).
+        """
+        for sub in self.subs[1:]:
+            mine = sub.probe.subscription
+            for other in self.subs[: sub.index]:
+                if mine is not None and mine is other.probe.subscription:
+                    what = found.rule.id if found.rule is not None else "sanity"
+                    return RuleViolation(
+                        "1.11", "each subscriber served on its own: a publisher that supports one subscriber "
+                        "rejects a later one (on_subscribe, then on_error) or keeps it apart from the first",
+                        f"{sub.name} was handed {other.name}'s subscription (the same object, "
+                        f"{short_repr(mine)}), and then: {found.observed} [shows as rule {what}]",
+                        hint="a second subscribe() must not re-target the first subscriber's subscription; "
+                        "give each subscriber its own, or signal on_error to the ones not supported",
+                        evidence=found.evidence)
+        return None
 
     def _idle(self) -> bool:
         """Wait (bounded) until no probe is inside a signal and no re-entrant action is running.
@@ -724,6 +752,12 @@ class PublisherScenario:
                     found.append(RuleViolation(
                         "3.9", "a terminal signal after a request(n) with n <= 0",
                         f"{who}none (the request is record #{sub.illegal_at} of the trace, or near it)"))
+                continue
+            if sub.illegal_at is not None and not probe.cancelled and terminal is None \
+                    and n < MAX_DEMAND - 1 and received >= n:
+                # Every element arrived and the stream never ended: that is the first rule
+                # broken, whatever the non-positive request met afterwards.
+                found += self._owed(sub, n, received, max(requested, n), terminal, who)
                 continue
             if sub.illegal_at is not None and not probe.cancelled:
                 natural_end = terminal == "on_complete" and received >= n and sub.illegal_in_flight >= n
@@ -804,8 +838,9 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
            reference: Callable[[int], tuple[Any, ...] | None]) -> bool:
     """Whether every scenario passes, run one after another in one environment.
 
-    The systematic search runs hundreds of short scenarios whose cost is mostly the quiet
-    window each ends with: here they share one. Their subscriptions are separate (a fresh
+    The systematic search runs hundreds of short scenarios whose cost is mostly waiting: for
+    the quiet window each ends with, and for an asynchronous publisher's deliveries. Here they
+    share one window, and the calls of every scenario are made before any is waited for. Their subscriptions are separate (a fresh
     publisher each), so each is judged on its own probes; a scenario's violation, or any
     problem a probe flagged, fails the batch, and the caller runs its scenarios one by one
     to find (and report) the one that breaks a rule on its own.
@@ -816,8 +851,9 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
             run = PublisherScenario(ctx, env, scenario, reference)
             if run.run_steps() is not None:
                 return False
-            run.await_owed()
             runs.append(run)
+        for run in runs:  # an asynchronous publisher's deliveries overlap meanwhile
+            run.await_owed()
         for run in runs:
             run._idle()
             run._flush()

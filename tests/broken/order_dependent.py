@@ -357,3 +357,79 @@ class InsideRequestUncounted:
 SUBSCRIBERS = (
     ("inside-request-uncounted", InsideRequestUncounted, "2.1"),
 )
+
+
+# -- the cause named: a unicast stream re-targeted by a later subscriber --------------------------
+
+
+class RetargetedStream:
+    """1.11: a unicast stream that is its own subscription; a later subscribe() re-targets it.
+
+    The design of rsocket-py's generator streams: ``subscribe`` stores the subscriber and hands
+    it the stream itself, so a second subscriber takes over the first one's subscription. The
+    first subscriber's demand then drives the second's signals: its own elements stop (seen as
+    lost demand, 3.8 or 3.17) or land unasked at the second (1.1). The cause is neither: a
+    publisher must reject a subscriber it cannot serve, or keep it apart (1.11).
+    Shown by: subscribe probe; subscribe sub2; probe: request(1).
+    """
+
+    def __init__(self, count: int) -> None:
+        self.lock = threading.Lock()
+        self.subscriber: Any = None
+        self.count = count
+        self.index = 0
+        self.demand = 0
+        self.emitting = False
+        self.over = False
+
+    def subscribe(self, subscriber: Any) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        self.subscriber = subscriber  # the defect: the earlier subscriber is forgotten
+        subscriber.on_subscribe(self)
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            if self.over:
+                return
+            if n <= 0:
+                self.over = True
+                target = self.subscriber
+            else:
+                self.demand = min(self.demand + n, MAX_DEMAND)
+                if self.emitting:
+                    return
+                self.emitting = True
+                target = None
+        if target is not None:
+            target.on_error(bp.invalid_request(n))
+            return
+        self._emit()
+
+    def _emit(self) -> None:
+        while True:
+            with self.lock:
+                if self.over or (self.demand <= 0 and self.index < self.count):
+                    self.emitting = False
+                    return
+                target = self.subscriber
+                if self.index >= self.count:
+                    self.over = True
+                    element = None
+                else:
+                    element = self.index
+                    self.index += 1
+                    if self.demand < MAX_DEMAND:
+                        self.demand -= 1
+            if element is None:
+                target.on_complete()
+                return
+            target.on_next(element)
+
+    def cancel(self) -> None:
+        with self.lock:
+            self.over = True
+
+
+def retargeted_stream(n: int) -> RetargetedStream:
+    return RetargetedStream(n)
