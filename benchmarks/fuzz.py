@@ -26,6 +26,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from rstck.fuzz.publisher_side import size
+from rstck.fuzz.scenario import decode
 from rstck.reference import async_range_publisher
 from rstck.reference import async_subscriber
 from rstck.reference import async_whitebox_subscriber
@@ -33,8 +35,6 @@ from rstck.reference import identity_processor
 from rstck.reference import range_publisher
 from rstck.reference import sync_subscriber
 from rstck.reference import sync_whitebox_subscriber
-from rstck.fuzz.publisher_side import size
-from rstck.fuzz.scenario import decode
 from rstck.results import TestResult
 from rstck.runner import run_test
 from rstck.settings import Settings
