@@ -644,6 +644,18 @@ class PublisherScenario:
                     # (a cancel from on_next may have landed meanwhile: no terminal is owed then)
                     probe.expect_terminal(timeout=self.timeout)
 
+    def served(self) -> bool:
+        """Whether the first subscriber has what ``await_owed`` waited for (else it timed out)."""
+        n = self.scenario[0]
+        probe = self.subs[0].probe if self.subs else None
+        if probe is None or probe.subscription is None or probe.cancelled:
+            return True
+        if self.subs[0].illegal_at is not None or n == FAILED:
+            return probe.terminal is not None
+        if not _owed_arrived(probe, n)():
+            return False
+        return not (n < MAX_DEMAND - 1 and probe.requested >= n and probe.terminal is None)
+
     def settle_quiet(self) -> bool:
         """Wait until nothing arrives for a window; False if signals kept coming."""
         self._idle()
@@ -854,6 +866,8 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
             runs.append(run)
         for run in runs:  # an asynchronous publisher's deliveries overlap meanwhile
             run.await_owed()
+            if env.problems or not run.served():
+                return False  # a failure: the caller finds it alone, without waiting out the rest
         for run in runs:
             run._idle()
             run._flush()
