@@ -99,8 +99,8 @@ def broken(repeat: int, only: str | None = None) -> None:
                 total.append(result.duration_s)
                 shrunk[case] = result.fuzz["scenario"]
                 phases.add(result.fuzz.get("phase", "random"))
-                if verification == "publisher":
-                    sizes.append(size(decode(result.fuzz["replay"])[1]))
+                shrunk_scenario = decode(result.fuzz["replay"])[1]
+                sizes.append(size(shrunk_scenario) if verification == "publisher" else len(shrunk_scenario[1]))
             else:
                 other.append(f"{result.outcome} {result.rule}")
         rate = f"y ({caught}/{repeat})" if repeat > 1 else ("y" if caught else "n")
