@@ -64,8 +64,14 @@ class FuzzViolation(RuleViolation):
 EXPLORE_S_PER_EXAMPLE = 0.1
 
 
+#: Seconds the systematic phase may add to the generating time, by ``--rs-fuzz-steps``: about
+#: ten times what it takes on an idle machine (3 steps need a raised ``--rs-test-limit-ms``: the
+#: generating time is at most half of it).
+SYSTEMATIC_S = {0: 0.0, 1: 1.0, 2: 5.0, 3: 120.0}
+
+
 def _budget(settings: Any) -> Budget:
-    explore = max(2.0, settings.fuzz_examples * EXPLORE_S_PER_EXAMPLE)
+    explore = max(2.0, settings.fuzz_examples * EXPLORE_S_PER_EXAMPLE) + SYSTEMATIC_S[settings.fuzz_steps]
     return Budget(examples=settings.fuzz_examples, shrink_s=min(SHRINK_S, settings.test_limit / 4),
                   explore_s=min(explore, settings.test_limit / 2), database=settings.fuzz_db or None)
 
