@@ -485,3 +485,25 @@ def test_an_action_from_every_on_next_is_shown_and_replayed() -> None:
     assert (result.outcome, result.rule) == ("failed", "3.17"), result.message
     notes = [r["detail"] for r in result.trace if r["signal"] == "note"]
     assert any("on_next #1 (every on_next): request(2**63-2)" in note for note in notes), notes
+
+
+def test_a_systematic_failure_that_does_not_repeat_is_a_race_and_reported_with_its_rate() -> None:
+    from rstck.errors import RuleViolation
+
+    calls = {"n": 0}
+
+    def execute(scenario: Any) -> Outcome:
+        calls["n"] += 1
+        broke = calls["n"] == 2  # the batch's own run passes, the first lone run fails, then never again
+        return Outcome(scenario, RuleViolation("1.3", "one thread at a time", "two") if broke else None)
+
+    def screen(batch: list[Any]) -> bool:
+        return False  # the batch failed: each scenario runs alone
+
+    systematic = [(4, (), (), (("request", 0, 1, "here"),)), (4, (), (), (("request", 0, 2, "here"),))]
+    budget = Budget(examples=5, shrink_s=1.0, derandomize=True)
+    finding = fuzz_search.search(lambda rng: (4, (), (), ()), lambda s: iter(()), execute, budget, systematic,
+                                 screen)
+    assert finding is not None
+    assert finding.phase == "systematic"
+    assert finding.race == (0, fuzz_search.RACE_REPLAYS)

@@ -171,7 +171,6 @@ def enumerate_first(systematic: Iterable[Scenario], screen: Callable[[list[Scena
     publishers live side by side; a subject may share state between them).
     """
     budget.systematic_ran, budget.systematic_cut = 0, False
-    batch: list[Scenario] = []
     pending = iter(systematic)
     while True:
         batch = list(itertools.islice(pending, BATCH))
@@ -221,10 +220,18 @@ def search(
                             execute, budget, start + budget.explore_s, counts)
     if first is not None:
         found_after = time.monotonic() - start
-        shrunk, cut = shrink(first, candidates, execute, budget.shrink_s, counts)
-        return Finding(outcome=shrunk, examples=budget.systematic_ran, runs=counts["runs"],
-                       seconds_to_find=found_after, seconds=time.monotonic() - start, shrink_cut=cut,
-                       phase="systematic")
+        # As Hypothesis does for its own: a failure must repeat to be more than a race.
+        counts["runs"] += 1
+        repeated = execute(first.scenario).violation is not None
+        shrunk, cut = shrink(first, candidates, execute, budget.shrink_s, counts) if repeated else (first, False)
+        finding = Finding(outcome=shrunk, examples=budget.systematic_ran, runs=counts["runs"],
+                          seconds_to_find=found_after, seconds=time.monotonic() - start, shrink_cut=cut,
+                          phase="systematic")
+        if not repeated:
+            failures = sum(execute(first.scenario).violation is not None for _ in range(RACE_REPLAYS))
+            counts["runs"] += RACE_REPLAYS
+            finding.race, finding.runs = (failures, RACE_REPLAYS), counts["runs"]
+        return finding
     explored = counts["runs"]
 
     def run(rng: random.Random) -> None:
