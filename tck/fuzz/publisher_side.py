@@ -639,7 +639,8 @@ class PublisherScenario:
                     probe.expect_terminal(timeout=self.timeout)
             elif not probe.cancelled and sub.index == 0:
                 # What is owed is read live: a re-entrant request or cancel may still be made.
-                probe.wait_progress(_owed_arrived(probe, n), self.timeout)
+                if not probe.wait_progress(_owed_arrived(probe, n), self.timeout):
+                    continue  # a stall: the verdict is lost demand, no second timeout for a terminal
                 if n < MAX_DEMAND - 1 and probe.requested >= n and not probe.cancelled:
                     # (a cancel from on_next may have landed meanwhile: no terminal is owed then)
                     probe.expect_terminal(timeout=self.timeout)

@@ -186,8 +186,8 @@ class DemandWrapsInEmissionLoop(bp.RangeSubscription):
     """
 
     def add(self, demand: int, n: int) -> int:
-        if demand >= MAX_DEMAND:
-            return MAX_DEMAND
+        if demand >= MAX_DEMAND or n >= MAX_DEMAND:
+            return MAX_DEMAND  # unbounded already, or asked for (as a 64-bit long caps a request)
         total = demand + n
         return total - 2**64 if total >= 2**63 else total  # the missing clamp
 
