@@ -283,7 +283,7 @@ PUBLISHERS = (
 #: The steps each case's defect needs (``publisher_side.size``): its shrunk scenario has no more.
 STEPS = {
     "double-counted-across-threads": 2,
-    "cancel-lost-mid-batch": 4,
+    "cancel-lost-mid-batch": 4,  # 3 at least: a request inside on_subscribe, a cancel from on_next #2, a request
     "request-overwrites-while-serving": 2,
     "illegal-request-ignored-across-threads": 2,
     "wraps-before-first-drain": 2,
