@@ -105,7 +105,9 @@ def broken(repeat: int, only: str | None = None) -> None:
                 other.append(f"{result.outcome} {result.rule}")
         rate = f"y ({caught}/{repeat})" if repeat > 1 else ("y" if caught else "n")
         mean = (lambda xs: f"{sum(xs) / len(xs):.1f}" if xs else "-")
-        steps = f"{max(sizes)} ({od.STEPS.get(case, '-')})" if sizes else f"- ({od.STEPS.get(case, '-')})"
+        needs = od.STEPS.get(case, 0)
+        steps = (f"{min(sizes)}-{max(sizes)} ({needs}); within in {sum(k <= needs for k in sizes)}/{len(sizes)}"
+                 if sizes else f"- ({needs})")
         print(f"| {case} | {rule} | {'y: ' + ', '.join(fixed) if fixed else 'n'} | {rate if caught else 'n'} | "
               f"{', '.join(sorted(phases)) or '-'} | {mean(examples)} | {mean(found)} | {mean(total)} | {steps} |"
               + (f" missed as: {', '.join(other)}" if other else ""), flush=True)
