@@ -6,9 +6,9 @@ how many scenarios ran. For each order-dependent broken implementation of
 verification does (on which rule), after how many scenarios and seconds, in which phase
 (systematic or random), and the shrunk scenario with its size against the steps its defect
 needs. ``--ci`` derandomises as the ``CI`` profile does; ``--repeat N`` runs the fuzz side N
-times (random seeds) and reports how often it caught each case. ``--cost N`` measures what the
-systematic phase adds: each conforming publisher's fuzz verification with and without it,
-alternately, N times each (the median).
+times (random seeds) and reports how often it caught each case. ``--cost N`` measures the default
+budget before the systematic phase (no enumeration, the longer random scenarios of then) and
+now, alternately, N times each (the median), for each conforming publisher and processor.
 
     python benchmarks/fuzz.py --ci
     python benchmarks/fuzz.py --repeat 20
@@ -127,18 +127,25 @@ def cost(repeat: int) -> None:
                 ("async_range_publisher", "publisher", PublisherSubject(async_range_publisher)),
                 ("identity_processor", "processor", ProcessorSubject(identity_processor))]
     subjects += [(label, v, s) for label, (v, s) in conforming_subjects().items() if v in ("publisher", "processor")]
-    print("| subject | random only (s) | systematic + random (s) | systematic scenarios |")
+    from rstck.fuzz import publisher_side
+
+    #: Before the systematic phase: no enumeration, and one long random scenario in seven of up to 200 steps.
+    modes = {"before": (0, 0.15, 200), "now": (2, publisher_side.LONG_SHARE, publisher_side.LONG_STEPS)}
+    print("| subject | before: random only (s) | now: systematic + random (s) | systematic scenarios |")
     print("|---|---|---|---|")
     for label, verification, subject in subjects:
-        times: dict[int, list[float]] = {0: [], 2: []}
+        times: dict[str, list[float]] = {mode: [] for mode in modes}
         ran = 0
         for _ in range(repeat):
-            for steps in (0, 2):
+            for mode, (steps, share, longest) in modes.items():
+                publisher_side.LONG_SHARE, publisher_side.LONG_STEPS = share, longest
                 result = run(verification, FUZZ[verification], subject, Settings(fuzz_steps=steps))
-                times[steps].append(result.duration_s)
+                times[mode].append(result.duration_s)
                 if steps:
                     ran = (result.iterations or {}).get("ran", 0) - Settings().fuzz_examples
-        print(f"| {label} | {median(times[0]):.2f} | {median(times[2]):.2f} | {ran} |", flush=True)
+        share, longest = modes["now"][1:]
+        publisher_side.LONG_SHARE, publisher_side.LONG_STEPS = share, longest
+        print(f"| {label} | {median(times['before']):.2f} | {median(times['now']):.2f} | {ran} |", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,6 +63,11 @@ _SIZES = (0, 1, 2, 3, 4, 7, 16, 64)
 #: ``EVERY_LIMIT`` of them: on an endless stream a request(1) from each would never end).
 EVERY = 0
 EVERY_LIMIT = 64
+#: The share of long random scenarios, and their most steps. They cost most of the search's
+#: time (64% at one in seven of up to 200 steps); one in ten of up to 160 pays for the
+#: systematic phase, which covers the short orders.
+LONG_SHARE = 0.1
+LONG_STEPS = 160
 
 
 # -- generating scenarios --------------------------------------------------------------------
@@ -121,9 +126,7 @@ def generator(settings: Settings, *, subscribers: int, failed: bool) -> Callable
                                                            (1, EVERY)))),
                                    action(cancels=2, illegal=6, thread=2))
                                   for _ in range(rng.randint(0, 6))}))
-        # One in ten long: they cost most of the search's time (64% at one in seven of up to
-        # 200 steps), which now also pays for the systematic phase.
-        count = rng.randint(0, 12) if rng.random() < 0.9 else rng.randint(40, 160)
+        count = rng.randint(0, 12) if rng.random() >= LONG_SHARE else rng.randint(40, LONG_STEPS)
         return (n, first, reactions, tuple(step() for _ in range(count)))
 
     return generate
