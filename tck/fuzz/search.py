@@ -231,7 +231,12 @@ def search(
             failures = sum(execute(first.scenario).violation is not None for _ in range(RACE_REPLAYS))
             counts["runs"] += RACE_REPLAYS
             finding.race, finding.runs = (failures, RACE_REPLAYS), counts["runs"]
-        return finding
+        if finding.race is None or finding.race[0] > 0:
+            return finding
+        # Seen once and never again: no finding; the random search still runs.
+        unconfirmed: Finding | None = finding
+    else:
+        unconfirmed = None
     explored = counts["runs"]
 
     def run(rng: random.Random) -> None:
@@ -273,7 +278,7 @@ def search(
         found = _flaky_outcome(flaky)
     budget.ran = counts["runs"] - explored
     if found is None:
-        return None
+        return unconfirmed  # the caller says in the trace that it was seen once, unreported
     examples = counts["runs"]
     found_after = (failed_at[0] if failed_at else time.monotonic()) - start
     shrunk, cut = shrink(found, candidates, execute, budget.shrink_s, counts)
