@@ -3,9 +3,11 @@
 A scenario subscribes probes to a fresh publisher from the factory and makes calls on their
 subscriptions: ``request(k)`` with small, boundary, non-positive and huge k (sums crossing
 2**63-1 included), ``cancel()``; from the test thread, from another thread, or re-entrantly from
-inside ``on_subscribe``/``on_next`` (there, also handed to another thread while ``on_next`` waits,
-which is how a request lands while a drain loop is running); further subscribers to the same
-publisher (the failed publisher too); "let it run" pauses; and calls after terminal signals.
+inside ``on_subscribe``/``on_next`` (a given one, or every one; there, also handed to another
+thread while ``on_next`` waits, which is how a request lands while a drain loop is running);
+further subscribers to the same publisher (the failed publisher too); "let it run" pauses; and
+calls after terminal signals. ``systematic`` spells every short scenario of a small alphabet,
+run (batched by ``screen``) before the random ones.
 
 The verdict rests on the rules, checked as in every verification by the probes (1.1, 1.3, 1.7,
 1.9, 2.13, 3.15, 3.16 live) and, at the end of each scenario, by this module:

@@ -1,4 +1,5 @@
-"""Driving Hypothesis: generate scenarios, shrink the first failure, tell a race from a bug.
+"""Driving the search: the systematic scenarios first, then Hypothesis's generated ones; shrink
+the first failure, tell a race from a bug.
 
 The scenario interpreter is a plain function ``execute(scenario) -> Outcome``; this module owns
 everything Hypothesis-specific: the settings (no example database unless a path is given, the
