@@ -3,12 +3,16 @@
 For each reference subject: the wall time of its fuzz verification with the default budget and
 how many scenarios ran. For each order-dependent broken implementation of
 ``tests/broken/order_dependent.py``: whether any fixed verification fails it, whether the fuzz
-verification does (on which rule), after how many scenarios and seconds, and the shrunk
-scenario. ``--ci`` derandomises as the ``CI`` profile does; ``--repeat N`` runs the fuzz side N
-times (random seeds) and reports how often it caught each case.
+verification does (on which rule), after how many scenarios and seconds, in which phase
+(systematic or random), and the shrunk scenario with its size against the steps its defect
+needs. ``--ci`` derandomises as the ``CI`` profile does; ``--repeat N`` runs the fuzz side N
+times (random seeds) and reports how often it caught each case. ``--cost N`` measures the default
+budget before the systematic phase (no enumeration, the longer random scenarios of then) and
+now, alternately, N times each (the median), for each conforming publisher and processor.
 
     python benchmarks/fuzz.py --ci
-    python benchmarks/fuzz.py --repeat 5
+    python benchmarks/fuzz.py --repeat 20
+    python benchmarks/fuzz.py --cost 5
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from rstck.fuzz.publisher_side import size
+from rstck.fuzz.scenario import decode
 from rstck.reference import async_range_publisher
 from rstck.reference import async_subscriber
 from rstck.reference import async_whitebox_subscriber
@@ -71,16 +77,19 @@ def conforming() -> None:
         print(f"| {label} | {verification} | {result.outcome} | {ran} | {result.duration_s:.2f} |", flush=True)
 
 
-def broken(repeat: int) -> None:
+def broken(repeat: int, only: str | None = None) -> None:
     cases = [(i, "publisher", PublisherSubject(f), r) for i, f, r in od.PUBLISHERS]
     cases += [(i, "subscriber_blackbox", SubscriberSubject(f), r) for i, f, r in od.SUBSCRIBERS]
-    print("| case | rule | caught by fixed | caught by fuzzing | scenarios to find | s to find | s in all |")
-    print("|---|---|---|---|---|---|---|")
+    cases = [c for c in cases if only is None or only in c[0]]
+    print("| case | rule | caught by fixed | caught by fuzzing | phase | scenarios to find | s to find | s in all "
+          "| shrunk steps (needs) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     shrunk = {}
     for case, verification, subject, rule in cases:
         tests = [t for t in VERIFICATIONS[verification].tests if t.level not in ("untested", "fuzz")]
         fixed = [t.name for t in tests if run(verification, t.name, subject, FAST).outcome in ("failed", "error")]
-        caught, examples, found, total = 0, [], [], []
+        caught, examples, found, total, sizes, phases = 0, [], [], [], [], set()
+        other: list[str] = []
         for _ in range(repeat):
             result = run(verification, FUZZ[verification], subject, FAST.replace(stochastic_iterations=100))
             if result.outcome == "failed" and result.rule == rule and result.fuzz:
@@ -89,28 +98,74 @@ def broken(repeat: int) -> None:
                 found.append(result.fuzz["seconds_to_find"])
                 total.append(result.duration_s)
                 shrunk[case] = result.fuzz["scenario"]
+                phases.add(result.fuzz.get("phase", "random"))
+                shrunk_scenario = decode(result.fuzz["replay"])[1]
+                sizes.append(size(shrunk_scenario) if verification == "publisher" else len(shrunk_scenario[1]))
+            else:
+                other.append(f"{result.outcome} {result.rule}")
         rate = f"y ({caught}/{repeat})" if repeat > 1 else ("y" if caught else "n")
         mean = (lambda xs: f"{sum(xs) / len(xs):.1f}" if xs else "-")
+        needs = od.STEPS.get(case, 0)
+        steps = (f"{min(sizes)}-{max(sizes)} ({needs}); within in {sum(k <= needs for k in sizes)}/{len(sizes)}"
+                 if sizes else f"- ({needs})")
         print(f"| {case} | {rule} | {'y: ' + ', '.join(fixed) if fixed else 'n'} | {rate if caught else 'n'} | "
-              f"{mean(examples)} | {mean(found)} | {mean(total)} |", flush=True)
+              f"{', '.join(sorted(phases)) or '-'} | {mean(examples)} | {mean(found)} | {mean(total)} | {steps} |"
+              + (f" missed as: {', '.join(other)}" if other else ""), flush=True)
     for case, steps in shrunk.items():
         print(f"\n{case}:")
         for step in steps:
             print(f"    {step}")
 
 
+def cost(repeat: int) -> None:
+    """What the systematic phase adds to each conforming publisher's fuzz verification."""
+    from statistics import median
+
+    from tests.conforming import subjects as conforming_subjects
+
+    subjects = [("range_publisher", "publisher", PublisherSubject(range_publisher)),
+                ("async_range_publisher", "publisher", PublisherSubject(async_range_publisher)),
+                ("identity_processor", "processor", ProcessorSubject(identity_processor))]
+    subjects += [(label, v, s) for label, (v, s) in conforming_subjects().items() if v in ("publisher", "processor")]
+    from rstck.fuzz import publisher_side
+
+    #: Before the systematic phase: no enumeration, and one long random scenario in seven of up to 200 steps.
+    modes = {"before": (0, 0.15, 200), "now": (2, publisher_side.LONG_SHARE, publisher_side.LONG_STEPS)}
+    print("| subject | before: random only (s) | now: systematic + random (s) | systematic scenarios |")
+    print("|---|---|---|---|")
+    for label, verification, subject in subjects:
+        times: dict[str, list[float]] = {mode: [] for mode in modes}
+        ran = 0
+        for _ in range(repeat):
+            for mode, (steps, share, longest) in modes.items():
+                publisher_side.LONG_SHARE, publisher_side.LONG_STEPS = share, longest
+                result = run(verification, FUZZ[verification], subject, Settings(fuzz_steps=steps))
+                times[mode].append(result.duration_s)
+                if steps:
+                    ran = (result.iterations or {}).get("ran", 0) - Settings().fuzz_examples
+        share, longest = modes["now"][1:]
+        publisher_side.LONG_SHARE, publisher_side.LONG_STEPS = share, longest
+        print(f"| {label} | {median(times['before']):.2f} | {median(times['now']):.2f} | {ran} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ci", action="store_true", help="derandomise, as with CI set")
     parser.add_argument("--repeat", type=int, default=1, help="fuzz runs per broken case")
+    parser.add_argument("--case", help="only the broken cases whose id contains this")
+    parser.add_argument("--cost", type=int, default=0, help="measure the systematic phase's cost, N times")
     args = parser.parse_args(argv)
     if args.ci:
         os.environ["CI"] = "1"
     started = time.monotonic()
+    if args.cost:
+        cost(args.cost)
+        print(f"\n(total {time.monotonic() - started:.0f} s, load avg {os.getloadavg()[0]:.2f})")
+        return 0
     if os.environ.get("FUZZ_BENCH_SKIP_CONFORMING") is None:
         conforming()
     print()
-    broken(args.repeat)
+    broken(args.repeat, args.case)
     print(f"\n(total {time.monotonic() - started:.0f} s, load avg {os.getloadavg()[0]:.2f})")
     return 0
 

@@ -65,6 +65,9 @@ KNOBS: tuple[Knob, ...] = (
          "Skip the fuzz verifications (generated request/cancel/signal orders)"),
     Knob("fuzz_examples", "--rs-fuzz-examples", "rs_fuzz_examples", "RS_TCK_FUZZ_EXAMPLES", "int",
          "Scenarios each fuzz verification generates before it passes"),
+    Knob("fuzz_steps", "--rs-fuzz-steps", "rs_fuzz_steps", "RS_TCK_FUZZ_STEPS", "int",
+         "Before the random scenarios, run every scenario of up to this many steps from a small "
+         "alphabet (2 by default; 3 is a thorough level for CI; 0 switches it off)"),
     Knob("fuzz_replay", "--rs-fuzz-replay", "rs_fuzz_replay", "RS_TCK_FUZZ_REPLAY", "text",
          "Replay the scenario of this token (from a fuzz failure) instead of generating scenarios"),
     Knob("fuzz_db", "--rs-fuzz-db", "rs_fuzz_db", "RS_TCK_FUZZ_DB", "text",
@@ -76,6 +79,8 @@ KNOBS: tuple[Knob, ...] = (
 )
 
 KNOBS_BY_NAME = {k.name: k for k in KNOBS}
+#: Longest systematic scenarios: 3 steps take tens of seconds, 4 would take hours.
+MAX_FUZZ_STEPS = 3
 CAPABILITY_KNOBS = (
     "max_elements", "recursion_depth", "max_subscribers", "skip_stochastic", "coordinated_emission",
     "loop", "never_requests",
@@ -101,6 +106,7 @@ class Settings:
     loop: str = "thread"
     no_fuzz: bool = False
     fuzz_examples: int = 100
+    fuzz_steps: int = 2
     fuzz_replay: str = ""
     fuzz_db: str = ""
     concurrency: int = 1
@@ -128,6 +134,9 @@ class Settings:
             raise ValueError(f"--rs-edition must be one of jvm-1.0.1, rs, got {self.edition!r}")
         if self.fuzz_examples < 1:
             raise ValueError(f"--rs-fuzz-examples must be >= 1, got {self.fuzz_examples}")
+        if not 0 <= self.fuzz_steps <= MAX_FUZZ_STEPS:
+            raise ValueError(f"--rs-fuzz-steps must be 0 to {MAX_FUZZ_STEPS} (each step more multiplies the "
+                             f"scenarios by about 50), got {self.fuzz_steps}")
         if self.fuzz_replay:
             from .fuzz.scenario import decode
 

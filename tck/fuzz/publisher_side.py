@@ -3,9 +3,11 @@
 A scenario subscribes probes to a fresh publisher from the factory and makes calls on their
 subscriptions: ``request(k)`` with small, boundary, non-positive and huge k (sums crossing
 2**63-1 included), ``cancel()``; from the test thread, from another thread, or re-entrantly from
-inside ``on_subscribe``/``on_next`` (there, also handed to another thread while ``on_next`` waits,
-which is how a request lands while a drain loop is running); further subscribers to the same
-publisher (the failed publisher too); "let it run" pauses; and calls after terminal signals.
+inside ``on_subscribe``/``on_next`` (a given one, or every one; there, also handed to another
+thread while ``on_next`` waits, which is how a request lands while a drain loop is running);
+further subscribers to the same publisher (the failed publisher too); "let it run" pauses; and
+calls after terminal signals. ``systematic`` spells every short scenario of a small alphabet,
+run (batched by ``screen``) before the random ones.
 
 The verdict rests on the rules, checked as in every verification by the probes (1.1, 1.3, 1.7,
 1.9, 2.13, 3.15, 3.16 live) and, at the end of each scenario, by this module:
@@ -59,6 +61,15 @@ REFERENCE_PREFIX = 64
 _BOUNDARY = (MAX_DEMAND - 1, MAX_DEMAND, MAX_DEMAND + 1, 2**62, 2**64)
 _NON_POSITIVE = (0, -1, -MAX_DEMAND)
 _SIZES = (0, 1, 2, 3, 4, 7, 16, 64)
+#: A re-entrant action at this ``on_next`` index is made from every ``on_next`` (the first
+#: ``EVERY_LIMIT`` of them: on an endless stream a request(1) from each would never end).
+EVERY = 0
+EVERY_LIMIT = 64
+#: The share of long random scenarios, and their most steps. They cost most of the search's
+#: time (64% at one in seven of up to 200 steps); one in ten of up to 160 pays for the
+#: systematic phase, which covers the short orders.
+LONG_SHARE = 0.1
+LONG_STEPS = 160
 
 
 # -- generating scenarios --------------------------------------------------------------------
@@ -113,13 +124,148 @@ def generator(settings: Settings, *, subscribers: int, failed: bool) -> Callable
         # Re-entrant calls, dense: a drain loop is where order-dependent defects hide.
         # Handed to another thread as often as not: a call landing while a drain loop runs.
         reactions = tuple(sorted({(target(), int(pick(rng, ((3, lambda: rng.randint(1, 3)),
-                                                           (1, lambda: rng.randint(4, 8))))),
+                                                           (1, lambda: rng.randint(4, 8)),
+                                                           (1, EVERY)))),
                                    action(cancels=2, illegal=6, thread=2))
                                   for _ in range(rng.randint(0, 6))}))
-        count = rng.randint(0, 12) if rng.random() < 0.85 else rng.randint(40, 200)
+        count = rng.randint(0, 12) if rng.random() >= LONG_SHARE else rng.randint(40, LONG_STEPS)
         return (n, first, reactions, tuple(step() for _ in range(count)))
 
     return generate
+
+
+# -- the systematic search ---------------------------------------------------------------------
+
+#: The amounts of the systematic alphabet: one, two, a few, the boundaries around 2**63-1
+#: (sums of two cross it), and the two illegal kinds.
+ALPHABET_DEMAND = (1, 2, 3, MAX_DEMAND - 1, MAX_DEMAND, 2**64, 0, -1)
+#: Where a letter's call is made: a step of the test thread, inside on_subscribe, re-entrantly
+#: from on_next #1 (also handed to another thread while it waits: a call landing while the
+#: drain loop runs), from on_next #k, and from every on_next.
+WHERE = ("test", "on_subscribe", "on_next #1", "on_next #1, another thread", "on_next #k", "every on_next")
+#: The ``k`` of "on_next #k" and the stream length of systematic scenarios: a request of "a few"
+#: (3) after one element reaches the end, and a miscount of one shows as an extra element.
+SYSTEMATIC_K = 2
+SYSTEMATIC_N = 4
+#: What is still tried after a cancel or a non-positive request: every call is then a no-op
+#: (3.6, 1.6), and these stand for the rest (a small and an unbounded request, another
+#: non-positive one, another cancel).
+AFTER_END = (("request", 1, "here"), ("request", MAX_DEMAND, "here"), ("request", 0, "here"), ("cancel", "here"))
+#: Amounts a re-entrant action's demand comes from, and amounts it requests: a few and 2**64
+#: stand for their classes there (2 reaches on_next #k as 3 does; 2**63-1 is unbounded as 2**64
+#: is, and sums crossing 2**63-1 come from 2**63-2 and 2**63-1).
+REENTRANT_SOURCE = (1, 2, MAX_DEMAND - 1, MAX_DEMAND)
+REENTRANT_DEMAND = (1, 2, 3, MAX_DEMAND - 1, MAX_DEMAND, 0, -1)
+
+
+def systematic(settings: Settings, steps: int) -> Iterator[Scenario]:
+    """Every scenario of up to ``steps`` letters of the alphabet, shortest first, without repeats.
+
+    A letter is one call (a request of an ``ALPHABET_DEMAND`` amount, or cancel) made from one
+    of ``WHERE``. Sequences that give the same scenario (re-entrant actions are a set; calls
+    inside on_subscribe come before the test thread's) are run once, and so is a sequence with
+    a re-entrant action that a conforming publisher never reaches (its on_next never comes, or
+    "every" on_next is only one): it is the same scenario as the one without it, and any
+    publisher that does reach it has broken a rule the shorter one shows. Two classes stand
+    for their members: the demand a re-entrant action needs comes from the test thread
+    (on_subscribe's own demand is crossed with the test thread's and with itself), with the
+    amounts of ``REENTRANT_SOURCE`` and ``REENTRANT_DEMAND``, and after a cancel or a
+    non-positive request only ``AFTER_END`` is tried.
+    """
+    if steps <= 0:
+        return
+    n = min(SYSTEMATIC_N, settings.max_elements) if settings.can_complete else settings.max_elements
+    actions = [("request", k, "here") for k in ALPHABET_DEMAND] + [("cancel", "here")]
+    letters = [(where, action) for action in actions for where in WHERE]
+    seen: set[Scenario] = set()
+    for length in range(1, steps + 1):
+        for word in _words(letters, length):
+            scenario = _spelled(n, word)
+            if scenario is None or scenario in seen:
+                continue
+            seen.add(scenario)
+            if _live(scenario):
+                yield scenario
+
+
+def _words(letters: list[tuple[str, tuple[Any, ...]]], length: int) -> Iterator[tuple[Any, ...]]:
+    if length == 0:
+        yield ()
+        return
+    for shorter in _words(letters, length - 1):
+        for letter in letters:
+            yield (*shorter, letter)
+
+
+def _spelled(n: int, word: tuple[Any, ...]) -> Scenario | None:
+    wheres = {where for where, _ in word}
+    if wheres - {"test", "on_subscribe"}:
+        if "on_subscribe" in wheres:
+            return None  # re-entrant actions take their demand from the test thread
+        for where, action in word:
+            amounts = REENTRANT_SOURCE if where == "test" else REENTRANT_DEMAND
+            if action[0] == "request" and action[1] not in amounts:
+                return None
+    ended = False
+    for where, action in sorted(word, key=lambda letter: letter[0] != "on_subscribe"):
+        if where not in ("test", "on_subscribe"):
+            continue
+        if ended and action not in AFTER_END:
+            return None
+        ended = ended or action[0] == "cancel" or action[1] <= 0
+    first: list[tuple[Any, ...]] = []
+    steps: list[tuple[Any, ...]] = []
+    reactions: set[tuple[Any, ...]] = set()
+    for where, action in word:
+        if where == "test":
+            steps.append(("request", 0, action[1], "here") if action[0] == "request" else ("cancel", 0, "here"))
+        elif where == "on_subscribe":
+            first.append(action)
+        else:
+            index = {"on_next #1": 1, "on_next #1, another thread": 1, "on_next #k": SYSTEMATIC_K,
+                     "every on_next": EVERY}[where]
+            made = (*action[:-1], "thread") if where.endswith("another thread") else action
+            if (0, index, made) in reactions:
+                return None  # the same action twice at one place: a shorter scenario
+            reactions.add((0, index, made))
+    return (n, tuple(first), tuple(sorted(reactions)), tuple(steps))
+
+
+def _live(scenario: Scenario) -> bool:
+    """Whether every re-entrant action fires when a conforming publisher runs ``scenario``."""
+    n, first, reactions, steps = scenario
+    if not reactions:
+        return True
+    state = {"demand": 0, "delivered": 0, "over": False}
+    fired: dict[tuple[Any, ...], int] = {}
+
+    def act(action: tuple[Any, ...]) -> None:
+        if state["over"]:
+            return
+        if action[0] == "cancel" or action[1] <= 0:
+            state["over"] = True  # cancelled, or ended by the on_error a non-positive request is owed
+        else:
+            state["demand"] = min(state["demand"] + action[1], MAX_DEMAND)
+
+    def drain() -> None:
+        limit = EVERY_LIMIT + SYSTEMATIC_K + 1  # enough to see every action fire, on an endless stream
+        while not state["over"] and state["demand"] > 0 and state["delivered"] < min(n, limit):
+            state["delivered"] += 1
+            if state["demand"] < MAX_DEMAND:
+                state["demand"] -= 1
+            count = state["delivered"]
+            for reaction in reactions:
+                if reaction[1] == count or (reaction[1] == EVERY and count <= EVERY_LIMIT):
+                    fired[reaction] = fired.get(reaction, 0) + 1
+                    act(reaction[2])
+
+    for action in first:
+        act(action)
+    drain()
+    for step in steps:
+        act(("request", step[2], step[3]) if step[0] == "request" else ("cancel", step[2]))
+        drain()
+    return all(fired.get(r, 0) >= (2 if r[1] == EVERY else 1) for r in reactions)
 
 
 def candidates(scenario: Scenario) -> Iterator[Scenario]:
@@ -147,14 +293,40 @@ def candidates(scenario: Scenario) -> Iterator[Scenario]:
     for i, step in enumerate(steps):
         for simpler in _simpler_step(step):
             yield (n, first, reactions, (*steps[:i], simpler, *steps[i + 1:]))
+    yield from _merged(scenario)
+    for i, step in enumerate(steps):
+        # A call of the test thread made inside on_subscribe instead: the same call, earlier,
+        # and written shorter (a way out of a local minimum of the other candidates).
+        if step[0] in ("request", "cancel") and step[1] == 0:
+            action = ("request", step[2], step[3]) if step[0] == "request" else ("cancel", step[2])
+            yield (n, (*first, action), reactions, (*steps[:i], *steps[i + 1:]))
     for i, (who, index, action) in enumerate(reactions):
-        simpler_reactions = [(who, k, action) for k in range(1, index)]
+        simpler_reactions = [(who, k, action) for k in range(1, index)] if index != EVERY else [(who, 1, action)]
         simpler_reactions += [(who, index, a) for a in _simpler_action(action)]
         for reaction in simpler_reactions:
             yield (n, first, tuple(sorted({*reactions[:i], reaction, *reactions[i + 1:]})), steps)
     for i, action in enumerate(first):
         for simpler in _simpler_action(action):
             yield (n, (*first[:i], simpler, *first[i + 1:]), reactions, steps)
+
+
+def _merged(scenario: Scenario) -> Iterator[Scenario]:
+    """Two requests made one after the other from the same place, as one request of their sum."""
+    n, first, reactions, steps = scenario
+    for i in range(len(first) - 1):
+        a, b = first[i], first[i + 1]
+        if a[0] == b[0] == "request" and a[2] == b[2] and a[1] > 0 and b[1] > 0:
+            yield (n, (*first[:i], ("request", a[1] + b[1], a[2]), *first[i + 2:]), reactions, steps)
+    for i in range(len(steps) - 1):
+        a, b = steps[i], steps[i + 1]
+        if a[0] == b[0] == "request" and a[1] == b[1] and a[3] == b[3] and a[2] > 0 and b[2] > 0:
+            yield (n, first, reactions, (*steps[:i], ("request", a[1], a[2] + b[2], a[3]), *steps[i + 2:]))
+
+
+def size(scenario: Scenario) -> int:
+    """The steps of a scenario that do something: every call, re-entrant one and subscriber."""
+    _n, first, reactions, steps = scenario
+    return len(first) + len(reactions) + sum(1 + len(s[1]) if s[0] == "subscribe" else 1 for s in steps)
 
 
 def _simpler_action(action: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
@@ -208,7 +380,8 @@ def render(scenario: Scenario, *, multi: bool | None = None) -> list[str]:
     if first:
         head += "; from its on_subscribe: " + ", then ".join(action_text(a) for a in first)
     for target, index, action in reactions:
-        head += f"; from {_name(target) + chr(39) + 's ' if multi else ''}on_next #{index}: {action_text(action)}"
+        signal = "every on_next" if index == EVERY else f"on_next #{index}"
+        head += f"; from {_name(target) + chr(39) + 's ' if multi else ''}{signal}: {action_text(action)}"
     lines = [f"1. {head}"]
     subscribers = 1
     for i, step in enumerate(steps, 2):
@@ -279,6 +452,9 @@ class _Subscriber:
             return
         for action in self.armed.pop(count, ()):
             self.reentrant(f"on_next #{count}", action)
+        if count <= EVERY_LIMIT:
+            for action in self.armed.get(EVERY, ()):
+                self.reentrant(f"on_next #{count} (every on_next)", action)
 
     def reentrant(self, where: str, action: tuple[Any, ...]) -> None:
         """Act from inside a signal; deferred if the TCK is inside a call from another thread."""
@@ -369,6 +545,14 @@ class PublisherScenario:
         self.publisher: Any = None
 
     def execute(self) -> RuleViolation | None:
+        failure = self.run_steps()
+        if failure is not None:
+            return failure
+        self.await_owed()
+        return self.verdict(self.settle_quiet())
+
+    def run_steps(self) -> RuleViolation | None:
+        """Subscribe and make the scenario's calls; a violation that already ends it, or None."""
         n, first, reactions, steps = self.scenario
         self.reactions = reactions
         made = "failed publisher" if n == FAILED else f"factory({demand_text(n)})"
@@ -383,7 +567,7 @@ class PublisherScenario:
             if failure is not None:
                 break
             self._flush()
-        return failure or self._settle()
+        return failure
 
     def _quiet(self, limit: float) -> bool:
         """Wait until a whole window passes with no signal to any probe; False if not in ``limit``."""
@@ -452,8 +636,8 @@ class PublisherScenario:
 
     # -- the verdict ------------------------------------------------------------------------
 
-    def _settle(self) -> RuleViolation | None:
-        """Wait (event-driven) for what every subscriber is owed; then judge."""
+    def await_owed(self) -> None:
+        """Wait (event-driven) for what every subscriber is owed."""
         self.env.trace.note("settle: waiting for what is owed")
         n = self.scenario[0]
         # Judge only once no re-entrant action is being made (an asynchronous publisher runs
@@ -468,15 +652,36 @@ class PublisherScenario:
                     probe.expect_terminal(timeout=self.timeout)
             elif not probe.cancelled and sub.index == 0:
                 # What is owed is read live: a re-entrant request or cancel may still be made.
-                probe.wait_progress(_owed_arrived(probe, n), self.timeout)
-                if n < MAX_DEMAND - 1 and probe.requested >= n:
+                if not probe.wait_progress(_owed_arrived(probe, n), self.timeout):
+                    continue  # a stall: the verdict is lost demand, no second timeout for a terminal
+                if n < MAX_DEMAND - 1 and probe.requested >= n and not probe.cancelled:
+                    # (a cancel from on_next may have landed meanwhile: no terminal is owed then)
                     probe.expect_terminal(timeout=self.timeout)
+
+    def served(self) -> bool:
+        """Whether the first subscriber has what ``await_owed`` waited for (else it timed out)."""
+        n = self.scenario[0]
+        probe = self.subs[0].probe if self.subs else None
+        if probe is None or probe.subscription is None or probe.cancelled:
+            return True
+        if self.subs[0].illegal_at is not None or n == FAILED:
+            return probe.terminal is not None
+        if not _owed_arrived(probe, n)():
+            return False
+        return not (n < MAX_DEMAND - 1 and probe.requested >= n and probe.terminal is None)
+
+    def settle_quiet(self) -> bool:
+        """Wait until nothing arrives for a window; False if signals kept coming."""
         self._idle()
         self._flush()
         quiet_now = self._quiet(self.timeout)
         if self._idle():  # an action began meanwhile (a hook that was about to run): settle again
             self._flush()
             quiet_now = self._quiet(self.timeout)
+        return quiet_now
+
+    def verdict(self, quiet_now: bool) -> RuleViolation | None:
+        """The scenario's violation, judged once it has settled (``quiet_now``: nothing arrives)."""
         if quiet_now:
             quiet = {sub.name: True for sub in self.subs}
         else:
@@ -485,10 +690,38 @@ class PublisherScenario:
         mine = self._judge(quiet)
         problems = self.env.problems
         if mine and mine[0].rule is not None and mine[0].rule.id == "3.6":
-            return mine[0]
-        if problems:
-            return as_violation(problems[0], None)
-        return mine[0] if mine else None
+            found: RuleViolation | None = mine[0]
+        elif problems:
+            found = as_violation(problems[0], None)
+        else:
+            found = mine[0] if mine else None
+        if found is not None:
+            return self._shared_subscription(found) or found
+        return None
+
+    def _shared_subscription(self, found: RuleViolation) -> RuleViolation | None:
+        """The cause, when a later subscriber was handed an earlier one's subscription object.
+
+        A publisher that serves one subscriber (a stream object that is its own subscription)
+        and re-targets it to whoever subscribes last breaks the first subscriber: its demand
+        now drives the other's signals, so its elements stop (3.8, or 3.17 past 2**63-1) or
+        arrive unasked at the other (1.1). Neither is the cause: a publisher must reject a
+        subscriber it cannot serve (on_subscribe, then on_error) or isolate it (1.11).
+        """
+        for sub in self.subs[1:]:
+            mine = sub.probe.subscription
+            for other in self.subs[: sub.index]:
+                if mine is not None and mine is other.probe.subscription:
+                    what = found.rule.id if found.rule is not None else "sanity"
+                    return RuleViolation(
+                        "1.11", "each subscriber served on its own: a publisher that supports one subscriber "
+                        "rejects a later one (on_subscribe, then on_error) or keeps it apart from the first",
+                        f"{sub.name} was handed {other.name}'s subscription (the same object, "
+                        f"{short_repr(mine)}), and then: {found.observed} [shows as rule {what}]",
+                        hint="a second subscribe() must not re-target the first subscriber's subscription; "
+                        "give each subscriber its own, or signal on_error to the ones not supported",
+                        evidence=found.evidence)
+        return None
 
     def _idle(self) -> bool:
         """Wait (bounded) until no probe is inside a signal and no re-entrant action is running.
@@ -545,6 +778,12 @@ class PublisherScenario:
                     found.append(RuleViolation(
                         "3.9", "a terminal signal after a request(n) with n <= 0",
                         f"{who}none (the request is record #{sub.illegal_at} of the trace, or near it)"))
+                continue
+            if sub.illegal_at is not None and not probe.cancelled and terminal is None \
+                    and n < MAX_DEMAND - 1 and received >= n:
+                # Every element arrived and the stream never ended: that is the first rule
+                # broken, whatever the non-positive request met afterwards.
+                found += self._owed(sub, n, received, max(requested, n), terminal, who)
                 continue
             if sub.illegal_at is not None and not probe.cancelled:
                 natural_end = terminal == "on_complete" and received >= n and sub.illegal_in_flight >= n
@@ -633,6 +872,40 @@ def _distinct(elements: list[Any]) -> bool:
     try:
         return len(set(elements)) == len(elements)
     except TypeError:
+        return False
+
+
+def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
+           reference: Callable[[int], tuple[Any, ...] | None]) -> bool:
+    """Whether every scenario passes, run one after another in one environment.
+
+    The systematic search runs hundreds of short scenarios whose cost is mostly waiting: for
+    the quiet window each ends with, and for an asynchronous publisher's deliveries. Here they
+    share one window, and the calls of every scenario are made before any is waited for. Their subscriptions are separate (a fresh
+    publisher each), so each is judged on its own probes; a scenario's violation, or any
+    problem a probe flagged, fails the batch, and the caller runs its scenarios one by one
+    to find (and report) the one that breaks a rule on its own.
+    """
+    runs = []
+    try:
+        for scenario in scenarios:
+            run = PublisherScenario(ctx, env, scenario, reference)
+            if run.run_steps() is not None:
+                return False
+            runs.append(run)
+        for run in runs:  # an asynchronous publisher's deliveries overlap meanwhile
+            run.await_owed()
+            if env.problems or not run.served():
+                return False  # a failure: the caller finds it alone, without waiting out the rest
+        for run in runs:
+            run._idle()
+            run._flush()
+        quiet = runs[-1]._quiet(runs[-1].timeout) if runs else True
+        waited = [run._idle() for run in runs]  # every one, not up to the first that waited
+        if any(waited):
+            quiet = False  # a re-entrant action began meanwhile: each is judged on its own wait
+        return not env.problems and all(run.verdict(quiet) is None for run in runs)
+    except (RuleViolation, NotVerified, ProbeAbort):
         return False
 
 

@@ -1,4 +1,5 @@
-"""Driving Hypothesis: generate scenarios, shrink the first failure, tell a race from a bug.
+"""Driving the search: the systematic scenarios first, then Hypothesis's generated ones; shrink
+the first failure, tell a race from a bug.
 
 The scenario interpreter is a plain function ``execute(scenario) -> Outcome``; this module owns
 everything Hypothesis-specific: the settings (no example database unless a path is given, the
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import random
 import time
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +39,8 @@ from .scenario import Scenario
 
 #: Replays of a scenario whose failure did not repeat, to measure how often it fails.
 RACE_REPLAYS = 5
+#: Systematic scenarios run together, sharing their closing quiet window.
+BATCH = 24
 
 
 def ci_profile() -> bool:
@@ -70,6 +75,8 @@ class Finding:
     #: ``(failed, replays)`` when the failure did not repeat reliably: a race.
     race: tuple[int, int] | None = None
     shrink_cut: bool = False
+    #: "systematic" when the enumeration found it, "random" when Hypothesis's search did.
+    phase: str = "random"
 
 
 @dataclass
@@ -85,6 +92,9 @@ class Budget:
     derandomize: bool = field(default_factory=ci_profile)
     #: Examples actually run by the last search (fewer than ``examples`` when time ran out).
     ran: int = 0
+    #: Systematic scenarios run by the last search, and whether time ran out before the last.
+    systematic_ran: int = 0
+    systematic_cut: bool = False
 
 
 class _Failed(Exception):
@@ -151,13 +161,50 @@ def warm() -> None:
         providers._get_local_constants()
 
 
+def enumerate_first(systematic: Iterable[Scenario], screen: Callable[[list[Scenario]], bool],
+                    execute: Callable[[Scenario], Outcome], budget: Budget, deadline: float,
+                    counts: dict[str, int]) -> Outcome | None:
+    """The first failing scenario of ``systematic``, in its order; None if all pass.
+
+    Scenarios are screened ``BATCH`` at a time (they share the quiet window that ends them);
+    a batch that fails is run again one scenario at a time, and the first that fails on its
+    own is the finding. One that fails only among the others is not reported (a batch's
+    publishers live side by side; a subject may share state between them).
+    """
+    budget.systematic_ran, budget.systematic_cut = 0, False
+    pending = iter(systematic)
+    while True:
+        batch = list(itertools.islice(pending, BATCH))
+        if not batch:
+            return None
+        if time.monotonic() > deadline:
+            budget.systematic_cut = True
+            return None
+        budget.systematic_ran += len(batch)
+        counts["runs"] += len(batch)
+        if screen(batch):
+            continue
+        for scenario in batch:
+            counts["runs"] += 1
+            outcome = execute(scenario)
+            if outcome.violation is not None:
+                budget.systematic_ran += batch.index(scenario) + 1 - len(batch)
+                return outcome
+
+
 def search(
     generate: Callable[[random.Random], Scenario],
     candidates: Callable[[Scenario], Iterator[Scenario]],
     execute: Callable[[Scenario], Outcome],
     budget: Budget,
+    systematic: Iterable[Scenario] = (),
+    screen: Callable[[list[Scenario]], bool] | None = None,
 ) -> Finding | None:
-    """Run up to ``budget.examples`` generated scenarios; the shrunk first failure, or None.
+    """The shrunk first failure of the systematic scenarios, then of up to ``budget.examples``
+    generated ones; None if all pass.
+
+    ``systematic`` (every short scenario of a small alphabet, deterministic) runs first, batched
+    through ``screen``; it stops at the first failure, and the random search does not run.
 
     Hypothesis draws a seed per example (derandomised under ``CI``, remembered in the example
     database when one is configured) and tells a failure that does not repeat (``Flaky``)
@@ -169,6 +216,29 @@ def search(
     start = time.monotonic()
     counts = {"runs": 0, "skipped": 0}
     failed_at: list[float] = []
+    budget.ran = 0
+    first = enumerate_first(systematic, screen or (lambda batch: all(execute(s).violation is None for s in batch)),
+                            execute, budget, start + budget.explore_s, counts)
+    if first is not None:
+        found_after = time.monotonic() - start
+        # As Hypothesis does for its own: a failure must repeat to be more than a race.
+        counts["runs"] += 1
+        repeated = execute(first.scenario).violation is not None
+        shrunk, cut = shrink(first, candidates, execute, budget.shrink_s, counts) if repeated else (first, False)
+        finding = Finding(outcome=shrunk, examples=budget.systematic_ran, runs=counts["runs"],
+                          seconds_to_find=found_after, seconds=time.monotonic() - start, shrink_cut=cut,
+                          phase="systematic")
+        if not repeated:
+            failures = sum(execute(first.scenario).violation is not None for _ in range(RACE_REPLAYS))
+            counts["runs"] += RACE_REPLAYS
+            finding.race, finding.runs = (failures, RACE_REPLAYS), counts["runs"]
+        if finding.race is None or finding.race[0] > 0:
+            return finding
+        # Seen once and never again: no finding; the random search still runs.
+        unconfirmed: Finding | None = finding
+    else:
+        unconfirmed = None
+    explored = counts["runs"]
 
     def run(rng: random.Random) -> None:
         if time.monotonic() - start > budget.explore_s:
@@ -199,7 +269,6 @@ def search(
     test._hypothesis_internal_database_key = DATABASE_KEY  # type: ignore[attr-defined]
     found: Outcome | None = None
     race = False
-    budget.ran = 0
     try:
         with with_reporter(lambda *_: None):
             test()
@@ -208,9 +277,9 @@ def search(
     except Flaky as flaky:
         race = True
         found = _flaky_outcome(flaky)
-    budget.ran = counts["runs"]
+    budget.ran = counts["runs"] - explored
     if found is None:
-        return None
+        return unconfirmed  # the caller says in the trace that it was seen once, unreported
     examples = counts["runs"]
     found_after = (failed_at[0] if failed_at else time.monotonic()) - start
     shrunk, cut = shrink(found, candidates, execute, budget.shrink_s, counts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,6 +54,7 @@ class FuzzViolation(RuleViolation):
             "seconds_to_find": round(finding.seconds_to_find, 3) if finding else 0.0,
             "seconds": round(finding.seconds, 3) if finding else 0.0,
             "race": {"failed": race[0], "replays": race[1]} if race else None,
+            "phase": finding.phase if finding else "replay",
         }
 
 
@@ -62,8 +64,14 @@ class FuzzViolation(RuleViolation):
 EXPLORE_S_PER_EXAMPLE = 0.1
 
 
+#: Seconds the systematic phase may add to the generating time, by ``--rs-fuzz-steps``: about
+#: ten times what it takes on an idle machine (3 steps need a raised ``--rs-test-limit-ms``: the
+#: generating time is at most half of it).
+SYSTEMATIC_S = {0: 0.0, 1: 1.0, 2: 5.0, 3: 120.0}
+
+
 def _budget(settings: Any) -> Budget:
-    explore = max(2.0, settings.fuzz_examples * EXPLORE_S_PER_EXAMPLE)
+    explore = max(2.0, settings.fuzz_examples * EXPLORE_S_PER_EXAMPLE) + SYSTEMATIC_S[settings.fuzz_steps]
     return Budget(examples=settings.fuzz_examples, shrink_s=min(SHRINK_S, settings.test_limit / 4),
                   explore_s=min(explore, settings.test_limit / 2), database=settings.fuzz_db or None)
 
@@ -81,7 +89,8 @@ def _replay_scenario(settings: Any, side: str) -> Scenario | None:
 def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
          candidates: Callable[[Scenario], Iterator[Scenario]],
          execute_in: Callable[[Any, Scenario], RuleViolation | None], render: Callable[[Scenario], list[str]],
-         shape: Callable[[Scenario], bool]) -> None:
+         shape: Callable[[Scenario], bool], systematic: Iterable[Scenario] = (),
+         screen_in: Callable[[Any, list[Scenario]], bool] | None = None) -> None:
     settings = ctx.settings
     deselected(settings)
 
@@ -110,8 +119,14 @@ def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
                 _report(ctx, side, outcome, render, None)
         ctx.env.trace.note(f"the replayed scenario passed {RACE_REPLAYS} runs")
         return
+    def screen(batch: list[Scenario]) -> bool:
+        assert screen_in is not None
+        with scenario_env(ctx) as env:
+            return screen_in(env, batch)
+
     budget = _budget(settings)
-    finding = search(generate, candidates, execute, budget)
+    finding = search(generate, candidates, execute, budget, systematic,
+                     screen if screen_in is not None else None)
     if finding is not None and finding.race is not None and finding.race[0] == 0:
         # Seen once, then not in any replay: too weak to accuse anyone of; said in the trace.
         ctx.env.trace.note(f"a {side} scenario failed once ({finding.outcome.violation}) and passed "
@@ -120,8 +135,12 @@ def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
     if finding is None:
         cut = "" if budget.ran >= settings.fuzz_examples else \
             f" (of {settings.fuzz_examples} asked: the time budget of {budget.explore_s:.1f} s ran out)"
+        if budget.systematic_ran or budget.systematic_cut:
+            ctx.env.trace.note(f"{budget.systematic_ran} systematic scenario(s) of up to {settings.fuzz_steps} "
+                               f"step(s){' (cut: the time budget ran out)' if budget.systematic_cut else ''}: "
+                               "no violation")
         ctx.env.trace.note(f"{budget.ran} generated scenario(s) ({side} side){cut}: no violation")
-        ctx.env.count_iterations(budget.ran, 0)
+        ctx.env.count_iterations(budget.systematic_ran + budget.ran, 0)
         return
     _report(ctx, side, finding.outcome, render, finding)
 
@@ -187,8 +206,12 @@ def fuzz_publisher(ctx: Any) -> None:
         except RuleViolation as violation:
             return violation
 
+    def screen_in(env: Any, batch: list[Scenario]) -> bool:
+        return publisher_side.screen(ctx, env, batch, reference)
+
     _run(ctx, "publisher", publisher_side.generator(settings, subscribers=subscribers, failed=failed),
-         publisher_side.candidates, execute_in, publisher_side.render, publisher_side.well_formed)
+         publisher_side.candidates, execute_in, publisher_side.render, publisher_side.well_formed,
+         publisher_side.systematic(settings, settings.fuzz_steps), screen_in)
 
 
 # -- the subscriber side ---------------------------------------------------------------------

@@ -145,23 +145,154 @@ class WrapsBeforeFirstDrain(bp.RangeSubscription):
         return min(demand + n, MAX_DEMAND)
 
 
+class SilentEndAfterReentrantBulk(_Serving):
+    """1.5: the stream ends without on_complete when a bulk request from on_next reached its end.
+
+    A request for more than one element made while the drain loop runs (from inside on_next,
+    or from another thread meanwhile) is served by a batch path that emits the rest of the
+    stream and drops the subscriber at its end without calling on_complete. Requests from the
+    test thread, request(1) from on_next (the fixed re-entrant tests) and a bulk request that
+    does not reach the end are fine.
+    Shown by: request(1); from on_next #1: request(3) (on a stream of 4).
+    """
+
+    bulk = False
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            self.bulk = self.serving and n > 1
+        super().request(n)
+
+    def deliver_complete(self, subscriber: Any) -> None:
+        if not self.bulk:
+            super().deliver_complete(subscriber)
+
+
+class PooledSilentEndAfterReentrantBulk(SilentEndAfterReentrantBulk):
+    """1.5: the same silent end, delivered on a thread pool (every on_next on a pool thread)."""
+
+    pooled = True
+
+
+class DemandWrapsInEmissionLoop(bp.RangeSubscription):
+    """3.17: a request made while a batch is being emitted wraps the demand counter around.
+
+    The emission loop counts what it emitted and subtracts it from the demand only when it has
+    caught up with it (the shape of RxJava's drain loops), and the request path saturates only a
+    demand that is already unbounded: 2 outstanding plus 2**63-2 requested from on_next #1 is
+    2**63, which wraps to -2**63, and the stream stops. Requests that sum to exactly 2**63-1, or
+    that come while nothing is being emitted (the fixed 3.17 tests), are fine.
+    Shown by: request(2); from on_next #1: request(2**63-2).
+    """
+
+    def add(self, demand: int, n: int) -> int:
+        if demand >= MAX_DEMAND or n >= MAX_DEMAND:
+            return MAX_DEMAND  # unbounded already, or asked for (as a 64-bit long caps a request)
+        total = demand + n
+        return total - 2**64 if total >= 2**63 else total  # the missing clamp
+
+    def drain(self) -> None:
+        missed = 1
+        emitted = 0
+        while True:
+            while True:
+                with self.lock:
+                    requested = self.demand
+                if not self.emit(emitted < requested):
+                    break
+                emitted += 1
+            with self.lock:
+                if self.demand < MAX_DEMAND:
+                    self.demand -= emitted
+                emitted = 0
+                self.wip -= missed
+                missed = self.wip
+                if missed == 0:
+                    return
+
+    def emit(self, allowed: bool) -> bool:
+        """The base ``step``, without its decrement: ``allowed`` says whether demand is left."""
+        element = 0
+        with self.lock:
+            if self.halted.is_set():
+                self.subscriber = None
+            subscriber = self.subscriber
+            if subscriber is None:
+                return False
+            error = self.error
+            done = error is None and self.index == self.end
+            if error is None and not done:
+                if not allowed:
+                    return False
+                element = self.element(self.index)
+                self.index += 1
+            else:
+                self.subscriber = None
+        try:
+            if error is not None:
+                self.deliver_error(subscriber, error)
+            elif done:
+                self.deliver_complete(subscriber)
+            else:
+                self.deliver_next(subscriber, element)
+                return True
+        except Exception:
+            self.stop()
+        return False
+
+
+class DemandWrapsAcrossThreads(DemandWrapsInEmissionLoop):
+    """3.17: the same wrap, only for a request from another thread while the loop emits.
+
+    Requests on the emitting thread (from on_next) saturate; one from another thread takes
+    the unclamped path. Shown by: request(2); from on_next #1: from another thread:
+    request(2**63-2).
+    """
+
+    emitting_on: int | None = None
+
+    def drain(self) -> None:
+        self.emitting_on = threading.get_ident()
+        try:
+            super().drain()
+        finally:
+            self.emitting_on = None
+
+    def add(self, demand: int, n: int) -> int:
+        if self.emitting_on not in (None, threading.get_ident()):
+            return super().add(demand, n)
+        return min(demand + n, MAX_DEMAND)
+
+
 def factory(subscription: type[bp.RangeSubscription]) -> Any:
     return bp.factory(subscription)
 
 
-#: Order-dependent broken publishers: (id, factory, the rule the fuzzer must cite). The 3.9 case
-#: shows in about 2% of generated scenarios (it needs a non-positive request handed to another
-#: thread from inside on_next, with no cancel after it): the default 100 find it in about 87%
-#: of runs, so its test asks for 400 (`EXAMPLES`); the others show in 4-9% of scenarios.
+#: Order-dependent broken publishers: (id, factory, the rule the fuzzer must cite).
 PUBLISHERS = (
     ("double-counted-across-threads", factory(DoubleCountedAcrossThreads), "1.1"),
     ("cancel-lost-mid-batch", factory(CancelLostMidBatch), "3.6"),
     ("request-overwrites-while-serving", factory(RequestOverwritesWhileServing), "3.8"),
     ("illegal-request-ignored-across-threads", factory(IllegalRequestIgnoredAcrossThreads), "3.9"),
     ("wraps-before-first-drain", factory(WrapsBeforeFirstDrain), "3.17"),
+    ("silent-end-after-reentrant-bulk", factory(SilentEndAfterReentrantBulk), "1.5"),
+    ("pooled-silent-end-after-reentrant-bulk", factory(PooledSilentEndAfterReentrantBulk), "1.5"),
+    ("demand-wraps-in-emission-loop", factory(DemandWrapsInEmissionLoop), "3.17"),
+    ("demand-wraps-across-threads", factory(DemandWrapsAcrossThreads), "3.17"),
 )
-#: Examples the catalogue test gives a case that the default budget finds only most of the time.
-EXAMPLES = {"illegal-request-ignored-across-threads": 400}
+#: The steps each case's defect needs (``publisher_side.size``): its shrunk scenario has no more.
+STEPS = {
+    "double-counted-across-threads": 2,
+    "cancel-lost-mid-batch": 4,  # 3 at least: a request inside on_subscribe, a cancel from on_next #2, a request
+    "request-overwrites-while-serving": 2,
+    "illegal-request-ignored-across-threads": 2,
+    "wraps-before-first-drain": 2,
+    "silent-end-after-reentrant-bulk": 2,
+    "pooled-silent-end-after-reentrant-bulk": 2,
+    "demand-wraps-in-emission-loop": 2,
+    "demand-wraps-across-threads": 2,
+    "inside-request-uncounted": 2,
+}
 
 
 # -- subscribers ------------------------------------------------------------------------------
@@ -226,3 +357,79 @@ class InsideRequestUncounted:
 SUBSCRIBERS = (
     ("inside-request-uncounted", InsideRequestUncounted, "2.1"),
 )
+
+
+# -- the cause named: a unicast stream re-targeted by a later subscriber --------------------------
+
+
+class RetargetedStream:
+    """1.11: a unicast stream that is its own subscription; a later subscribe() re-targets it.
+
+    The design of rsocket-py's generator streams: ``subscribe`` stores the subscriber and hands
+    it the stream itself, so a second subscriber takes over the first one's subscription. The
+    first subscriber's demand then drives the second's signals: its own elements stop (seen as
+    lost demand, 3.8 or 3.17) or land unasked at the second (1.1). The cause is neither: a
+    publisher must reject a subscriber it cannot serve, or keep it apart (1.11).
+    Shown by: subscribe probe; subscribe sub2; probe: request(1).
+    """
+
+    def __init__(self, count: int) -> None:
+        self.lock = threading.Lock()
+        self.subscriber: Any = None
+        self.count = count
+        self.index = 0
+        self.demand = 0
+        self.emitting = False
+        self.over = False
+
+    def subscribe(self, subscriber: Any) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        self.subscriber = subscriber  # the defect: the earlier subscriber is forgotten
+        subscriber.on_subscribe(self)
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            if self.over:
+                return
+            if n <= 0:
+                self.over = True
+                target = self.subscriber
+            else:
+                self.demand = min(self.demand + n, MAX_DEMAND)
+                if self.emitting:
+                    return
+                self.emitting = True
+                target = None
+        if target is not None:
+            target.on_error(bp.invalid_request(n))
+            return
+        self._emit()
+
+    def _emit(self) -> None:
+        while True:
+            with self.lock:
+                if self.over or (self.demand <= 0 and self.index < self.count):
+                    self.emitting = False
+                    return
+                target = self.subscriber
+                if self.index >= self.count:
+                    self.over = True
+                    element = None
+                else:
+                    element = self.index
+                    self.index += 1
+                    if self.demand < MAX_DEMAND:
+                        self.demand -= 1
+            if element is None:
+                target.on_complete()
+                return
+            target.on_next(element)
+
+    def cancel(self) -> None:
+        with self.lock:
+            self.over = True
+
+
+def retargeted_stream(n: int) -> RetargetedStream:
+    return RetargetedStream(n)
