@@ -57,7 +57,7 @@ def test_async_def_factory_implies_asyncio_and_passes(loop_project: pytest.Pytes
         "--rs-publisher=rstck.reference:asyncio_range_publisher",
         "--rs-failed-publisher=rstck.reference:failed_publisher",
     )
-    result.assert_outcomes(passed=52, skipped=6)
+    result.assert_outcomes(passed=54, skipped=6)
 
 
 def test_loop_bound_factory_with_the_loop_option(loop_project: pytest.Pytester) -> None:
