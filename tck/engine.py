@@ -52,6 +52,10 @@ _STALL_CHECK_S = 5.0
 #: many may be in flight beyond those calling their subjects.
 LOOKAHEAD = 32
 
+#: The order tests start in: race hunts first (alone), then the fuzz searches (CPU work that fills
+#: the rule tests' windows), then the rule tests.
+_START_RANK = {"stochastic": 0, "fuzz": 1}
+
 
 class Schedule:
     """Runs a sequence of tests, overlapping their waits; results come back per test.
@@ -64,6 +68,12 @@ class Schedule:
     another's work. Tests start ahead of the one whose result is asked for (by at most
     ``concurrency`` + ``LOOKAHEAD``), so a consumer that stops asking (``pytest -x``) stops the
     run soon.
+
+    A fuzz search starts before the rule tests and runs beside them: it computes while they
+    wait out their windows. Meanwhile no result is handed back (``result`` waits until every
+    search has ended, and tests keep starting without a consumer asking): Hypothesis may parse
+    source on the search's thread, pytest does on the consumer's to report, and CPython 3.11's
+    AST work is not safe from two threads at once.
     """
 
     def __init__(
@@ -90,8 +100,9 @@ class Schedule:
             concurrent.futures.Future() for _ in self.tests
         ]
         # Race-hunting tests run alone (see ``_pump``): first, before any test is waiting to
-        # call again, rather than holding up every test after them.
-        self._order = sorted(range(len(self.tests)), key=lambda i: self.tests[i].level != "stochastic")
+        # call again, rather than holding up every test after them. Then the fuzz searches.
+        self._order = sorted(range(len(self.tests)), key=lambda i: _START_RANK.get(self.tests[i].level, 2))
+        self._searches = not settings.no_fuzz
         _preload(settings, self.tests)
         self._lock = threading.Lock()
         self._turn = threading.Condition(self._lock)
@@ -101,6 +112,7 @@ class Schedule:
         self._parked = 0  # in a window, to take a slot back after it
         self._waiting = 0  # back from a window, waiting for a slot
         self._alone = False  # a race-hunting test is running, with nothing beside it
+        self._searching = 0  # fuzz searches running: no result is handed back meanwhile
         self._wanted = 0
 
     def result(self, index: int) -> TestResult:
@@ -110,11 +122,9 @@ class Schedule:
             self._pump()
         future = self._futures[index]
         while True:
-            try:
-                return future.result(timeout=_STALL_CHECK_S)
-            except TimeoutError:
-                pass
             with self._lock:
+                if self._turn.wait_for(lambda: future.done() and not self._searching, _STALL_CHECK_S):
+                    return future.result()
                 if future.done() or self._running:
                     continue
                 self._pump()  # nothing runs: start what may start
@@ -137,7 +147,8 @@ class Schedule:
         while (self._started < len(self.tests) and self._active < self.concurrency
                and not self._waiting and not self._alone
                and self._running < self.concurrency + LOOKAHEAD
-               and self._started < self._wanted + self.concurrency + LOOKAHEAD):
+               and (self._searching
+                    or self._started < self._wanted + self.concurrency + LOOKAHEAD)):
             index = self._order[self._started]
             # A stochastic test hunts races with tight timing over many rounds: it runs alone
             # (no other test calls, nor will until it ends), so tests beside it neither slow it
@@ -146,6 +157,8 @@ class Schedule:
             if alone and (self._active or self._parked):
                 return
             self._alone = alone
+            search = self._searches and self.tests[index].level == "fuzz"
+            self._searching += search
             self._started += 1
             self._running += 1
             self._active += 1
@@ -156,7 +169,9 @@ class Schedule:
                 self._running -= 1
                 self._active -= 1
                 self._alone = False
+                self._searching -= search
                 self._futures[index].set_exception(exc)
+                self._turn.notify_all()
                 return
 
     def _run(self, index: int) -> None:
@@ -179,6 +194,8 @@ class Schedule:
             else:
                 future.set_result(outcome)
             with self._lock:
+                self._searching -= self._searches and self.tests[index].level == "fuzz"
+                self._turn.notify_all()  # its waiter, and any waiting for the searches to end
                 self._pump()
 
 
