@@ -146,3 +146,16 @@ def test_without_any_the_kit_is_not_loaded(pytester: pytest.Pytester, monkeypatc
     _no_kit_environment(monkeypatch)
     config = pytester.parseconfigure()
     assert not config.pluginmanager.has_plugin(pytest_entry.PLUGIN_NAME)
+
+
+def test_a_run_without_fuzzing_never_imports_hypothesis(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_kit_environment(monkeypatch)
+    pytester.makeconftest(MODULES_CONFTEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rs-publisher=rstck.reference:range_publisher",
+                                           "--rs-rules=1.1,fuzz", "--rs-no-fuzz")
+    result.assert_outcomes(passed=1, skipped=1)
+    loaded = _loaded(pytester)
+    assert loaded["plugin"]
+    assert not [name for name in loaded["loaded"] if name.startswith("hypothesis")]
