@@ -30,29 +30,23 @@ class Recorder:
         self.ini.append((name, help, default))
 
 
-def _literal(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, str) else repr(value)
-
-
 def render(options: list[tuple[str, dict[str, Any]]], ini: list[tuple[str, str, Any]]) -> str:
-    """The source of ``OPTIONS`` and ``INI`` as they should read in ``pytest_entry``."""
-    lines = ["OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = ("]
-    for name, attrs in options:
-        body = ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in attrs.items() if k != "help")
-        lines += [f"    ({_literal(name)}, {{{body},", f'        "help": {_literal(attrs["help"])}}}),']
-    lines += [")", "INI: tuple[tuple[str, str, Any], ...] = ("]
-    lines += [f"    ({_literal(n)}, {_literal(h)}, {_literal(d)})," for n, h, d in ini]
-    return "\n".join([*lines, ")"])
+    """The text ``plugins/options.json`` should have: one option or ini key a line."""
+    def block(rows: list[Any]) -> list[str]:
+        return [f"  {json.dumps(list(row))}," for row in rows[:-1]] + [f"  {json.dumps(list(rows[-1]))}"]
+
+    return "\n".join(["{", ' "options": [', *block(options), " ],", ' "ini": [', *block(ini), " ]", "}", ""])
 
 
 def test_the_entry_points_option_table_is_what_the_plugin_registers() -> None:
     recorder = Recorder()
     pytest_plugin.add_options(recorder)  # type: ignore[arg-type]
     expected = (recorder.options, recorder.ini)
-    actual = ([(n, dict(a)) for n, a in pytest_entry.OPTIONS], list(pytest_entry.INI))
-    assert actual == expected, (
-        "plugins/pytest_entry.py's option table differs from pytest_plugin.add_options; "
+    assert pytest_entry.table() == expected, (
+        "plugins/options.json differs from what pytest_plugin.add_options registers; "
         "replace it with:\n" + render(*expected))
+    with open(pytest_entry.TABLE, encoding="utf-8") as fh:
+        assert fh.read() == render(*expected)
 
 
 def _no_kit_environment(monkeypatch: pytest.MonkeyPatch) -> None:
