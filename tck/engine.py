@@ -113,6 +113,7 @@ class Schedule:
         self._waiting = 0  # back from a window, waiting for a slot
         self._alone = False  # a race-hunting test is running, with nothing beside it
         self._searching = 0  # fuzz searches running: no result is handed back meanwhile
+        self._search_waiting = 0  # fuzz searches back from a window, waiting for a slot: first
         self._wanted = 0
 
     def result(self, index: int) -> TestResult:
@@ -175,7 +176,8 @@ class Schedule:
                 return
 
     def _run(self, index: int) -> None:
-        slot = _Slot(self, alone=self.tests[index].level == "stochastic")
+        slot = _Slot(self, alone=self.tests[index].level == "stochastic",
+                     search=self._searches and self.tests[index].level == "fuzz")
         future = self._futures[index]
         outcome: TestResult | BaseException
         try:
@@ -221,9 +223,12 @@ def _preload(settings: Settings, tests: Sequence[TckTest]) -> None:
 class _Slot:
     """One test's right to call its subject (see ``Schedule``); every method is idempotent."""
 
-    def __init__(self, schedule: Schedule, *, alone: bool) -> None:
+    def __init__(self, schedule: Schedule, *, alone: bool, search: bool = False) -> None:
         self.schedule = schedule
         self.alone = alone  # a race-hunting test keeps its slot through its windows
+        # A fuzz search takes a free slot before rule tests waiting for one: it is the longest
+        # test, and every wait behind a rule test's calls lengthens the run.
+        self.search = search
         self.held = True
         self.closed = False
 
@@ -246,9 +251,14 @@ class _Slot:
             if self.closed or self.held:
                 return
             s._waiting += 1
+            s._search_waiting += self.search
             # An abandoned test (the watchdog gave up on it) is closed meanwhile: it takes nothing.
-            s._turn.wait_for(lambda: self.closed or (s._active < s.concurrency and not s._alone))
+            s._turn.wait_for(lambda: self.closed or (
+                s._active < s.concurrency and not s._alone and (self.search or not s._search_waiting)))
             s._waiting -= 1
+            if self.search:
+                s._search_waiting -= 1
+                s._turn.notify_all()  # rule tests held back for it look again
             if self.closed:
                 return
             s._parked -= 1
