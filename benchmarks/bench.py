@@ -8,11 +8,19 @@ identity processor):
   fuzz verification and without it;
 - the no-signal windows spent: how many quiet waits ran and their summed time;
 
+whole processes, as a user runs them: ``pytest --rs-...`` per kind (publisher with the failed
+publisher, sync blackbox and whitebox subscribers, identity processor), in the default mode and
+with ``--rs-no-fuzz``, with ``PYTHONDONTWRITEBYTECODE=1`` and with bytecode written, each
+command run in turn so the machine's load falls on all alike (wall and CPU time, medians); and
+what the kit adds to a pytest run of a project that does not use it (the same run with the
+kit's and Hypothesis' entry points disabled, paired);
+
 and for the probe: ``on_next`` recorded per second in a bulk test (unbounded demand on the
 synchronous range publisher) next to a bare counting subscriber on the same publisher, and
 the memory such a run holds at its peak at two stream lengths (each in a fresh process).
 
     python benchmarks/bench.py [--repeat 3] [--json out.json] [--elements 1000000]
+    python benchmarks/bench.py --only-processes --process-repeat 7
 
 These are benchmarks, not tests: the numbers depend on the machine and on its load, which is
 printed with them.
@@ -29,6 +37,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -160,6 +169,121 @@ def classes(repeat: int, concurrency: int) -> list[dict[str, Any]]:
     return rows
 
 
+# -- whole processes ----------------------------------------------------------------------------
+
+#: The subject options of each kind, as a user's command names them.
+KINDS: dict[str, list[str]] = {
+    "publisher": ["--rs-publisher=rstck.reference:range_publisher",
+                  "--rs-failed-publisher=rstck.reference:failed_publisher"],
+    "blackbox": ["--rs-subscriber=rstck.reference:sync_subscriber"],
+    "whitebox": ["--rs-whitebox-subscriber=rstck.reference:sync_whitebox_subscriber"],
+    "processor": ["--rs-processor=rstck.reference:identity_processor"],
+}
+MODES: dict[str, list[str]] = {"default": [], "no fuzz": ["--rs-no-fuzz"]}
+#: Whole-process targets in seconds (medians, ``PYTHONDONTWRITEBYTECODE=1``).
+TARGETS: dict[tuple[str, str], float] = {
+    ("publisher", "default"): 1.3, ("whitebox", "default"): 0.8, ("processor", "default"): 1.6,
+    ("publisher", "no fuzz"): 0.8, ("whitebox", "no fuzz"): 0.5, ("processor", "no fuzz"): 1.0,
+}
+#: The extra a project's pytest run may pay for having the kit installed, in seconds.
+UNRELATED_TARGET_S = 0.010
+#: Disables the kit's and Hypothesis' entry points: the run of an environment without the kit.
+WITHOUT_KIT = ["-p", "no:rstck", "-p", "no:hypothesispytest"]
+
+
+def timed_process(args: list[str], cwd: str, *, bytecode: bool) -> tuple[float, float, int]:
+    """Wall and CPU seconds of one ``python -m pytest ARGS`` in ``cwd``, and its exit code."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RS_TCK_") and k != "PYTHONDONTWRITEBYTECODE"}
+    if not bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    return wall, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status)
+
+
+def _summary(walls: list[float], cpus: list[float]) -> dict[str, float]:
+    return {"wall_s_median": statistics.median(walls), "wall_s_min": min(walls),
+            "cpu_s_median": statistics.median(cpus)}
+
+
+def processes(repeat: int) -> list[dict[str, Any]]:
+    """Every kind and mode as a whole process, in both bytecode modes, taken in turn."""
+    commands = [(kind, mode, bytecode) for bytecode in (False, True) for kind in KINDS for mode in MODES]
+    samples: dict[tuple[str, str, bool], list[tuple[float, float]]] = {c: [] for c in commands}
+    with tempfile.TemporaryDirectory() as project:  # a user's project: no conftest, no ini
+        for kind, mode, bytecode in commands:  # once each first: bytecode written, caches made
+            timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=bytecode)
+        for _ in range(repeat):
+            for command in commands:
+                kind, mode, bytecode = command
+                wall, cpu, code = timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=bytecode)
+                if code != 0:
+                    raise SystemExit(f"pytest {' '.join(KINDS[kind] + MODES[mode])} exited {code}")
+                samples[command].append((wall, cpu))
+    rows = []
+    for (kind, mode, bytecode), runs in samples.items():
+        row = {"kind": kind, "mode": mode, "bytecode": bytecode,
+               **_summary([w for w, _ in runs], [c for _, c in runs])}
+        target = TARGETS.get((kind, mode))
+        row["target_s"] = target
+        row["met"] = None if target is None else row["wall_s_median"] <= target
+        rows.append(row)
+        met = "" if target is None else f"  target {target:.1f} s: {'met' if row['met'] else 'NOT met'}"
+        print(f"  {kind:<10} {mode:<8} {'bytecode' if bytecode else 'no bytecode':<11} wall "
+              f"{row['wall_s_median']:6.3f} s (min {row['wall_s_min']:.3f})  cpu {row['cpu_s_median']:.3f} s"
+              f"{met}", flush=True)
+    return rows
+
+
+def imported(args: list[str], cwd: str) -> dict[str, int]:
+    """How many modules of the kit and of Hypothesis a pytest run leaves in ``sys.modules``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RS_TCK_")}
+    code = ("import sys, pytest; pytest.main(sys.argv[1:]); "
+            "print(' '.join(n.split('.')[0] for n in list(sys.modules)), file=sys.stderr)")
+    err = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True,
+                         text=True, check=False).stderr.split()
+    return {top: err.count(top) for top in ("rstck", "rstck_plugins", "hypothesis")}
+
+
+def unrelated(repeat: int) -> dict[str, Any]:
+    """A project that does not use the kit: its pytest run with the kit installed, and without.
+
+    Paired: each round runs both, and the figure is the median of the rounds' differences.
+    """
+    with tempfile.TemporaryDirectory() as project:
+        with open(os.path.join(project, "test_mine.py"), "w", encoding="utf-8") as fh:
+            fh.write("def test_mine():\n    assert 1 + 1 == 2\n")
+        variants = {"with the kit": ["-p", "no:cacheprovider"],
+                    "without": ["-p", "no:cacheprovider", *WITHOUT_KIT]}
+        for args in variants.values():
+            timed_process(args, project, bytecode=False)
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+        for _ in range(repeat):
+            for name, args in variants.items():
+                wall, cpu, _code = timed_process(args, project, bytecode=False)
+                runs[name].append((wall, cpu))
+        modules = imported(variants["with the kit"], project)
+    with_kit, without = runs["with the kit"], runs["without"]
+    report = {
+        name: _summary([w for w, _ in r], [c for _, c in r]) for name, r in runs.items()
+    } | {
+        "extra_wall_s_median": statistics.median(a[0] - b[0] for a, b in zip(with_kit, without, strict=True)),
+        "extra_cpu_s_median": statistics.median(a[1] - b[1] for a, b in zip(with_kit, without, strict=True)),
+        "modules_imported": modules,
+        "target_s": UNRELATED_TARGET_S,
+    }
+    report["met"] = report["extra_cpu_s_median"] <= UNRELATED_TARGET_S
+    print(f"  unrelated pytest run: with the kit {report['with the kit']['wall_s_median']:.3f} s, without "
+          f"{report['without']['wall_s_median']:.3f} s; extra (paired medians) wall "
+          f"{report['extra_wall_s_median'] * 1000:+.1f} ms, cpu {report['extra_cpu_s_median'] * 1000:+.1f} ms; "
+          f"imported {modules}", flush=True)
+    return report
+
+
 # -- the probe -----------------------------------------------------------------------------------
 
 
@@ -258,11 +382,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traced", type=int, nargs=2, default=(100_000, 1_000_000),
                         metavar=("SMALL", "LARGE"), help="stream lengths for the tracemalloc comparison")
     parser.add_argument("--skip-classes", action="store_true")
+    parser.add_argument("--process-repeat", type=int, default=5, help="runs per whole-process figure")
+    parser.add_argument("--skip-processes", action="store_true")
+    parser.add_argument("--only-processes", action="store_true",
+                        help="whole-process figures only (no classes, probe or memory)")
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {"machine": machine()}
     print(f"machine: {report['machine']}", flush=True)
+    if not args.skip_processes:
+        print("whole processes (pytest, a user's command):", flush=True)
+        report["unrelated"] = unrelated(max(args.process_repeat, 11))
+        report["processes"] = processes(args.process_repeat)
+    if args.only_processes:
+        report["machine"]["loadavg_1m_end"] = round(os.getloadavg()[0], 2)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(report, fh, indent=2)
+        return 0
     if not args.skip_classes:
         print("verification classes:", flush=True)
         report["classes"] = classes(args.repeat, args.concurrency)

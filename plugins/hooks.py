@@ -13,9 +13,10 @@ import pluggy
 from rstck.errors import SetupError
 from rstck.subjects import default_resolve
 
+from . import hookimpl as _hookimpl
 from . import hookspecs
 
-hookimpl = pluggy.HookimplMarker("rstck")
+hookimpl = _hookimpl  # one marker: the package exports the same object
 ENTRY_POINT_GROUP = "rstck"
 
 

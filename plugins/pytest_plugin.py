@@ -118,7 +118,10 @@ SUBJECT_OPTIONS: list[SubjectOption] = [
 ]
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def add_options(parser: pytest.Parser) -> None:
+    """Every option and ini key of the kit. Not a hook: ``pytest_entry`` registers them in every
+    run from its table, kept equal to this by a test, and loads this module only for a run that
+    uses the kit."""
     group = parser.getgroup("rs-tck", "Reactive Streams TCK")
     group.addoption(
         PUBLISHER_OPTION, dest=VERIFICATIONS["publisher"].dest, metavar="MODULE:ATTR",
@@ -201,7 +204,6 @@ def _rule_list(config: pytest.Config, dest: str, option: str, edition: str = DEF
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "rs_tck(rule, level, verification): a Reactive Streams TCK verification")
     settings = resolve_settings(config)
     try:
         rules = _rule_list(config, "rs_rules", RULES_OPTION, settings.edition)

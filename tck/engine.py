@@ -55,6 +55,10 @@ _STALL_CHECK_S = 5.0
 #: many may be in flight beyond those calling their subjects.
 LOOKAHEAD = 32
 
+#: The order tests start in: race hunts first (alone), then the fuzz searches (CPU work that fills
+#: the rule tests' windows), then the rule tests.
+_START_RANK = {"stochastic": 0, "fuzz": 1}
+
 
 class Schedule:
     """Runs a sequence of tests, overlapping their waits; results come back per test.
@@ -67,6 +71,12 @@ class Schedule:
     another's work. Tests start ahead of the one whose result is asked for (by at most
     ``concurrency`` + ``LOOKAHEAD``), so a consumer that stops asking (``pytest -x``) stops the
     run soon.
+
+    A fuzz search starts before the rule tests and runs beside them: it computes while they
+    wait out their windows. Meanwhile no result is handed back (``result`` waits until every
+    search has ended, and tests keep starting without a consumer asking): Hypothesis may parse
+    source on the search's thread, pytest does on the consumer's to report, and CPython 3.11's
+    AST work is not safe from two threads at once.
     """
 
     def __init__(
@@ -93,8 +103,9 @@ class Schedule:
             concurrent.futures.Future() for _ in self.tests
         ]
         # Race-hunting tests run alone (see ``_pump``): first, before any test is waiting to
-        # call again, rather than holding up every test after them.
-        self._order = sorted(range(len(self.tests)), key=lambda i: self.tests[i].level != "stochastic")
+        # call again, rather than holding up every test after them. Then the fuzz searches.
+        self._order = sorted(range(len(self.tests)), key=lambda i: _START_RANK.get(self.tests[i].level, 2))
+        self._searches = not settings.no_fuzz
         _preload(settings, self.tests)
         self._lock = threading.Lock()
         self._turn = threading.Condition(self._lock)
@@ -104,6 +115,8 @@ class Schedule:
         self._parked = 0  # in a window, to take a slot back after it
         self._waiting = 0  # back from a window, waiting for a slot
         self._alone = False  # a race-hunting test is running, with nothing beside it
+        self._searching = 0  # fuzz searches running: no result is handed back meanwhile
+        self._search_waiting = 0  # fuzz searches back from a window, waiting for a slot: first
         self._wanted = 0
 
     def result(self, index: int) -> TestResult:
@@ -113,11 +126,9 @@ class Schedule:
             self._pump()
         future = self._futures[index]
         while True:
-            try:
-                return future.result(timeout=_STALL_CHECK_S)
-            except TimeoutError:
-                pass
             with self._lock:
+                if self._turn.wait_for(lambda: future.done() and not self._searching, _STALL_CHECK_S):
+                    return future.result()
                 if future.done() or self._running:
                     continue
                 self._pump()  # nothing runs: start what may start
@@ -140,7 +151,8 @@ class Schedule:
         while (self._started < len(self.tests) and self._active < self.concurrency
                and not self._waiting and not self._alone
                and self._running < self.concurrency + LOOKAHEAD
-               and self._started < self._wanted + self.concurrency + LOOKAHEAD):
+               and (self._searching
+                    or self._started < self._wanted + self.concurrency + LOOKAHEAD)):
             index = self._order[self._started]
             # A stochastic test hunts races with tight timing over many rounds: it runs alone
             # (no other test calls, nor will until it ends), so tests beside it neither slow it
@@ -149,6 +161,8 @@ class Schedule:
             if alone and (self._active or self._parked):
                 return
             self._alone = alone
+            search = self._searches and self.tests[index].level == "fuzz"
+            self._searching += search
             self._started += 1
             self._running += 1
             self._active += 1
@@ -159,11 +173,14 @@ class Schedule:
                 self._running -= 1
                 self._active -= 1
                 self._alone = False
+                self._searching -= search
                 self._futures[index].set_exception(exc)
+                self._turn.notify_all()
                 return
 
     def _run(self, index: int) -> None:
-        slot = _Slot(self, alone=self.tests[index].level == "stochastic")
+        slot = _Slot(self, alone=self.tests[index].level == "stochastic",
+                     search=self._searches and self.tests[index].level == "fuzz")
         future = self._futures[index]
         outcome: TestResult | BaseException
         try:
@@ -182,6 +199,8 @@ class Schedule:
             else:
                 future.set_result(outcome)
             with self._lock:
+                self._searching -= self._searches and self.tests[index].level == "fuzz"
+                self._turn.notify_all()  # its waiter, and any waiting for the searches to end
                 self._pump()
 
 
@@ -207,9 +226,12 @@ def _preload(settings: Settings, tests: Sequence[TckTest]) -> None:
 class _Slot:
     """One test's right to call its subject (see ``Schedule``); every method is idempotent."""
 
-    def __init__(self, schedule: Schedule, *, alone: bool) -> None:
+    def __init__(self, schedule: Schedule, *, alone: bool, search: bool = False) -> None:
         self.schedule = schedule
         self.alone = alone  # a race-hunting test keeps its slot through its windows
+        # A fuzz search takes a free slot before rule tests waiting for one: it is the longest
+        # test, and every wait behind a rule test's calls lengthens the run.
+        self.search = search
         self.held = True
         self.closed = False
 
@@ -232,9 +254,14 @@ class _Slot:
             if self.closed or self.held:
                 return
             s._waiting += 1
+            s._search_waiting += self.search
             # An abandoned test (the watchdog gave up on it) is closed meanwhile: it takes nothing.
-            s._turn.wait_for(lambda: self.closed or (s._active < s.concurrency and not s._alone))
+            s._turn.wait_for(lambda: self.closed or (
+                s._active < s.concurrency and not s._alone and (self.search or not s._search_waiting)))
             s._waiting -= 1
+            if self.search:
+                s._search_waiting -= 1
+                s._turn.notify_all()  # rule tests held back for it look again
             if self.closed:
                 return
             s._parked -= 1

@@ -785,3 +785,41 @@ def test_a_race_hunting_test_runs_with_no_other_test_calling() -> None:
     assert [r.outcome for r in results] == ["passed"] * 7
     ((start, end),) = _intervals(log, "race", "race over")["t3"]
     assert all(not start < at < end for name, what, at in log if what == "call")
+
+
+def test_a_fuzz_search_starts_before_the_rule_tests_and_no_result_is_handed_back_beside_it() -> None:
+    """The search computes while the rule tests wait out their windows; the caller reports no
+    result meanwhile (pytest parses source to report, and so may Hypothesis on the search's
+    thread: CPython 3.11 does not allow both at once)."""
+    from rstck.contexts import Context
+    from rstck.engine import Schedule
+    from rstck.verifications._base import TckTest
+
+    log: list[tuple[str, str, float]] = []
+
+    def rule(ctx: Any, name: str) -> None:
+        with ctx.env.aside():  # a no-signal window
+            time.sleep(0.05)
+        ctx.call("request(1)", lambda: log.append((name, "call", time.monotonic())))
+
+    def search(ctx: Any, name: str) -> None:
+        log.append((name, "search", time.monotonic()))
+        for _ in range(8):
+            ctx.call("request(1)", lambda: time.sleep(0.01))
+            with ctx.env.aside():  # a scenario's settle
+                time.sleep(0.02)
+        log.append((name, "search over", time.monotonic()))
+
+    levels = ["required"] * 4 + ["fuzz"] + ["required"] * 3
+    tests = [TckTest(f"{level}_t{i}", "publisher", None, level,
+                     (lambda ctx, b=(search if level == "fuzz" else rule), n=f"t{i}": b(ctx, n)), "")
+             for i, level in enumerate(levels)]
+    handed: list[float] = []
+    for result in Schedule(tests, Context, Settings()).results():
+        assert result.outcome == "passed", result.message
+        handed.append(time.monotonic())
+    ((start, end),) = _intervals(log, "search", "search over")["t4"]
+    calls = [at for name, what, at in log if what == "call"]
+    assert all(at > start for at in calls)  # the search started first
+    assert sum(start < at < end for at in calls) >= 3  # the rule tests ran beside it
+    assert min(handed) >= end

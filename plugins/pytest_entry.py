@@ -1,0 +1,127 @@
+"""The kit's pytest entry point: its options in every run, the kit itself only in a run that uses it.
+
+pytest loads every ``pytest11`` entry point of an environment in every run, so what this module
+imports, every project that has the kit installed pays for: the kit is some fifty modules and,
+through fuzzing, Hypothesis. Like Hypothesis' own ``_hypothesis_pytestplugin``, it imports
+nothing of the kit. It registers the options from a table (``options.json``: a test keeps it equal to
+what ``pytest_plugin.add_options`` registers, so ``pytest --help`` cannot drift from the
+settings), and registers ``pytest_plugin`` once the run names an ``--rs-*`` option, an ``rs_*``
+ini key or an ``RS_TCK_*`` environment variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import pytest
+
+#: The name the kit's plugin is registered under (``-p no:rstck`` disables the entry point).
+PLUGIN_NAME = "rstck-plugin"
+ENV_PREFIX = "RS_TCK_"
+MARKER = "rs_tck(rule, level, verification): a Reactive Streams TCK verification"
+
+#: Every option and ini key, as ``pytest_plugin.add_options`` registers them: data, not code,
+#: so that a run where pytest compiles this module from source (no bytecode written, assertions
+#: rewritten) pays for the few lines of the module only.
+TABLE = os.path.join(os.path.dirname(__file__), "options.json")
+_table: tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, str, Any]]] | None = None
+
+
+def table() -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, str, Any]]]:
+    """``(options, ini)``: each option as ``(name, attributes)``, each ini key as ``(key, help, default)``."""
+    global _table
+    if _table is None:
+        with open(TABLE, encoding="utf-8") as fh:
+            data = json.load(fh)
+        _table = ([(name, attrs) for name, attrs in data["options"]],
+                  [(key, help_text, default) for key, help_text, default in data["ini"]])
+    return _table
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rs-tck", "Reactive Streams TCK")
+    options, ini = table()
+    for option, attrs in options:
+        group.addoption(option, **attrs)
+    for key, help_text, default in ini:
+        parser.addini(key, help_text, default=default)
+
+
+def in_use(config: pytest.Config) -> bool:
+    """Whether the run asks for the kit: an ``--rs-*`` option, ``rs_*`` ini key or ``RS_TCK_*`` variable."""
+    options, ini = table()
+    for _option, attrs in options:
+        value = getattr(config.option, attrs["dest"], None)
+        if value is not None and value is not False:
+            return True
+    if any(name.startswith(ENV_PREFIX) for name in os.environ):
+        return True
+    return any(config.getini(key) not in (None, "", []) for key, _help, _default in ini)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    spare_hypothesis_import(config)
+    if not in_use(config):
+        return
+    skip_rewriting(config)
+    from . import pytest_plugin
+
+    if not config.pluginmanager.is_registered(pytest_plugin):
+        # pytest_configure is historic: the plugin's own runs as it is registered.
+        config.pluginmanager.register(pytest_plugin, PLUGIN_NAME)
+
+
+#: Packages whose asserts pytest need not rewrite in a run of the kit (see ``skip_rewriting``).
+NOT_REWRITTEN = ("hypothesis", "rstck", "rstck_plugins")
+
+
+def skip_rewriting(config: pytest.Config) -> None:
+    """Import the kit and Hypothesis as Python does, not assertion-rewritten by pytest.
+
+    pytest rewrites the asserts of every package whose distribution has a ``pytest11`` entry
+    point, Hypothesis' and the kit's included. Where bytecode is not written
+    (``PYTHONDONTWRITEBYTECODE``) that parses and compiles some 80 Hypothesis modules from source
+    in every run, about a second; neither package's own asserts are a user's test. A private
+    part of pytest: if it changes, the run is only slower.
+    """
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    cache = getattr(hook, "_marked_for_rewrite_cache", None)
+    if isinstance(marked, set) and isinstance(cache, dict):
+        marked.difference_update(NOT_REWRITTEN)
+        cache.clear()
+
+
+def spare_hypothesis_import(config: pytest.Config) -> None:
+    """Keep Hypothesis' pytest plugin from importing Hypothesis at the end of a run that never used it.
+
+    Its ``pytest_terminal_summary`` imports ``hypothesis.internal.observability`` to list the
+    observation files written in this process, in every run (0.3 s, over a second where pytest
+    rewrites it from source). When Hypothesis was never imported no test wrote any, and when no
+    report carries its statistics or failing examples and statistics are not asked for, the
+    hook has nothing to show: it is then not called. Any of those present, it runs as before.
+    """
+    plugin = config.pluginmanager.get_plugin("hypothesispytest")
+    keys = tuple(getattr(plugin, name, None) for name in ("STATS_KEY", "FAILING_EXAMPLES_KEY"))
+    option = getattr(plugin, "PRINT_STATISTICS_OPTION", None)
+    if plugin is None or not all(isinstance(key, str) for key in keys) or not isinstance(option, str):
+        return
+    for impl in config.pluginmanager.hook.pytest_terminal_summary.get_hookimpls():
+        if impl.plugin is not plugin or getattr(impl.function, "_rstck_spared", False):
+            continue
+        original = impl.function
+
+        def summary(terminalreporter: Any, original: Any = original) -> Any:
+            if "hypothesis" in sys.modules or terminalreporter.config.getoption(option) or any(
+                key in getattr(report, "__dict__", {})
+                for reports in terminalreporter.stats.values() for report in reports for key in keys
+            ):
+                return original(terminalreporter)
+            return None
+
+        summary._rstck_spared = True  # type: ignore[attr-defined]
+        impl.function = summary  # type: ignore[misc]  # Final in pluggy's annotations only

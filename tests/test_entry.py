@@ -1,0 +1,155 @@
+"""The pytest entry point: the kit's options in every run, the kit itself only where it is used."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+from rstck_plugins import pytest_entry
+from rstck_plugins import pytest_plugin
+
+
+class Recorder:
+    """Stands in for pytest's parser and option group, keeping what is registered."""
+
+    def __init__(self) -> None:
+        self.options: list[tuple[str, dict[str, Any]]] = []
+        self.ini: list[tuple[str, str, Any]] = []
+
+    def getgroup(self, name: str, description: str = "") -> Recorder:
+        return self
+
+    def addoption(self, *names: str, **attrs: Any) -> None:
+        assert len(names) == 1, names
+        self.options.append((names[0], attrs))
+
+    def addini(self, name: str, help: str, type: Any = None, default: Any = None) -> None:
+        assert type is None, (name, type)
+        self.ini.append((name, help, default))
+
+
+def render(options: list[tuple[str, dict[str, Any]]], ini: list[tuple[str, str, Any]]) -> str:
+    """The text ``plugins/options.json`` should have: one option or ini key a line."""
+    def block(rows: list[Any]) -> list[str]:
+        return [f"  {json.dumps(list(row))}," for row in rows[:-1]] + [f"  {json.dumps(list(rows[-1]))}"]
+
+    return "\n".join(["{", ' "options": [', *block(options), " ],", ' "ini": [', *block(ini), " ]", "}", ""])
+
+
+def test_the_entry_points_option_table_is_what_the_plugin_registers() -> None:
+    recorder = Recorder()
+    pytest_plugin.add_options(recorder)  # type: ignore[arg-type]
+    expected = (recorder.options, recorder.ini)
+    assert pytest_entry.table() == expected, (
+        "plugins/options.json differs from what pytest_plugin.add_options registers; "
+        "replace it with:\n" + render(*expected))
+    with open(pytest_entry.TABLE, encoding="utf-8") as fh:
+        assert fh.read() == render(*expected)
+
+
+def _no_kit_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(pytest_entry.ENV_PREFIX):
+            monkeypatch.delenv(name)
+
+
+#: A conftest that writes, once the run is over, which modules of the kit and Hypothesis it loaded.
+MODULES_CONFTEST = """
+import json, sys
+
+def pytest_unconfigure(config):
+    loaded = sorted(n for n in sys.modules if n.split(".")[0] in ("rstck", "rstck_plugins", "hypothesis"))
+    with open("modules.json", "w") as fh:
+        json.dump({"loaded": loaded, "plugin": config.pluginmanager.has_plugin("rstck-plugin")}, fh)
+"""
+
+
+def _loaded(pytester: pytest.Pytester) -> dict[str, Any]:
+    with open(pytester.path / "modules.json") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+def test_an_unrelated_run_imports_nothing_of_the_kit_nor_hypothesis(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every project with the kit installed runs its entry point: it must cost that project nothing.
+
+    Hypothesis, which the kit brings, is not imported either: its pytest plugin would import it at
+    the terminal summary to list observation files no test wrote.
+    """
+    _no_kit_environment(monkeypatch)
+    pytester.makeconftest(MODULES_CONFTEST)
+    pytester.makepyfile(test_mine="def test_mine():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    loaded = _loaded(pytester)
+    assert loaded == {"loaded": ["rstck_plugins", "rstck_plugins.pytest_entry"], "plugin": False}
+
+
+def test_a_run_with_hypothesis_tests_still_gets_hypothesis_statistics(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hypothesis' summary is skipped only where it has nothing to show."""
+    _no_kit_environment(monkeypatch)
+    pytester.makepyfile(test_prop="""
+        from hypothesis import given, strategies as st
+
+        @given(st.integers())
+        def test_prop(x):
+            assert x == x
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--hypothesis-show-statistics")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*Hypothesis Statistics*", "*test_prop*"])
+
+
+def test_help_lists_the_options_without_loading_the_kit(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_kit_environment(monkeypatch)
+    pytester.makeconftest(MODULES_CONFTEST)
+    result = pytester.runpytest_subprocess("--help")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*Reactive Streams TCK*", "*--rs-publisher=MODULE:ATTR*",
+                                 "*--rs-no-fuzz*", "*rs_timeout_ms*"])
+    assert _loaded(pytester)["loaded"] == ["rstck_plugins", "rstck_plugins.pytest_entry"]
+
+
+@pytest.mark.parametrize(("args", "ini", "env"), [
+    (["--rs-no-fuzz"], "", {}),
+    (["--rs-report-json=out.json"], "", {}),
+    ([], "rs_timeout_ms = 300", {}),
+    ([], "", {"RS_TCK_TIMEOUT_MS": "300"}),
+])
+def test_the_kit_is_loaded_by_an_option_an_ini_key_or_an_environment_variable(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str], ini: str,
+    env: dict[str, str],
+) -> None:
+    _no_kit_environment(monkeypatch)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    config = pytester.parseconfigure(*args)
+    assert config.pluginmanager.has_plugin(pytest_entry.PLUGIN_NAME)
+
+
+def test_without_any_the_kit_is_not_loaded(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_kit_environment(monkeypatch)
+    config = pytester.parseconfigure()
+    assert not config.pluginmanager.has_plugin(pytest_entry.PLUGIN_NAME)
+
+
+def test_a_run_without_fuzzing_never_imports_hypothesis(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_kit_environment(monkeypatch)
+    pytester.makeconftest(MODULES_CONFTEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rs-publisher=rstck.reference:range_publisher",
+                                           "--rs-rules=1.1,fuzz", "--rs-no-fuzz")
+    result.assert_outcomes(passed=1, skipped=1)
+    loaded = _loaded(pytester)
+    assert loaded["plugin"]
+    assert not [name for name in loaded["loaded"] if name.startswith("hypothesis")]
