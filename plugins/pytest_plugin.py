@@ -300,7 +300,11 @@ class RsTckCollector(pytest.Collector):
         self.tests = tests
 
     def collect(self) -> list[pytest.Item]:
-        return [RsTckItem.from_parent(self, name=t.test_id, test=t) for t in self.tests]
+        # The id is given whole, as a string, so that it parses back to the same node id that
+        # pytest prints, stores in .pytest_cache and reads from the command line
+        # (``publisher::name[3.9]``, its rule as the parameter): --lf, --sw and a copied id match.
+        return [RsTckItem.from_parent(self, name=t.test_id, nodeid=f"{self.nodeid}::{t.test_id}", test=t)
+                for t in self.tests]
 
 
 class RsTckItem(pytest.Item):
@@ -377,14 +381,18 @@ class RsTckFailure(Exception):
         self.result = result
 
 
-def _make_items(session: pytest.Session) -> list[pytest.Item]:
+def _make_items(session: pytest.Session, selectors: list[str] | None = None) -> list[pytest.Item]:
     state = session.config.stash[state_key]
     items: list[pytest.Item] = []
     for name in state.subjects:
+        if selectors and not any(_selector_parts(s)[0] == name for s in selectors):
+            continue
         tests = select(VERIFICATIONS[name].tests, rules=state.rules, skip_rules=state.skip_rules)
         state.hooks.hook.rstck_modify_tests(verification=name, tests=tests, settings=state.settings_for(name))
         collector = RsTckCollector.from_parent(session, name=name, nodeid=name, tests=tests)
         collected = collector.collect()
+        if selectors:
+            collected = _selected(collected, [s for s in selectors if _selector_parts(s)[0] == name])
         session.config.hook.pytest_collectreport(
             report=pytest.CollectReport(collector.nodeid, "passed", None, list[Any](collected))
         )
@@ -392,14 +400,88 @@ def _make_items(session: pytest.Session) -> list[pytest.Item]:
     return items
 
 
+def _selector_parts(arg: str) -> tuple[str, list[str], str | None]:
+    """``publisher::name[3.9]`` as ``("publisher", ["name"], "[3.9]")``, as pytest splits an argument."""
+    base, bracket, rest = arg.partition("[")
+    head, *names = base.split("::")
+    return head, names, f"{bracket}{rest}" if bracket else None
+
+
+def _is_selector(config: pytest.Config, arg: str) -> bool:
+    """Whether a command-line argument names TCK tests (a node id pytest printed), not a path.
+
+    A verification's name that is also a file or folder of the project stays a path, unless it
+    carries ``::`` parts, which a folder cannot take.
+    """
+    head, names, _ = _selector_parts(arg)
+    if head not in VERIFICATIONS:
+        return False
+    return bool(names) or not (config.invocation_params.dir / head).exists()
+
+
+def _selected(items: list[pytest.Item], selectors: list[str]) -> list[pytest.Item]:
+    """The items the selectors name, matched as pytest matches ``file.py::test[param]``.
+
+    A name without a parameter matches the test whatever its parameter (its rule); each
+    selector must match at least one test, else it is a usage error naming it.
+    """
+    chosen: dict[str, pytest.Item] = {}
+    for selector in selectors:
+        head, names, params = _selector_parts(selector)
+        matched = []
+        for item in items:
+            assert isinstance(item, RsTckItem)
+            if item.test.verification != head or len(names) > 1:
+                continue
+            if names and (item.name != names[0] + params if params is not None
+                          else item.name.split("[")[0] != names[0]):
+                continue
+            matched.append(item)
+        if not matched:
+            raise pytest.UsageError(
+                f"not found: {selector}: no test of that name in this run of the {head} verification "
+                "(list them with --co -q; --rs-rules and --rs-skip-rules apply too)"
+            )
+        chosen.update((item.nodeid, item) for item in matched)
+    return [item for item in items if item.nodeid in chosen]
+
+
+def _split_arguments(session: pytest.Session) -> tuple[list[str], list[str]] | None:
+    """The command line's TCK node ids and its other arguments, or None when it names no TCK test."""
+    config = session.config
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return None
+    selectors = [a for a in config.args if _is_selector(config, a)]
+    if not selectors:
+        return None
+    state = config.stash[state_key]
+    for selector in selectors:
+        head = _selector_parts(selector)[0]
+        if head not in state.subjects:
+            raise pytest.UsageError(
+                f"{selector}: a test of the {head} verification, but no {VERIFICATIONS[head].option} "
+                f"subject was given; add {VERIFICATIONS[head].option}=MODULE:ATTR (the option that "
+                "ran it)"
+            )
+    return selectors, [a for a in config.args if a not in selectors]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection(session: pytest.Session) -> bool | None:
     """With --rs-* options and no test paths, collect exactly the TCK's verifications."""
     state = session.config.stash.get(state_key, None)
-    if state is None or not state.active or session.config.args_source == pytest.Config.ArgsSource.ARGS:
+    if state is None:
+        return None
+    split = _split_arguments(session)
+    if split is not None:
+        state.selectors, others = split
+        if others:  # test paths as well: pytest collects them, the selected TCK tests follow
+            session.perform_collect(others)
+            return True
+    elif not state.active or session.config.args_source == pytest.Config.ArgsSource.ARGS:
         return None
     session.config.hook.pytest_collectstart(collector=session)
-    items = _make_items(session)
+    items = _make_items(session, state.selectors)
     session.items = items
     session.config.hook.pytest_collection_modifyitems(session=session, config=session.config, items=session.items)
     session.config.hook.pytest_collection_finish(session=session)
@@ -415,7 +497,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if any(isinstance(item, RsTckItem) for item in items):
         return
-    items.extend(_make_items(session))
+    items.extend(_make_items(session, state.selectors))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -44,6 +44,8 @@ class RsTckState:
         self.interrupted: str | None = None
         #: How many selected tests did not run, when the run was interrupted and it is known.
         self.not_run: int | None = None
+        #: The command line's TCK node ids (``publisher::name[3.9]``); empty: every selected test.
+        self.selectors: list[str] = []
         #: Problems of the end-of-run hooks, other than the report files', one line each.
         self.finish_problems: list[str] = []
 

@@ -1,0 +1,107 @@
+"""The daily loop around a failure: rerun what failed, read the evidence, trust the figures.
+
+Each test runs real pytest sessions (pytester) as a user types them, with the cache on where the
+test is about it (``--lf``, ``--sw``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+REF = "--rs-publisher=rstck.reference:range_publisher"
+FAILED = "--rs-failed-publisher=rstck.reference:failed_publisher"
+BROKEN = "--rs-publisher=subjects:ignores_zero"
+FAST = "--rs-timeout-ms=200"
+ZERO_ID = "publisher::required_spec309_request_zero_must_signal_value_error[3.9]"
+
+SUBJECTS = '''
+from tests.broken.publishers import IgnoresRequestZero
+from tests.broken.publishers import factory
+
+ignores_zero = factory(IgnoresRequestZero)
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(subjects=SUBJECTS)
+    pytester.makepyfile(test_user="def test_user_own():\n    pass\n")
+    pytester.syspathinsert()
+    return pytester
+
+
+def _ran(result: pytest.RunResult) -> list[str]:
+    """The node ids a ``-rA`` run reports, in order."""
+    return [line.split(" ", 1)[1].split(" - ")[0] for line in result.outlines
+            if line.startswith(("PASSED ", "FAILED ", "SKIPPED ", "ERROR ", "XFAIL "))
+            and "::" in line]
+
+
+# -- node ids that select -------------------------------------------------------------------
+
+
+def test_an_id_copied_from_a_failed_line_runs_only_that_test(project: pytest.Pytester) -> None:
+    first = project.runpytest(BROKEN, FAST, "--rs-rules=3.9", "-p", "no:cacheprovider")
+    assert f"FAILED {ZERO_ID}" in first.stdout.lines
+    again = project.runpytest(BROKEN, FAST, ZERO_ID, "-p", "no:cacheprovider", "-rA")
+    again.assert_outcomes(failed=1)
+    assert _ran(again) == [ZERO_ID]
+
+
+@pytest.mark.parametrize(
+    ("arg", "count"),
+    [
+        ("publisher::required_spec309_request_zero_must_signal_value_error", 1),  # any parameter
+        ("publisher", 4),  # the whole verification, as a file's id selects its tests
+    ],
+)
+def test_a_test_name_or_verification_selects_as_pytest_does(project: pytest.Pytester, arg: str, count: int) -> None:
+    result = project.runpytest(REF, "--rs-rules=3.9", arg, "--co", "-q", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([f"{count} test* collected*"])
+
+
+def test_an_id_beside_a_test_path_runs_both(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, "test_user.py", ZERO_ID, "-p", "no:cacheprovider", "-rA")
+    assert _ran(result) == ["test_user.py::test_user_own", ZERO_ID]
+
+
+def test_an_unknown_id_is_a_usage_error_naming_it(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, "publisher::required_spec999_nothing", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*not found: publisher::required_spec999_nothing: no test of that name*"])
+
+
+def test_an_id_without_its_subject_option_names_the_option(project: pytest.Pytester) -> None:
+    result = project.runpytest("processor::required_spec309_request_zero_must_signal_value_error[3.9]",
+                               REF, "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no --rs-processor subject was given*"])
+
+
+def test_last_failed_reruns_only_the_failures(project: pytest.Pytester) -> None:
+    first = project.runpytest(BROKEN, FAST, "--rs-rules=3.9")
+    first.assert_outcomes(failed=3, skipped=1)
+    again = project.runpytest(BROKEN, FAST, "--lf", "-rA")
+    again.stdout.fnmatch_lines(["*run-last-failure: rerun previous 3 failures*"])
+    again.assert_outcomes(failed=3, deselected=52)
+    assert all("3.9" in nodeid for nodeid in _ran(again))
+
+
+def test_the_cache_forgets_failures_that_pass_since(project: pytest.Pytester) -> None:
+    project.runpytest(BROKEN, FAST, "--rs-rules=3.9").assert_outcomes(failed=3, skipped=1)
+    project.runpytest(REF, "--rs-rules=3.9").assert_outcomes(passed=4)
+    cache = project.path / ".pytest_cache" / "v" / "cache" / "lastfailed"
+    assert json.loads(cache.read_text()) == {} if cache.exists() else True
+    again = project.runpytest(REF, "--lf", "--rs-rules=3.9")
+    again.stdout.fnmatch_lines(["*no previously failed tests*"])
+
+
+def test_stepwise_resumes_at_the_failed_test(project: pytest.Pytester) -> None:
+    first = project.runpytest(BROKEN, FAST, "--rs-rules=3.9", "--sw", "-rA")
+    first.assert_outcomes(failed=1)
+    failed = [nodeid for nodeid in _ran(first) if "3.9" in nodeid][-1]
+    again = project.runpytest(BROKEN, FAST, "--rs-rules=3.9", "--sw", "-rA")
+    again.stdout.fnmatch_lines(["*stepwise: skipping * already passed items*"])
+    assert _ran(again)[0] == failed
