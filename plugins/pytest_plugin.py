@@ -7,7 +7,9 @@ logic lives in the core, which never imports pytest.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -70,8 +72,8 @@ class SubjectOption:
 
 
 def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
-    spec = config.getoption("rs_publisher")
-    failed_spec = config.getoption("rs_failed_publisher")
+    spec = subject_spec(config, "rs_publisher")
+    failed_spec = subject_spec(config, "rs_failed_publisher")
     if failed_spec and not spec:
         raise SetupError(f"{FAILED_PUBLISHER_OPTION} needs {PUBLISHER_OPTION} as well")
     if not spec:
@@ -81,6 +83,12 @@ def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
     smoke_check(subject, timeout=max(5.0, applied.timeout), elements=min(1, applied.max_elements),
                 loop=applied.loop)
     return subject
+
+
+def subject_spec(config: pytest.Config, dest: str) -> str | None:
+    """The MODULE:ATTR a subject option names."""
+    value = config.getoption(dest, None)
+    return str(value) if value else None
 
 
 def _add_subject_options(group: pytest.OptionGroup) -> None:
@@ -96,7 +104,7 @@ def _subject_loader(
     """The loader of a subscriber or processor subject: import, then call the factory once."""
 
     def loader(config: pytest.Config, settings: Settings) -> Any:
-        spec = config.getoption(dest)
+        spec = subject_spec(config, dest)
         if not spec:
             return None
         subject = load(spec, resolve=config.stash[resolver_key])
@@ -222,7 +230,7 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--count={count} (pytest-repeat) does not repeat the TCK's verifications: hunt a race with "
             "--rs-stochastic-iterations=N, or rerun the command in a loop (docs/ci.md, gating a release on races)"
         )
-    failed_spec = config.getoption("rs_failed_publisher")
+    failed_spec = subject_spec(config, "rs_failed_publisher")
     state = RsTckState(subjects, settings, rules, skip_rules, hooks,
                        failed_specs={"publisher": failed_spec} if failed_spec else None)
     config.stash[state_key] = state
@@ -324,7 +332,7 @@ class RsTckItem(pytest.Item):
             self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
 
     def runtest(self) -> None:
-        result = _scheduled(self)
+        result = _with_replay_command(self, _scheduled(self))
         self.stash[result_key] = result
         if result.outcome == "skipped":
             pytest.skip(result.message)
@@ -371,6 +379,46 @@ def _scheduled(item: RsTckItem) -> TestResult:
         schedules[name] = entry
     schedule, index = entry
     return schedule.result(index.pop(item.nodeid))
+
+
+def replay_prefix(config: pytest.Config) -> list[str]:
+    """``pytest`` and the options that make this run's subjects and command-line settings again.
+
+    Settings given in the environment or the ini file hold for a command pasted in the same
+    project and shell, so only the command line's are repeated; the subjects always are.
+    """
+    words = ["pytest"]
+    for verification in VERIFICATIONS.values():
+        spec = subject_spec(config, verification.dest)
+        if spec:
+            words.append(f"{verification.option}={spec}")
+        if verification.name == "publisher" and subject_spec(config, "rs_failed_publisher"):
+            words.append(f"{FAILED_PUBLISHER_OPTION}={subject_spec(config, 'rs_failed_publisher')}")
+    adapter = config.getoption("rs_adapter")
+    if adapter:
+        words.append(f"{ADAPTER_OPTION}={adapter}")
+    for knob in KNOBS:
+        value = config.getoption(knob.ini)
+        if value is None or value is False or knob.name == "fuzz_replay":
+            continue
+        words.append(knob.option if value is True else f"{knob.option}={value}")
+    return words
+
+
+def _with_replay_command(item: RsTckItem, result: TestResult) -> TestResult:
+    """A fuzz failure's replay line as a whole command: this test only, its subjects, the token.
+
+    The core renders ``pytest ... --rs-fuzz-replay=TOKEN``; only the host knows the command
+    line that reruns exactly this scenario and fails the same way, as Hypothesis prints
+    ``@reproduce_failure``.
+    """
+    fuzz = result.fuzz
+    if not fuzz or not fuzz.get("replay_option"):
+        return result
+    command = shlex.join([*replay_prefix(item.config), item.nodeid, str(fuzz["replay_option"])])
+    fuzz = {**fuzz, "replay_command": command}
+    message = result.message.replace(f"pytest ... {fuzz['replay_option']}", command, 1)
+    return dataclasses.replace(result, fuzz=fuzz, message=message)
 
 
 class RsTckFailure(Exception):

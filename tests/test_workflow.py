@@ -105,3 +105,25 @@ def test_stepwise_resumes_at_the_failed_test(project: pytest.Pytester) -> None:
     again = project.runpytest(BROKEN, FAST, "--rs-rules=3.9", "--sw", "-rA")
     again.stdout.fnmatch_lines(["*stepwise: skipping * already passed items*"])
     assert _ran(again)[0] == failed
+
+
+# -- the fuzz replay line ---------------------------------------------------------------------
+
+
+def test_the_fuzz_replay_line_is_a_whole_command_that_fails_the_same_way(project: pytest.Pytester) -> None:
+    import shlex
+
+    first = project.runpytest(BROKEN, FAST, "--rs-rules=fuzz", "-p", "no:cacheprovider")
+    first.assert_outcomes(failed=1)
+    line = next(line for line in first.outlines if line.startswith("  replay  : "))
+    words = shlex.split(line.removeprefix("  replay  : "))
+    assert words[0] == "pytest"
+    assert BROKEN in words
+    assert FAST in words
+    assert "publisher::fuzz_demand_cancel_orders[fuzz]" in words
+    assert any(w.startswith("--rs-fuzz-replay=rsfz1-publisher-") for w in words)
+    again = project.runpytest(*words[1:], "-p", "no:cacheprovider", "-rA")
+    again.assert_outcomes(failed=1)
+    assert _ran(again) == ["publisher::fuzz_demand_cancel_orders[fuzz]"]
+    headline = next(line for line in first.outlines if line.startswith("[rule "))
+    assert headline in again.outlines

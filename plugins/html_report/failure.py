@@ -95,7 +95,8 @@ def _fuzz_scenario(r: TestResult) -> str:
                 f'{esc(str(race.get("replays")))} replays</p>')
     items = "".join(f"<li>{esc(step)}</li>" for step in steps)
     return (f'<section class="fuzz"><h4>Shrunk scenario</h4><ol class="mono">{items}</ol>{note}'
-            f'<p>replay: <code>{esc(str(fuzz.get("replay_option", "")))}</code></p></section>')
+            f'<p>replay: <code>{esc(str(fuzz.get("replay_command") or fuzz.get("replay_option", "")))}</code>'
+            '</p></section>')
 
 
 def _dl(facts: list[tuple[str, str, str]]) -> str:
