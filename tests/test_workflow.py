@@ -127,3 +127,75 @@ def test_the_fuzz_replay_line_is_a_whole_command_that_fails_the_same_way(project
     assert _ran(again) == ["publisher::fuzz_demand_cancel_orders[fuzz]"]
     headline = next(line for line in first.outlines if line.startswith("[rule "))
     assert headline in again.outlines
+
+
+# -- evidence ---------------------------------------------------------------------------------
+
+FLOOD = '''
+class _Subscription:
+    """Answers the first request with 60 elements whatever was asked: breaks rule 1.1 early."""
+
+    def __init__(self, subscriber):
+        self.subscriber = subscriber
+        self.done = False
+
+    def request(self, n):
+        if self.done:
+            return
+        self.done = True
+        for i in range(60):
+            self.subscriber.on_next(i)
+        self.subscriber.on_complete()
+
+    def cancel(self):
+        self.done = True
+
+
+class Flood:
+    def __init__(self, n):
+        self.n = n
+
+    def subscribe(self, subscriber):
+        subscriber.on_subscribe(_Subscription(subscriber))
+
+
+def flood(n):
+    return Flood(n)
+'''
+
+
+def test_a_long_trace_shows_every_cited_record_with_context() -> None:
+    from rstck.trace import Trace
+
+    trace = Trace()
+    for i in range(100):
+        trace.add("probe", "on_next", str(i), 0)
+    text = trace.format(cited=[50])
+    lines = text.splitlines()
+    cited = next(i for i, line in enumerate(lines) if line.startswith("> #50 "))
+    assert [line.split()[0] for line in lines[cited - 3:cited]] == ["#47", "#48", "#49"]
+    assert [line.split()[0] for line in lines[cited + 1:cited + 4]] == ["#51", "#52", "#53"]
+    assert lines[cited - 4] == "  ... 42 records not shown ..."
+    assert lines[0].split()[0] == "#0"
+    assert lines[-1].split()[0] == "#99"
+    assert len(lines) <= 45
+
+
+def test_cited_records_are_visible_in_the_terminal_and_junit(pytester: pytest.Pytester) -> None:
+    import xml.etree.ElementTree as ET
+
+    pytester.makepyfile(flood=FLOOD)
+    pytester.syspathinsert()
+    result = pytester.runpytest("--rs-publisher=flood:flood", "--rs-rules=1.1", "--junitxml=j.xml",
+                                "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    cited = [word.strip(",") for line in result.outlines if "evidence: #" in line
+             for word in line.split("evidence: ", 1)[1].split(" (")[0].split()]
+    assert len(cited) >= 2
+    failure = ET.parse(pytester.path / "j.xml").getroot().find(".//failure")
+    assert failure is not None
+    junit = failure.text or failure.get("message", "")
+    for seq in cited:
+        assert f"> {seq} " in out, seq
+        assert f"> {seq} " in junit, seq
