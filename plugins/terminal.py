@@ -134,10 +134,32 @@ class TerminalSummary:
         tr = terminalreporter
         if self.results:
             tr.write_sep("=", "rs-tck conformance by rule")
+            for text in sanity_first(self.results):
+                tr.write_line(text, red=True)
             for text, colour in table(self.results):
                 tr.write_line(text, **({colour: True} if colour else {}))
         for text, colour in files_and_problems(self.state):
             tr.write_line(text, **({colour: True} if colour else {}))
+
+
+def sanity_first(results: list[TestResult]) -> list[str]:
+    """For each verification whose sanity check failed: say so first, with what probably follows.
+
+    A factory that does not give what the TCK asks for (one element too many, say) fails many
+    rules at once; the reader should fix the one cause, not chase each rule.
+    """
+    out = []
+    for name in dict.fromkeys(r.verification for r in results):
+        mine = [r for r in results if r.verification == name]
+        sanity = [r for r in mine if r.rule is None and r.level != "fuzz" and r.outcome in FAILING]
+        if not sanity:
+            continue
+        others = sum(1 for r in mine if r.outcome in FAILING and r not in sanity)
+        follow = (f"; the other {others} failure(s) of {name} probably follow from it: fix it first"
+                  if others else "")
+        out.append(f"rs-tck: the sanity check of the {name} factory failed "
+                   f"({sanity[0].test}){follow}")
+    return out
 
 
 def files_and_problems(state: RsTckState) -> list[tuple[str, str]]:

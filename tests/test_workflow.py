@@ -199,3 +199,54 @@ def test_cited_records_are_visible_in_the_terminal_and_junit(pytester: pytest.Py
     for seq in cited:
         assert f"> {seq} " in out, seq
         assert f"> {seq} " in junit, seq
+
+
+# -- one bug, many failures -------------------------------------------------------------------
+
+
+def _result(test: str, rule: str | None, level: str, outcome: str, **kw: object) -> object:
+    from rstck.results import TestResult
+
+    return TestResult(test, "publisher", rule, level, outcome, outcome, 0.01, **kw)  # type: ignore[arg-type]
+
+
+def test_a_failed_sanity_check_is_named_first_with_what_follows(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(subjects=(
+        "from tests.broken.publishers import ExtraElement, factory\n"
+        "extra = factory(ExtraElement)\n"
+    ))
+    pytester.syspathinsert()
+    result = pytester.runpytest("--rs-publisher=subjects:extra", "--rs-rules=sanity,1.1,3.9", FAST,
+                                "-p", "no:cacheprovider")
+    failed = result.parseoutcomes()["failed"]
+    sanity = sum(1 for line in result.outlines if line.startswith("FAILED ") and "[sanity]" in line)
+    lines = result.outlines
+    top = lines.index(next(line for line in lines if "rs-tck conformance by rule" in line)) + 1
+    assert lines[top].startswith("rs-tck: the sanity check of the publisher factory failed")
+    assert sanity >= 1
+    assert f"the other {failed - sanity} failure(s) of publisher probably follow from it" in lines[top]
+
+
+def test_a_race_hunt_that_failed_for_another_reason_prints_no_race_count() -> None:
+    from rstck_plugins.verdicts import race_count
+
+    no_race = _result("stochastic_spec103_x", "1.3", "stochastic", "failed", iterations={"ran": 1, "showed": 0})
+    race = _result("stochastic_spec103_x", "1.3", "stochastic", "failed", iterations={"ran": 7, "showed": 1})
+    passed = _result("stochastic_spec103_x", "1.3", "stochastic", "passed", iterations={"ran": 100, "showed": 0})
+    assert race_count([no_race]) == ""  # type: ignore[list-item]
+    assert race_count([race]) == "race shown in 1 of 7 iterations"  # type: ignore[list-item]
+    assert race_count([passed]) == "race shown in 0 of 100 iterations"  # type: ignore[list-item]
+
+
+def test_a_deterministic_fuzz_find_is_not_a_race_rate() -> None:
+    from rstck_plugins.verdicts import race_count
+
+    fuzz = {"examples": 2, "runs": 9, "race": None, "scenario": [], "replay_option": "--rs-fuzz-replay=x"}
+    found = _result("fuzz_demand_cancel_orders", "3.9", "fuzz", "failed", iterations={"ran": 2, "showed": 1},
+                    fuzz=fuzz)
+    text = race_count([found])  # type: ignore[list-item]
+    assert "race" not in text
+    assert text == "found after 2 generated scenarios, fails every run"
+    raced = _result("fuzz_demand_cancel_orders", "3.9", "fuzz", "failed", iterations={"ran": 5, "showed": 2},
+                    fuzz={**fuzz, "race": {"failed": 2, "replays": 5}})
+    assert race_count([raced]) == "a race: the scenario failed 2 of 5 replays"  # type: ignore[list-item]

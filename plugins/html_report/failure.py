@@ -14,6 +14,7 @@ from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.settings import KNOBS_BY_NAME
 
+from ..verdicts import race_count
 from ..verdicts import verdict as _verdict
 from .markup import badge
 from .markup import esc
@@ -112,8 +113,8 @@ def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any]) -> 
     if r.subject:
         facts.append(("subject", "", esc(r.subject)))
     if r.iterations is not None and r.level == "fuzz":
-        facts.append(("scenarios", "", esc(f"{r.iterations['ran']} run, {r.iterations['showed']} of them failed")))
-    elif r.iterations is not None:
+        facts.append(("scenarios", "", esc(race_count([r]))))
+    elif r.iterations is not None and r.iterations["showed"]:  # failed for another reason: no race
         ran, showed = r.iterations["ran"], r.iterations["showed"]
         facts.append(("race rounds", "", esc(f"{ran} run, {showed} of them showed the race this test hunts")))
     if known:
