@@ -85,17 +85,33 @@ def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
     return subject
 
 
+def subject_env(dest: str) -> str:
+    """The environment variable of a subject option: ``rs_publisher`` -> ``RS_TCK_PUBLISHER``."""
+    return "RS_TCK_" + dest.removeprefix("rs_").upper()
+
+
 def subject_spec(config: pytest.Config, dest: str) -> str | None:
-    """The MODULE:ATTR a subject option names."""
-    value = config.getoption(dest, None)
-    return str(value) if value else None
+    """The MODULE:ATTR a subject option names: command line > environment > ini, as every setting."""
+    for value in (config.getoption(dest, None), os.environ.get(subject_env(dest)), config.getini(dest)):
+        if value:
+            return str(value).strip()
+    return None
 
 
-def _add_subject_options(group: pytest.OptionGroup) -> None:
+def _add_subject_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
     for verification in VERIFICATIONS.values():
         if verification.name != "publisher":  # added first, beside --rs-failed-publisher
             group.addoption(verification.option, dest=verification.dest, metavar="MODULE:ATTR",
-                            help=verification.help)
+                            help=_where_else(verification.help, verification.dest))
+    for dest, help_ in [(v.dest, v.help) for v in VERIFICATIONS.values()] + [("rs_failed_publisher", FAILED_HELP)]:
+        parser.addini(dest, help_, default=None)
+
+
+def _where_else(help_: str, dest: str) -> str:
+    return f"{help_} (env {subject_env(dest)}, ini {dest})"
+
+
+FAILED_HELP = "Factory f() -> Publisher that signals on_subscribe then on_error"
 
 
 def _subject_loader(
@@ -126,11 +142,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rs-tck", "Reactive Streams TCK")
     group.addoption(
         PUBLISHER_OPTION, dest=VERIFICATIONS["publisher"].dest, metavar="MODULE:ATTR",
-        help=VERIFICATIONS["publisher"].help,
+        help=_where_else(VERIFICATIONS["publisher"].help, "rs_publisher"),
     )
     group.addoption(
         FAILED_PUBLISHER_OPTION, dest="rs_failed_publisher", metavar="MODULE:ATTR",
-        help="Factory f() -> Publisher that signals on_subscribe then on_error",
+        help=_where_else(FAILED_HELP, "rs_failed_publisher"),
     )
     group.addoption(
         RULES_OPTION, dest="rs_rules", metavar="IDS",
@@ -146,7 +162,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(env RS_TCK_ADAPTER, ini rs_adapter)",
     )
     parser.addini("rs_adapter", "Adapter applied to every subject (see --rs-adapter)", default=None)
-    _add_subject_options(group)
+    _add_subject_options(parser, group)
     for reporter in REPORTERS:
         if hasattr(reporter, "add_options"):
             reporter.add_options(group)
@@ -561,6 +577,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             where = item.config.invocation_params.dir / item.nodeid
             report.longrepr = (str(where), None, report.longrepr[2])
     return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    """A run that collected nothing because no subject was named says so, and how to name one."""
+    state = config.stash.get(state_key, None)
+    if state is None or state.active or exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED:
+        return
+    tr = terminalreporter
+    tr.write_line("rs-tck: no --rs-* subject was given, so no TCK verification ran; name what to verify:",
+                  yellow=True)
+    options = [(PUBLISHER_OPTION, "rs_publisher"), (FAILED_PUBLISHER_OPTION, "rs_failed_publisher")]
+    options += [(v.option, v.dest) for v in VERIFICATIONS.values() if v.name != "publisher"]
+    for option, dest in options:
+        tr.write_line(f"  {option}=MODULE:ATTR  (env {subject_env(dest)}, ini {dest})")
+    tr.write_line("  e.g. pytest --rs-publisher=rstck.reference:range_publisher; pytest --help lists every "
+                  "--rs-* option")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
