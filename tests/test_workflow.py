@@ -250,3 +250,141 @@ def test_a_deterministic_fuzz_find_is_not_a_race_rate() -> None:
     raced = _result("fuzz_demand_cancel_orders", "3.9", "fuzz", "failed", iterations={"ran": 5, "showed": 2},
                     fuzz={**fuzz, "race": {"failed": 2, "replays": 5}})
     assert race_count([raced]) == "a race: the scenario failed 2 of 5 replays"  # type: ignore[list-item]
+
+
+# -- the user's frames in import and factory errors -------------------------------------------
+
+
+def test_an_import_error_shows_the_users_file_and_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(mylib_config='import os\n\nCONFIG = os.environ["MYLIB_CONFIG_XYZ"]\n')
+    pytester.syspathinsert()
+    result = pytester.runpytest("--rs-publisher=mylib_config:f", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "*importing 'mylib_config' raised KeyError: 'MYLIB_CONFIG_XYZ'",
+        '  File "*mylib_config.py", line 3, in <module>',
+        '    CONFIG = os.environ["MYLIB_CONFIG_XYZ"]',
+    ])
+    assert "importlib" not in result.stderr.str()
+
+
+def test_a_factory_error_shows_the_users_file_and_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(mylib_factory='def make(n):\n    raise RuntimeError("cannot build")\n')
+    pytester.syspathinsert()
+    result = pytester.runpytest("--rs-publisher=mylib_factory:make", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "*calling it with n=1 raised RuntimeError: cannot build",
+        '  File "*mylib_factory.py", line 2, in make',
+        '    raise RuntimeError("cannot build")',
+    ])
+    assert "rstck" not in result.stderr.str().split("cannot build", 1)[1]
+
+
+# -- hints where a newcomer goes wrong --------------------------------------------------------
+
+NEWCOMER = '''
+import asyncio
+
+
+class NeedsLoop:
+    """Subscribes on the running loop, as a library built on asyncio does."""
+
+    def subscribe(self, subscriber):
+        asyncio.get_running_loop()
+
+
+def needs_loop(n):
+    return NeedsLoop()
+
+
+def the_class(n):
+    return NeedsLoop
+
+
+def subscriber_class():
+    return NeedsLoop
+'''
+
+
+@pytest.fixture
+def newcomer(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(newcomer=NEWCOMER)
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_an_asyncio_publisher_without_the_loop_option_is_told_once_at_start_up(newcomer: pytest.Pytester) -> None:
+    result = newcomer.runpytest("--rs-publisher=newcomer:needs_loop", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert err.count("--rs-loop=asyncio") == 1
+    assert "no running event loop" in err
+    assert "passed" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(("option", "attr"), [("--rs-publisher", "the_class"), ("--rs-subscriber", "subscriber_class")])
+def test_a_factory_returning_a_class_is_refused_at_start_up(newcomer: pytest.Pytester, option: str, attr: str) -> None:
+    result = newcomer.runpytest(f"{option}=newcomer:{attr}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*returned the class NeedsLoop itself*must return an instance*"])
+
+
+def test_no_subject_says_so_and_shows_the_options(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines([
+        "rs-tck: no --rs-* subject was given, so no TCK verification ran*",
+        "  --rs-publisher=MODULE:ATTR  (env RS_TCK_PUBLISHER, ini rs_publisher)",
+        "  --rs-processor=MODULE:ATTR  (env RS_TCK_PROCESSOR, ini rs_processor)",
+    ])
+
+
+def test_subjects_come_from_the_environment_and_the_ini_file(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini("[pytest]\nrs_publisher = rstck.reference:range_publisher\n")
+    result = pytester.runpytest("--rs-rules=3.9", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["rs-tck: publisher rstck.reference:range_publisher"])
+    monkeypatch.setenv("RS_TCK_PUBLISHER", "rstck.reference:async_range_publisher")
+    result = pytester.runpytest("--rs-rules=3.9", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["rs-tck: publisher rstck.reference:async_range_publisher"])
+
+
+def test_a_report_path_in_missing_folders_creates_them(project: pytest.Pytester) -> None:
+    result = project.runpytest(REF, "--rs-rules=3.9", "--rs-report-json=out/ci/r.json",
+                               "--rs-report-html=out/html/r.html", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    assert (project.path / "out" / "ci" / "r.json").is_file()
+    assert (project.path / "out" / "html" / "r.html").is_file()
+
+
+# -- docs -------------------------------------------------------------------------------------
+
+
+def test_the_readme_names_every_dependency_pip_install_brings() -> None:
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = [re.split(r"[<>=!~ \[]", dep, maxsplit=1)[0] for dep in deps]
+    readme = (root / "README.md").read_text()
+    sentence = next(line for line in readme.splitlines() if line.startswith("`pip install .`"))
+    for name in names:
+        assert name.lower() in sentence.lower(), name
+
+
+def test_every_extra_install_line_says_how_to_install_from_a_clone() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for doc in ("README.md", "docs/campaigns.md"):
+        lines = (root / doc).read_text().splitlines()
+        for i, line in enumerate(lines):
+            if "pip install 'reactive-streams-tck[" in line:
+                around = "\n".join(lines[max(0, i - 1):i + 2])
+                assert "clone" in around, (doc, line)
