@@ -571,6 +571,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         result = item.stash.get(result_key, None)
         if result is not None:
             report.rs_tck_result = result.to_json()
+            # The test's own duration: tests of a verification overlap, so the time this call
+            # waited for its result is not it (JUnit's time, --durations rank by this).
+            report.duration = result.duration_s
         if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
             # pytest places a skip where pytest.skip was called (this module); the reader
             # wants the rule's test: its node id, which carries the rule, in place of a path.

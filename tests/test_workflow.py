@@ -388,3 +388,23 @@ def test_every_extra_install_line_says_how_to_install_from_a_clone() -> None:
             if "pip install 'reactive-streams-tck[" in line:
                 around = "\n".join(lines[max(0, i - 1):i + 2])
                 assert "clone" in around, (doc, line)
+
+
+# -- true figures -----------------------------------------------------------------------------
+
+
+def test_junit_times_are_each_tests_own_duration(project: pytest.Pytester) -> None:
+    import xml.etree.ElementTree as ET
+
+    result = project.runpytest(BROKEN, FAST, "--rs-rules=3.9,1.1", "--junitxml=j.xml", "--rs-report-json=r.json",
+                               "-p", "no:cacheprovider")
+    assert result.parseoutcomes()["failed"] >= 3
+    durations = {f"{r['verification']}::{r['test']}": r["duration_s"]
+                 for r in json.loads((project.path / "r.json").read_text())["results"]}
+    cases = ET.parse(project.path / "j.xml").getroot().iter("testcase")
+    times = {f"{case.get('classname')}::{str(case.get('name')).split('[')[0]}": float(case.get("time", "0"))
+             for case in cases}
+    assert times.keys() == durations.keys()
+    for name, own in durations.items():
+        assert abs(times[name] - own) <= 0.005, (name, times[name], own)
+    assert max(durations.values()) >= 0.19  # a test that waited out the 200 ms timeout
