@@ -408,3 +408,25 @@ def test_junit_times_are_each_tests_own_duration(project: pytest.Pytester) -> No
     for name, own in durations.items():
         assert abs(times[name] - own) <= 0.005, (name, times[name], own)
     assert max(durations.values()) >= 0.19  # a test that waited out the 200 ms timeout
+
+
+def test_a_baseline_gate_failure_is_said_in_the_last_lines(project: pytest.Pytester) -> None:
+    path = project.path / "baseline.txt"
+    path.write_text("3.9  # fixed since\n")
+    result = project.runpytest(REF, "--rs-rules=3.9", f"--rs-baseline={path}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.outlines[-1].startswith("=")
+    assert "4 passed" in result.outlines[-1]
+    assert result.outlines[-2] == f"FAILED {path}:1: 3.9 (stale baseline entry: it passes now; remove it)"
+
+
+def test_every_bad_baseline_line_is_reported(project: pytest.Pytester) -> None:
+    path = project.path / "baseline.txt"
+    path.write_text("3.99\n3.9\npublisher::no_such_test\ntwo words\n")
+    result = project.runpytest(REF, f"--rs-baseline={path}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        f"*--rs-baseline: {path}:1: unknown rule id '3.99'*",
+        f"--rs-baseline: {path}:3: unknown test 'no_such_test'*",
+        f"--rs-baseline: {path}:4: expected one rule id or test name per line*(3 bad lines)",
+    ])
