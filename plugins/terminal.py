@@ -6,6 +6,8 @@ verdict per verification (the worst one), with how many tests of which level gav
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pytest
 from rstck.catalogue import coverage
 from rstck.results import TestResult
@@ -16,23 +18,27 @@ from .hooks import hookimpl
 from .state import RsTckState
 from .verdicts import FAILING
 from .verdicts import LABELS
+from .verdicts import SEVERITY
 from .verdicts import broken_rules
 from .verdicts import counts
 from .verdicts import race_count
+from .verdicts import shown
 from .verdicts import verdict
-from .verdicts import worst
+
+#: The widest line the summary prints: a CI log or an 100-column terminal shows it whole.
+WIDTH = 100
 
 
 def _cell(results: list[TestResult]) -> tuple[str, str, str]:
     """(verdict, tests, colour) for one rule and one verification."""
-    bad = worst(results)
+    bad = shown(results)
     known = bad == "failed" and all(r.baseline == "known" for r in results if verdict(r) == "failed")
     text = "FAILED" if bad in FAILING and not known else LABELS.get(bad, bad)
     if known:
         text = "known deviation"
     tests = counts((r.level for r in results), ("required", "optional", "stochastic", "untested", "fuzz"))
     if len({verdict(r) for r in results}) > 1:
-        tests += ": " + counts(verdict(r) for r in results)
+        tests += ": " + counts((verdict(r) for r in results), dict.fromkeys((bad, *SEVERITY)))
     races = race_count(results)
     if races:
         tests += f"; {races}"
@@ -57,14 +63,54 @@ def ranges(ids: list[str]) -> str:
     return ", ".join(out)
 
 
-def table(results: list[TestResult]) -> list[tuple[str, str]]:
-    """The summary as (line, colour) pairs; colour is "", "green", "yellow" or "red"."""
+def _key(r: TestResult) -> str:
+    """The table row of a result: its rule, or "fuzz", or "sanity"."""
+    return r.rule if r.rule in RULES else "fuzz" if r.level == "fuzz" else "sanity"
+
+
+def table(results: list[TestResult], not_run: Iterable[tuple[str, str]] = (),
+          width: int = WIDTH) -> list[tuple[str, str]]:
+    """The summary as (line, colour) pairs; colour is "", "green", "yellow" or "red".
+
+    ``not_run``: (verification, row) of the selected tests that never ran (the run was
+    interrupted). Lines fit ``width``: when the verifications side by side do not, each gets a
+    table of its own, and a cell too long for the line continues on the next one.
+    """
     present = {r.verification for r in results}
     columns = [v for v in VERIFICATIONS if v in present] + sorted(present - set(VERIFICATIONS))
+    blocks = [_table(results, columns, set(not_run))]
+    if len(columns) > 1 and max(len(text) for text, _ in blocks[0]) > width:
+        blocks = [_table([r for r in results if r.verification == v], [v],
+                         {(name, row) for name, row in not_run if name == v}) for v in columns]
+    out: list[tuple[str, str]] = []
+    for block in blocks:
+        if out:
+            out.append(("", ""))
+        tests_at = block[0][0].find("tests")  # the header's: where a long line continues
+        indent = tests_at if 0 < tests_at < width // 2 else 4
+        out += [(text, colour) for line, colour in block for text in _fit(line, width, indent)]
+    return out
+
+
+def _fit(line: str, width: int, indent: int) -> list[str]:
+    """``line`` cut at its last ", " or "; " before ``width``, continued indented by ``indent``."""
+    out: list[str] = []
+    while len(line) > width:
+        cut = max(line.rfind(", ", 0, width), line.rfind("; ", 0, width), line.rfind("  ", 0, width))
+        if cut <= indent:
+            cut = line.rfind(" ", 0, width)
+        if cut <= indent:
+            cut = width - 1
+        out.append(line[:cut + 1].rstrip())
+        line = " " * indent + line[cut + 1:].lstrip()
+    return [*out, line]
+
+
+def _table(results: list[TestResult], columns: list[str], not_run: set[tuple[str, str]]) -> list[tuple[str, str]]:
     by_rule: dict[str, dict[str, list[TestResult]]] = {}
     elsewhere: dict[str, set[str]] = {}
     for r in results:
-        key = r.rule if r.rule in RULES else "fuzz" if r.level == "fuzz" else "sanity"
+        key = _key(r)
         by_rule.setdefault(key, {}).setdefault(r.verification, []).append(r)
         for cited in broken_rules(r):
             if cited in RULES and cited != r.rule:
@@ -103,8 +149,11 @@ def table(results: list[TestResult]) -> list[tuple[str, str]]:
     out = [(line(header), "")] + [(line(cells), colour) for cells, colour in rows]
     cov = coverage()
     missing = [rid for rid in RULES if rid not in by_rule and rid not in elsewhere]
-    not_selected = [rid for rid in missing if any(v in cov[rid] for v in columns)]
-    no_test = [rid for rid in missing if rid not in not_selected]
+    interrupted = [rid for rid in missing if any((v, rid) in not_run for v in columns)]
+    not_selected = [rid for rid in missing if any(v in cov[rid] for v in columns) and rid not in interrupted]
+    no_test = [rid for rid in missing if rid not in not_selected and rid not in interrupted]
+    if interrupted:
+        out.append((f"not run: interrupted: {ranges(interrupted)}", "red"))
     if not_selected:
         out.append((f"not selected in this run: {ranges(not_selected)}", ""))
     if no_test and columns:
@@ -136,7 +185,7 @@ class TerminalSummary:
             tr.write_sep("=", "rs-tck conformance by rule")
             for text in sanity_first(self.results):
                 tr.write_line(text, red=True)
-            for text, colour in table(self.results):
+            for text, colour in table(self.results, self.state.not_run_tests):
                 tr.write_line(text, **({colour: True} if colour else {}))
         for text, colour in files_and_problems(self.state):
             tr.write_line(text, **({colour: True} if colour else {}))

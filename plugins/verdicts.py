@@ -39,6 +39,19 @@ def worst(results: Iterable[TestResult]) -> str:
     return next((v for v in SEVERITY if v in verdicts), "passed")
 
 
+def shown(results: Iterable[TestResult]) -> str:
+    """The verdict a rule's cell shows: a failure if any test failed, else passed if any passed.
+
+    A cell with two passed tests and one not applicable read as "not applicable", as if the rule
+    had not been checked; the counts beside the cell list the other verdicts.
+    """
+    results = list(results)
+    bad = worst(results)
+    if bad in FAILING:
+        return bad
+    return "passed" if any(verdict(r) == "passed" for r in results) else bad
+
+
 def counts(items: Iterable[str], order: Iterable[str] = SEVERITY) -> str:
     """``["passed", "failed", "passed"]`` as ``"1 failed, 2 passed"``, in ``order``, others last."""
     tally: dict[str, int] = {}
