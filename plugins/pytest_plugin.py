@@ -26,6 +26,7 @@ from rstck.rules import RULES
 from rstck.runner import run_test
 from rstck.settings import KNOBS
 from rstck.settings import Settings
+from rstck.settings import metavar
 from rstck.settings import parse_value
 from rstck.subjects import load_publisher_subject
 from rstck.subjects import smoke_check
@@ -171,7 +172,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(knob.option, dest=knob.ini, action="store_true", default=None,
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         else:
-            group.addoption(knob.option, dest=knob.ini, metavar={"ms": "MS", "choice": "|".join(knob.choices), "text": "VALUE"}.get(knob.kind, "N"),
+            group.addoption(knob.option, dest=knob.ini, metavar=metavar(knob),
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         parser.addini(knob.ini, knob.help, default=None)
 

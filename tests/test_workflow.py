@@ -430,3 +430,206 @@ def test_every_bad_baseline_line_is_reported(project: pytest.Pytester) -> None:
         f"--rs-baseline: {path}:3: unknown test 'no_such_test'*",
         f"--rs-baseline: {path}:4: expected one rule id or test name per line*(3 bad lines)",
     ])
+
+
+def _every_test_of_every_verification() -> list[object]:
+    """A result per test of all four verifications, with long cells: failures, races, fuzz."""
+    from rstck.results import Failure
+    from rstck.verifications import VERIFICATIONS
+
+    verdicts = ["passed", "failed", "not_applicable", "optional_unsupported", "passed", "error"]
+    out = []
+    for name, verification in VERIFICATIONS.items():
+        for i, test in enumerate(verification.tests):
+            verdict = verdicts[i % len(verdicts)]
+            outcome = {"not_applicable": "skipped", "optional_unsupported": "skipped"}.get(verdict, verdict)
+            failures = [Failure("1.3", "x", "y"), Failure("2.13", "x", "y")] if outcome == "failed" else []
+            iterations = {"ran": 100, "showed": 3} if test.level == "stochastic" else None
+            result = _result(test.name, test.rule_id, test.level, outcome, failures=failures, iterations=iterations)
+            result.verification, result.verdict = name, verdict  # type: ignore[attr-defined]
+            out.append(result)
+    return out
+
+
+def test_the_terminal_rule_table_fits_100_columns_with_four_verifications() -> None:
+    from rstck_plugins.terminal import table
+
+    lines = [line for line, _colour in table(_every_test_of_every_verification())]  # type: ignore[arg-type]
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    for name in ("publisher", "subscriber_blackbox", "subscriber_whitebox", "processor"):
+        assert any(line.startswith("rule") and name in line for line in lines), name
+
+
+def test_a_cell_with_passed_tests_and_one_not_applicable_reads_passed() -> None:
+    from rstck_plugins.terminal import table
+
+    results = [_result("required_spec104_a", "1.4", "required", "passed"),
+               _result("required_spec104_b", "1.4", "required", "passed"),
+               _result("required_spec104_c", "1.4", "required", "skipped")]
+    results[2].verdict = "not_applicable"  # type: ignore[attr-defined]
+    row = next(line for line, _colour in table(results) if line.startswith("1.4"))  # type: ignore[arg-type]
+    assert row.split()[:3] == ["1.4", "MUST", "passed"]
+    assert "2 passed, 1 not applicable" in row
+
+
+def test_tests_that_an_interruption_left_unrun_are_not_run_not_unselected(project: pytest.Pytester) -> None:
+    result = project.runpytest(BROKEN, FAST, "--rs-rules=sanity,3.9,3.17", "-x", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["not run: interrupted: 3.17", "not selected in this run: *"])
+    selected = next(line for line in result.outlines if line.startswith("not selected in this run"))
+    assert "3.17" not in selected
+
+
+def _page(results: list[object], **doc: object) -> object:
+    import html5lib
+    from rstck.results import document
+    from rstck_plugins.html_report import render
+
+    data = document(results, subjects={"publisher": "s"}, settings={})  # type: ignore[arg-type]
+    data.update(doc)
+    return html5lib.parse(render(data), namespaceHTMLElements=False)
+
+
+def _text(root: object, ident: str) -> str:
+    element = next(e for e in root.iter() if e.get("id") == ident)  # type: ignore[attr-defined]
+    return " ".join(" ".join(element.itertext()).split())
+
+
+def test_the_html_header_shows_wall_time_and_summed_test_time_apart() -> None:
+    results = []
+    for i in range(3):  # three 2 s tests overlapping within 2.5 s
+        r = _result(f"required_spec309_{i}", "3.9", "required", "passed")
+        r.duration_s, r.started_at, r.finished_at = 2.0, 1000.0 + i * 0.25, 1002.0 + i * 0.25  # type: ignore[attr-defined]
+        results.append(r)
+    root = _page(results)
+    assert _text(root, "wall-time") == "2.50 s wall time"
+    assert _text(root, "summed-time").startswith("6.00 s summed test time")
+
+
+def test_html_failures_go_by_rule_simplest_evidence_first() -> None:
+    from rstck.results import Failure
+
+    fuzz = _result("fuzz_demand_cancel_orders", "3.9", "fuzz", "failed", failures=[Failure("3.9", "x", "y")],
+                   trace_total=400, fuzz={"scenario": [], "replay_option": "--rs-fuzz-replay=x"})
+    timeout = _result("required_spec309_request_zero_must_signal_value_error", "3.9", "required", "failed",
+                      failures=[Failure("3.9", "x", "y")], trace_total=5)
+    early = _result("required_spec101_x", "1.1", "required", "failed", failures=[Failure("1.1", "x", "y")],
+                    trace_total=90)
+    root = _page([fuzz, timeout, early])
+    articles = [a.get("id") for a in root.iter("article")]  # type: ignore[attr-defined]
+    assert articles == ["fail-publisher-required_spec101_x",
+                        "fail-publisher-required_spec309_request_zero_must_signal_value_error",
+                        "fail-publisher-fuzz_demand_cancel_orders"]
+
+
+def test_the_html_rule_table_fits_a_1280_px_page() -> None:
+    """No layout engine here: the stylesheet must let the table shrink to the page, and the page
+    be no wider than 1280 px, whatever the test names in its cells."""
+    import re
+    from importlib import resources
+
+    css = resources.files("rstck_plugins").joinpath("html_report/style.css").read_text()
+    main = re.search(r"main \{[^}]*max-width: (\d+)px", css)
+    assert main is not None
+    assert int(main.group(1)) <= 1280
+    rules = re.search(r"table\.rules \{([^}]*)\}", css)
+    assert rules is not None
+    assert "table-layout: fixed" in rules.group(1)
+    assert "width: 100%" in rules.group(1)
+    assert re.search(r"table\.rules td \{[^}]*overflow-wrap: anywhere", css)
+    fixed = sum(int(px) for px in re.findall(r"table\.rules (?:td|th)[^{]*\{[^}]*?(?:min-)?width: (\d+)px", css))
+    assert fixed + 4 * 120 <= 1280 - 64  # four verification columns of a readable width still fit
+
+
+def test_an_interrupted_html_report_says_not_run_not_unselected() -> None:
+    root = _page([_result("required_spec309_x", "3.9", "required", "passed")], interrupted=True,
+                 interrupted_reason="interrupted (KeyboardInterrupt)")
+    row = next(e for e in root.iter("tr") if e.get("data-rule") == "3.17")  # type: ignore[attr-defined]
+    assert "not run: the run was interrupted" in "".join(row.itertext())
+    assert "not selected in this run" not in "".join(row.itertext())
+
+
+# -- one command line -------------------------------------------------------------------------
+
+
+def test_rs_tck_is_the_one_command_with_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    import tomllib
+    from pathlib import Path
+
+    from rstck_plugins import cli
+
+    root = Path(__file__).resolve().parent.parent
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"rs-tck": "rstck_plugins.cli:main"}
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    for command in ("report", "rules", "campaign", "ingest", "summary", "replay"):
+        assert f"    {command} " in out, command
+    assert "``" not in out
+    assert cli.main(["rules"]) == 0
+    assert capsys.readouterr().out.startswith("| rule | keyword |")
+
+
+def test_campaign_help_is_plain_with_metavars_and_boolean_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    from rstck_plugins import cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["campaign", "--help"])
+    out = capsys.readouterr().out
+    assert "``" not in out
+    assert "--fuzz-replay TOKEN" in out
+    assert "--fuzz-db PATH" in out
+    assert "--skip-stochastic " in out
+    assert "true|false" not in out
+    assert "--out DIR" in out
+    from rstck_plugins.campaign import cli as campaign_cli
+
+    args = campaign_cli._parser().parse_args(["campaign", "--skip-stochastic", "--publisher", "m:f"])
+    assert args.knob_skip_stochastic is True
+    assert args.file is None
+
+
+def test_report_without_output_never_overwrites_a_file(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    from rstck.results import document
+    from rstck_plugins import cli
+
+    folder = Path(str(tmp_path))
+    results = folder / "x.json"
+    results.write_text(json.dumps(document([], subjects={}, settings={})))
+    assert cli.main(["report", str(results)]) == 0
+    page = folder / "x.html"
+    assert page.is_file()
+    page.write_text("my notes")
+    assert cli.main(["report", str(results)]) == 2
+    assert f"{page} exists; give -o {page} to replace it" in capsys.readouterr().err
+    assert page.read_text() == "my notes"
+    assert cli.main(["report", str(results), "-o", str(page)]) == 0
+    assert page.read_text() != "my notes"
+
+
+def test_replay_reruns_a_results_files_fuzz_failure(project: pytest.Pytester) -> None:
+    import subprocess
+    import sys
+
+    project.runpytest(BROKEN, FAST, "--rs-rules=fuzz", "--rs-report-json=r.json", "-p", "no:cacheprovider")
+    done = subprocess.run([sys.executable, "-m", "rstck_plugins", "replay", "r.json", "--", "-p", "no:cacheprovider"],
+                          cwd=project.path, capture_output=True, text=True, check=False,
+                          env={**__import__("os").environ, "PYTHONPATH": f"{project.path}:{_root()}"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0].startswith("pytest --rs-publisher=subjects:ignores_zero")
+    assert "1 failed" in done.stdout
+    token = next(w for w in done.stdout.split() if w.startswith("--rs-fuzz-replay=")).split("=", 1)[1]
+    printed = subprocess.run([sys.executable, "-m", "rstck_plugins", "replay", token, "--publisher",
+                              "subjects:ignores_zero", "--print"], cwd=project.path, capture_output=True,
+                             text=True, check=False)
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.strip() == ("pytest --rs-publisher=subjects:ignores_zero "
+                                      f"'publisher::fuzz_demand_cancel_orders[fuzz]' --rs-fuzz-replay={token}")
+
+
+def _root() -> str:
+    from pathlib import Path
+
+    return str(Path(__file__).resolve().parent.parent)
