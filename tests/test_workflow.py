@@ -394,8 +394,10 @@ def test_every_extra_install_line_says_how_to_install_from_a_clone() -> None:
 
 
 def test_junit_times_are_each_tests_own_duration(project: pytest.Pytester) -> None:
+    """Also when pytest's setup and teardown take time (its garbage collection under load)."""
     import xml.etree.ElementTree as ET
 
+    project.makeconftest("import time\n\ndef pytest_runtest_teardown(item):\n    time.sleep(0.03)\n")
     result = project.runpytest(BROKEN, FAST, "--rs-rules=3.9,1.1", "--junitxml=j.xml", "--rs-report-json=r.json",
                                "-p", "no:cacheprovider")
     assert result.parseoutcomes()["failed"] >= 3
