@@ -228,6 +228,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for _name, plugin in config.pluginmanager.list_name_plugin():
         _register_conftest(hooks, plugin)
     config.stash[resolver_key] = _resolver(config, hooks)
+    # Before the start-up checks: a thread their factory calls or their one subscription leave
+    # running is the subject's as much as one a test leaves (named, and not waited for at exit).
+    config.stash[threads_key] = rs_threads.snapshot()
     subjects: dict[str, Any] = {}
     for option in SUBJECT_OPTIONS:
         try:
@@ -251,7 +254,6 @@ def pytest_configure(config: pytest.Config) -> None:
     state = RsTckState(subjects, settings, rules, skip_rules, hooks,
                        failed_specs={"publisher": failed_spec} if failed_spec else None)
     config.stash[state_key] = state
-    config.stash[threads_key] = rs_threads.snapshot()
     config.pluginmanager.register(ResultCollector(state, lambda item: isinstance(item, RsTckItem)),
                                   "rs-tck-results")
     if subjects:
