@@ -84,33 +84,49 @@ def _known_tests() -> dict[str, set[str]]:
 
 
 def parse(text: str, path: Path) -> Baseline:
-    """Parse baseline text; a malformed line raises ``BaselineError`` naming ``path:line``."""
-    known = _known_tests()
+    """Parse baseline text; malformed lines raise ``BaselineError`` naming each ``path:line``.
+
+    Every bad line is reported at once, so one edit fixes them all.
+    """
     baseline = Baseline(path)
+    problems: list[str] = []
+    known = _known_tests()
     for number, raw in enumerate(text.splitlines(), 1):
-        token = raw.split("#", 1)[0].strip()
-        if not token:
+        try:
+            entry = _parse_line(raw, number, path, known)
+        except BaselineError as exc:
+            problems.append(str(exc))
             continue
-        where = f"{path}:{number}"
-        if len(token.split()) > 1:
-            raise BaselineError(f"{where}: expected one rule id or test name per line, found {token!r}")
-        if _RULE_ID.match(token) or token == "sanity":
-            if token not in RULES and token != "sanity":
-                raise BaselineError(f"{where}: unknown rule id {token!r}; valid ids are 1.1-1.11, 2.1-2.13, "
-                                    "3.1-3.17, 4.1-4.2 and 'sanity'")
-            baseline.entries.append(Entry(token, number, rule=token))
-            continue
-        verification, _, name = token.rpartition("::")
-        name = _PYTEST_ID.sub("", name)
-        if verification and verification not in VERIFICATIONS:
-            raise BaselineError(f"{where}: unknown verification {verification!r} in {token!r}; "
-                                f"known: {', '.join(VERIFICATIONS)}")
-        if name not in known or (verification and verification not in known[name]):
-            of = f" of verification {verification!r}" if verification else ""
-            raise BaselineError(f"{where}: unknown test {name!r}{of}: a line is a rule id such as 3.9 or a test "
-                                "name such as publisher::required_spec309_request_zero_must_signal_value_error")
-        baseline.entries.append(Entry(token, number, verification=verification or None, test=name))
+        if entry is not None:
+            baseline.entries.append(entry)
+    if problems:
+        more = f" ({len(problems)} bad lines)" if len(problems) > 1 else ""
+        raise BaselineError(("\n".join(problems)) + more)
     return baseline
+
+
+def _parse_line(raw: str, number: int, path: Path, known: dict[str, set[str]]) -> Entry | None:
+    token = raw.split("#", 1)[0].strip()
+    if not token:
+        return None
+    where = f"{path}:{number}"
+    if len(token.split()) > 1:
+        raise BaselineError(f"{where}: expected one rule id or test name per line, found {token!r}")
+    if _RULE_ID.match(token) or token == "sanity":
+        if token not in RULES and token != "sanity":
+            raise BaselineError(f"{where}: unknown rule id {token!r}; valid ids are 1.1-1.11, 2.1-2.13, "
+                                "3.1-3.17, 4.1-4.2 and 'sanity'")
+        return Entry(token, number, rule=token)
+    verification, _, name = token.rpartition("::")
+    name = _PYTEST_ID.sub("", name)
+    if verification and verification not in VERIFICATIONS:
+        raise BaselineError(f"{where}: unknown verification {verification!r} in {token!r}; "
+                            f"known: {', '.join(VERIFICATIONS)}")
+    if name not in known or (verification and verification not in known[name]):
+        of = f" of verification {verification!r}" if verification else ""
+        raise BaselineError(f"{where}: unknown test {name!r}{of}: a line is a rule id such as 3.9 or a test "
+                            "name such as publisher::required_spec309_request_zero_must_signal_value_error")
+    return Entry(token, number, verification=verification or None, test=name)
 
 
 def read(path: Path) -> Baseline:
@@ -235,6 +251,13 @@ class BaselinePlugin:
                 self.write_problem = exc.strerror or str(exc)
             self.written = sum(1 for r in results if r.outcome in FAILING)
 
+    def gate_lines(self) -> list[str]:
+        """One line per reason the baseline gate failed a run whose tests did not."""
+        if self.baseline is None or self.state.interrupted:
+            return []
+        return [f"FAILED {self.baseline.where(e)}: {e.text} (stale baseline entry: it passes now; remove it)"
+                for e in self.stale]
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
         if self.state.interrupted:
@@ -267,6 +290,25 @@ class BaselinePlugin:
                           f"{'y' if self.written == 1 else 'ies'}")
 
 
+class GateLines:
+    """After pytest's short summary, the last lines before its count: why the gate failed the run.
+
+    A run that exits 1 with "49 passed, 6 skipped" must say why there, as pytest's summary names
+    an ``XPASS(strict)``. A wrapper outside the terminal reporter's own runs after it.
+    """
+
+    def __init__(self, plugin: BaselinePlugin) -> None:
+        self.plugin = plugin
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Any:
+        try:
+            return (yield)
+        finally:
+            for line in self.plugin.gate_lines():
+                terminalreporter.write_line(line, red=True)
+
+
 def configure(config: pytest.Config, state: RsTckState) -> None:
     """Read the baseline and register the plugin; a bad file or path is a usage error."""
     raw = config.getoption("rs_baseline", None)
@@ -278,8 +320,9 @@ def configure(config: pytest.Config, state: RsTckState) -> None:
         try:
             baseline = read(Path(raw))
         except BaselineError as exc:
-            raise pytest.UsageError(f"{BASELINE_OPTION}: {exc}") from None
+            raise pytest.UsageError("\n".join(f"{BASELINE_OPTION}: {line}" for line in str(exc).splitlines())) from None
     write_path = requested_path(config, "rs_baseline_write", BASELINE_WRITE_OPTION)
     plugin = BaselinePlugin(state, baseline, write_path)
     state.hooks.register(plugin, "rs-tck-baseline")
     config.pluginmanager.register(plugin, "rs-tck-baseline")
+    config.pluginmanager.register(GateLines(plugin), "rs-tck-baseline-gate")

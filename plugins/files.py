@@ -14,6 +14,8 @@ from pathlib import Path
 def check_writable(option: str, path: Path) -> str | None:
     """Why ``path`` cannot be written (for a usage error before any test runs), or None.
 
+    Missing folders are created, as pytest's ``--junitxml`` does.
+
     Permission bits do not tell (root ignores them; read-only mounts, ``/sys`` or a network
     file system refuse anyway), so a file is actually created and removed in the directory.
     """
@@ -21,7 +23,10 @@ def check_writable(option: str, path: Path) -> str | None:
     if path.is_dir():
         return f"{option}={path}: is a directory; give a file path"
     if not parent.is_dir():
-        return f"{option}={path}: directory {parent} does not exist"
+        try:  # as --junitxml does: the folders of a report path are made
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"{option}={path}: cannot create directory {parent} ({exc.strerror or exc})"
     try:
         with tempfile.NamedTemporaryFile(dir=parent, prefix=".rs-tck-", suffix=".probe"):
             pass

@@ -7,7 +7,9 @@ logic lives in the core, which never imports pytest.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,7 @@ from rstck.rules import RULES
 from rstck.runner import run_test
 from rstck.settings import KNOBS
 from rstck.settings import Settings
+from rstck.settings import metavar
 from rstck.settings import parse_value
 from rstck.subjects import load_publisher_subject
 from rstck.subjects import smoke_check
@@ -74,8 +77,8 @@ class SubjectOption:
 
 
 def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
-    spec = config.getoption("rs_publisher")
-    failed_spec = config.getoption("rs_failed_publisher")
+    spec = subject_spec(config, "rs_publisher")
+    failed_spec = subject_spec(config, "rs_failed_publisher")
     if failed_spec and not spec:
         raise SetupError(f"{FAILED_PUBLISHER_OPTION} needs {PUBLISHER_OPTION} as well")
     if not spec:
@@ -87,11 +90,33 @@ def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
     return subject
 
 
-def _add_subject_options(group: pytest.OptionGroup) -> None:
+def subject_env(dest: str) -> str:
+    """The environment variable of a subject option: ``rs_publisher`` -> ``RS_TCK_PUBLISHER``."""
+    return "RS_TCK_" + dest.removeprefix("rs_").upper()
+
+
+def subject_spec(config: pytest.Config, dest: str) -> str | None:
+    """The MODULE:ATTR a subject option names: command line > environment > ini, as every setting."""
+    for value in (config.getoption(dest, None), os.environ.get(subject_env(dest)), config.getini(dest)):
+        if value:
+            return str(value).strip()
+    return None
+
+
+def _add_subject_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
     for verification in VERIFICATIONS.values():
         if verification.name != "publisher":  # added first, beside --rs-failed-publisher
             group.addoption(verification.option, dest=verification.dest, metavar="MODULE:ATTR",
-                            help=verification.help)
+                            help=_where_else(verification.help, verification.dest))
+    for dest, help_ in [(v.dest, v.help) for v in VERIFICATIONS.values()] + [("rs_failed_publisher", FAILED_HELP)]:
+        parser.addini(dest, help_, default=None)
+
+
+def _where_else(help_: str, dest: str) -> str:
+    return f"{help_} (env {subject_env(dest)}, ini {dest})"
+
+
+FAILED_HELP = "Factory f() -> Publisher that signals on_subscribe then on_error"
 
 
 def _subject_loader(
@@ -100,7 +125,7 @@ def _subject_loader(
     """The loader of a subscriber or processor subject: import, then call the factory once."""
 
     def loader(config: pytest.Config, settings: Settings) -> Any:
-        spec = config.getoption(dest)
+        spec = subject_spec(config, dest)
         if not spec:
             return None
         subject = load(spec, resolve=config.stash[resolver_key])
@@ -125,11 +150,11 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("rs-tck", "Reactive Streams TCK")
     group.addoption(
         PUBLISHER_OPTION, dest=VERIFICATIONS["publisher"].dest, metavar="MODULE:ATTR",
-        help=VERIFICATIONS["publisher"].help,
+        help=_where_else(VERIFICATIONS["publisher"].help, "rs_publisher"),
     )
     group.addoption(
         FAILED_PUBLISHER_OPTION, dest="rs_failed_publisher", metavar="MODULE:ATTR",
-        help="Factory f() -> Publisher that signals on_subscribe then on_error",
+        help=_where_else(FAILED_HELP, "rs_failed_publisher"),
     )
     group.addoption(
         RULES_OPTION, dest="rs_rules", metavar="IDS",
@@ -145,7 +170,7 @@ def add_options(parser: pytest.Parser) -> None:
         "(env RS_TCK_ADAPTER, ini rs_adapter)",
     )
     parser.addini("rs_adapter", "Adapter applied to every subject (see --rs-adapter)", default=None)
-    _add_subject_options(group)
+    _add_subject_options(parser, group)
     for reporter in REPORTERS:
         if hasattr(reporter, "add_options"):
             reporter.add_options(group)
@@ -154,7 +179,7 @@ def add_options(parser: pytest.Parser) -> None:
             group.addoption(knob.option, dest=knob.ini, action="store_true", default=None,
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         else:
-            group.addoption(knob.option, dest=knob.ini, metavar={"ms": "MS", "choice": "|".join(knob.choices), "text": "VALUE"}.get(knob.kind, "N"),
+            group.addoption(knob.option, dest=knob.ini, metavar=metavar(knob),
                             help=f"{knob.help} (env {knob.env}, ini {knob.ini})")
         parser.addini(knob.ini, knob.help, default=None)
 
@@ -214,6 +239,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for _name, plugin in config.pluginmanager.list_name_plugin():
         _register_conftest(hooks, plugin)
     config.stash[resolver_key] = _resolver(config, hooks)
+    # Before the start-up checks: a thread their factory calls or their one subscription leave
+    # running is the subject's as much as one a test leaves (named, and not waited for at exit).
+    config.stash[threads_key] = rs_threads.snapshot()
     subjects: dict[str, Any] = {}
     unsupported = editions.unsupported_kinds(
         settings.edition, [o.verification for o in SUBJECT_OPTIONS if config.getoption(o.dest)])
@@ -237,11 +265,10 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--count={count} (pytest-repeat) does not repeat the TCK's verifications: hunt a race with "
             "--rs-stochastic-iterations=N, or rerun the command in a loop (docs/ci.md, gating a release on races)"
         )
-    failed_spec = config.getoption("rs_failed_publisher")
+    failed_spec = subject_spec(config, "rs_failed_publisher")
     state = RsTckState(subjects, settings, rules, skip_rules, hooks,
                        failed_specs={"publisher": failed_spec} if failed_spec else None)
     config.stash[state_key] = state
-    config.stash[threads_key] = rs_threads.snapshot()
     config.pluginmanager.register(ResultCollector(state, lambda item: isinstance(item, RsTckItem)),
                                   "rs-tck-results")
     if subjects:
@@ -315,7 +342,11 @@ class RsTckCollector(pytest.Collector):
         self.tests = tests
 
     def collect(self) -> list[pytest.Item]:
-        return [RsTckItem.from_parent(self, name=t.test_id, test=t) for t in self.tests]
+        # The id is given whole, as a string, so that it parses back to the same node id that
+        # pytest prints, stores in .pytest_cache and reads from the command line
+        # (``publisher::name[3.9]``, its rule as the parameter): --lf, --sw and a copied id match.
+        return [RsTckItem.from_parent(self, name=t.test_id, nodeid=f"{self.nodeid}::{t.test_id}", test=t)
+                for t in self.tests]
 
 
 class RsTckItem(pytest.Item):
@@ -335,7 +366,7 @@ class RsTckItem(pytest.Item):
             self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
 
     def runtest(self) -> None:
-        result = _scheduled(self)
+        result = _with_replay_command(self, _scheduled(self))
         self.stash[result_key] = result
         if result.outcome == "skipped":
             pytest.skip(result.message)
@@ -385,6 +416,46 @@ def _scheduled(item: RsTckItem) -> TestResult:
     return edition.present(schedule.result(index.pop(item.nodeid)))
 
 
+def replay_prefix(config: pytest.Config) -> list[str]:
+    """``pytest`` and the options that make this run's subjects and command-line settings again.
+
+    Settings given in the environment or the ini file hold for a command pasted in the same
+    project and shell, so only the command line's are repeated; the subjects always are.
+    """
+    words = ["pytest"]
+    for verification in VERIFICATIONS.values():
+        spec = subject_spec(config, verification.dest)
+        if spec:
+            words.append(f"{verification.option}={spec}")
+        if verification.name == "publisher" and subject_spec(config, "rs_failed_publisher"):
+            words.append(f"{FAILED_PUBLISHER_OPTION}={subject_spec(config, 'rs_failed_publisher')}")
+    adapter = config.getoption("rs_adapter")
+    if adapter:
+        words.append(f"{ADAPTER_OPTION}={adapter}")
+    for knob in KNOBS:
+        value = config.getoption(knob.ini)
+        if value is None or value is False or knob.name == "fuzz_replay":
+            continue
+        words.append(knob.option if value is True else f"{knob.option}={value}")
+    return words
+
+
+def _with_replay_command(item: RsTckItem, result: TestResult) -> TestResult:
+    """A fuzz failure's replay line as a whole command: this test only, its subjects, the token.
+
+    The core renders ``pytest ... --rs-fuzz-replay=TOKEN``; only the host knows the command
+    line that reruns exactly this scenario and fails the same way, as Hypothesis prints
+    ``@reproduce_failure``.
+    """
+    fuzz = result.fuzz
+    if not fuzz or not fuzz.get("replay_option"):
+        return result
+    command = shlex.join([*replay_prefix(item.config), item.nodeid, str(fuzz["replay_option"])])
+    fuzz = {**fuzz, "replay_command": command}
+    message = result.message.replace(f"pytest ... {fuzz['replay_option']}", command, 1)
+    return dataclasses.replace(result, fuzz=fuzz, message=message)
+
+
 class RsTckFailure(Exception):
     """Carries a failed result from ``runtest`` to ``repr_failure``."""
 
@@ -393,15 +464,19 @@ class RsTckFailure(Exception):
         self.result = result
 
 
-def _make_items(session: pytest.Session) -> list[pytest.Item]:
+def _make_items(session: pytest.Session, selectors: list[str] | None = None) -> list[pytest.Item]:
     state = session.config.stash[state_key]
     items: list[pytest.Item] = []
     for name in state.subjects:
+        if selectors and not any(_selector_parts(s)[0] == name for s in selectors):
+            continue
         tests = select(for_edition(state.settings.edition)[name].tests, rules=state.rules,
                        skip_rules=state.skip_rules)
         state.hooks.hook.rstck_modify_tests(verification=name, tests=tests, settings=state.settings_for(name))
         collector = RsTckCollector.from_parent(session, name=name, nodeid=name, tests=tests)
         collected = collector.collect()
+        if selectors:
+            collected = _selected(collected, [s for s in selectors if _selector_parts(s)[0] == name])
         session.config.hook.pytest_collectreport(
             report=pytest.CollectReport(collector.nodeid, "passed", None, list[Any](collected))
         )
@@ -409,14 +484,88 @@ def _make_items(session: pytest.Session) -> list[pytest.Item]:
     return items
 
 
+def _selector_parts(arg: str) -> tuple[str, list[str], str | None]:
+    """``publisher::name[3.9]`` as ``("publisher", ["name"], "[3.9]")``, as pytest splits an argument."""
+    base, bracket, rest = arg.partition("[")
+    head, *names = base.split("::")
+    return head, names, f"{bracket}{rest}" if bracket else None
+
+
+def _is_selector(config: pytest.Config, arg: str) -> bool:
+    """Whether a command-line argument names TCK tests (a node id pytest printed), not a path.
+
+    A verification's name that is also a file or folder of the project stays a path, unless it
+    carries ``::`` parts, which a folder cannot take.
+    """
+    head, names, _ = _selector_parts(arg)
+    if head not in VERIFICATIONS:
+        return False
+    return bool(names) or not (config.invocation_params.dir / head).exists()
+
+
+def _selected(items: list[pytest.Item], selectors: list[str]) -> list[pytest.Item]:
+    """The items the selectors name, matched as pytest matches ``file.py::test[param]``.
+
+    A name without a parameter matches the test whatever its parameter (its rule); each
+    selector must match at least one test, else it is a usage error naming it.
+    """
+    chosen: dict[str, pytest.Item] = {}
+    for selector in selectors:
+        head, names, params = _selector_parts(selector)
+        matched = []
+        for item in items:
+            assert isinstance(item, RsTckItem)
+            if item.test.verification != head or len(names) > 1:
+                continue
+            if names and (item.name != names[0] + params if params is not None
+                          else item.name.split("[")[0] != names[0]):
+                continue
+            matched.append(item)
+        if not matched:
+            raise pytest.UsageError(
+                f"not found: {selector}: no test of that name in this run of the {head} verification "
+                "(list them with --co -q; --rs-rules and --rs-skip-rules apply too)"
+            )
+        chosen.update((item.nodeid, item) for item in matched)
+    return [item for item in items if item.nodeid in chosen]
+
+
+def _split_arguments(session: pytest.Session) -> tuple[list[str], list[str]] | None:
+    """The command line's TCK node ids and its other arguments, or None when it names no TCK test."""
+    config = session.config
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return None
+    selectors = [a for a in config.args if _is_selector(config, a)]
+    if not selectors:
+        return None
+    state = config.stash[state_key]
+    for selector in selectors:
+        head = _selector_parts(selector)[0]
+        if head not in state.subjects:
+            raise pytest.UsageError(
+                f"{selector}: a test of the {head} verification, but no {VERIFICATIONS[head].option} "
+                f"subject was given; add {VERIFICATIONS[head].option}=MODULE:ATTR (the option that "
+                "ran it)"
+            )
+    return selectors, [a for a in config.args if a not in selectors]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection(session: pytest.Session) -> bool | None:
     """With --rs-* options and no test paths, collect exactly the TCK's verifications."""
     state = session.config.stash.get(state_key, None)
-    if state is None or not state.active or session.config.args_source == pytest.Config.ArgsSource.ARGS:
+    if state is None:
+        return None
+    split = _split_arguments(session)
+    if split is not None:
+        state.selectors, others = split
+        if others:  # test paths as well: pytest collects them, the selected TCK tests follow
+            session.perform_collect(others)
+            return True
+    elif not state.active or session.config.args_source == pytest.Config.ArgsSource.ARGS:
         return None
     session.config.hook.pytest_collectstart(collector=session)
-    items = _make_items(session)
+    items = _make_items(session, state.selectors)
     session.items = items
     session.config.hook.pytest_collection_modifyitems(session=session, config=session.config, items=session.items)
     session.config.hook.pytest_collection_finish(session=session)
@@ -432,22 +581,47 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if any(isinstance(item, RsTckItem) for item in items):
         return
-    items.extend(_make_items(session))
+    items.extend(_make_items(session, state.selectors))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    if isinstance(item, RsTckItem) and call.when != "call":
+        # Nothing of the test runs in its setup or teardown: their time is pytest's own (its
+        # garbage collection at teardown, tens of ms on a loaded machine), not the test's, and
+        # JUnit's time sums all three phases.
+        report.duration = 0.0
     if isinstance(item, RsTckItem) and call.when == "call":
         result = item.stash.get(result_key, None)
         if result is not None:
             report.rs_tck_result = result.to_json()
+            # The test's own duration: tests of a verification overlap, so the time this call
+            # waited for its result is not it (JUnit's time, --durations rank by this).
+            report.duration = result.duration_s
         if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
             # pytest places a skip where pytest.skip was called (this module); the reader
             # wants the rule's test: its node id, which carries the rule, in place of a path.
             where = item.config.invocation_params.dir / item.nodeid
             report.longrepr = (str(where), None, report.longrepr[2])
     return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    """A run that collected nothing because no subject was named says so, and how to name one."""
+    state = config.stash.get(state_key, None)
+    if state is None or state.active or exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED:
+        return
+    tr = terminalreporter
+    tr.write_line("rs-tck: no --rs-* subject was given, so no TCK verification ran; name what to verify:",
+                  yellow=True)
+    options = [(PUBLISHER_OPTION, "rs_publisher"), (FAILED_PUBLISHER_OPTION, "rs_failed_publisher")]
+    options += [(v.option, v.dest) for v in VERIFICATIONS.values() if v.name != "publisher"]
+    for option, dest in options:
+        tr.write_line(f"  {option}=MODULE:ATTR  (env {subject_env(dest)}, ini {dest})")
+    tr.write_line("  e.g. pytest --rs-publisher=rstck.reference:range_publisher; pytest --help lists every "
+                  "--rs-* option")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -44,6 +44,10 @@ class RsTckState:
         self.interrupted: str | None = None
         #: How many selected tests did not run, when the run was interrupted and it is known.
         self.not_run: int | None = None
+        #: (verification, rule id or "sanity"/"fuzz") of each selected test that did not run.
+        self.not_run_tests: list[tuple[str, str]] = []
+        #: The command line's TCK node ids (``publisher::name[3.9]``); empty: every selected test.
+        self.selectors: list[str] = []
         #: Problems of the end-of-run hooks, other than the report files', one line each.
         self.finish_problems: list[str] = []
 
@@ -82,6 +86,12 @@ resolver_key = pytest.StashKey[Callable[[str, str], Any]]()
 threads_key = pytest.StashKey[set[threading.Thread]]()
 #: A TCK item's result, from ``runtest`` to the report.
 result_key = pytest.StashKey[TestResult]()
+
+
+def _row_of(item: pytest.Item) -> tuple[str, str]:
+    """(verification, rule id or "sanity"/"fuzz") of a TCK item, as the rule table keys it."""
+    test = getattr(item, "test")  # noqa: B009 - a TCK item; the plugin module is not imported here
+    return test.verification, test.rule_id or ("fuzz" if test.level == "fuzz" else "sanity")
 
 
 def state_of(config: pytest.Config) -> RsTckState | None:
@@ -135,6 +145,8 @@ class ResultCollector:
             data["interrupted"] = True
             data["interrupted_reason"] = state.interrupted
             state.not_run = self.not_run(session)
+            state.not_run_tests = [_row_of(item) for item in session.items
+                                   if self.is_tck_item(item) and item.nodeid not in self.reported]
             if state.not_run is not None:
                 data["not_run"] = state.not_run
         try:

@@ -6,6 +6,10 @@ verdict per verification (the worst one), with how many tests of which level gav
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 from rstck.catalogue import coverage
 from rstck.catalogue import edition_coverage
@@ -19,23 +23,27 @@ from .hooks import hookimpl
 from .state import RsTckState
 from .verdicts import FAILING
 from .verdicts import LABELS
+from .verdicts import SEVERITY
 from .verdicts import broken_rules
 from .verdicts import counts
 from .verdicts import race_count
+from .verdicts import shown
 from .verdicts import verdict
-from .verdicts import worst
+
+#: The widest line the summary prints: a CI log or an 100-column terminal shows it whole.
+WIDTH = 100
 
 
 def _cell(results: list[TestResult]) -> tuple[str, str, str]:
     """(verdict, tests, colour) for one rule and one verification."""
-    bad = worst(results)
+    bad = shown(results)
     known = bad == "failed" and all(r.baseline == "known" for r in results if verdict(r) == "failed")
     text = "FAILED" if bad in FAILING and not known else LABELS.get(bad, bad)
     if known:
         text = "known deviation"
     tests = counts((r.level for r in results), ("required", "optional", "stochastic", "untested", "fuzz"))
     if len({verdict(r) for r in results}) > 1:
-        tests += ": " + counts(verdict(r) for r in results)
+        tests += ": " + counts((verdict(r) for r in results), dict.fromkeys((bad, *SEVERITY)))
     races = race_count(results)
     if races:
         tests += f"; {races}"
@@ -60,18 +68,59 @@ def ranges(ids: list[str]) -> str:
     return ", ".join(out)
 
 
-def table(results: list[TestResult], edition: str = DEFAULT_EDITION) -> list[tuple[str, str]]:
+def _key(r: TestResult, rules: Mapping[str, Any]) -> str:
+    """The table row of a result: its rule, or "fuzz", or "sanity"."""
+    return r.rule if r.rule in rules else "fuzz" if r.level == "fuzz" else "sanity"
+
+
+def table(results: list[TestResult], not_run: Iterable[tuple[str, str]] = (),
+          width: int = WIDTH, edition: str = DEFAULT_EDITION) -> list[tuple[str, str]]:
     """The summary as (line, colour) pairs; colour is "", "green", "yellow" or "red".
 
-    In an edition other than JVM 1.0.1 the rows are its own rules, the JVM id beside each.
+    ``not_run``: (verification, row) of the selected tests that never ran (the run was
+    interrupted). Lines fit ``width``: when the verifications side by side do not, each gets a
+    table of its own, and a cell too long for the line continues on the next one. In an edition
+    other than JVM 1.0.1 the rows are its own rules, the JVM id beside each.
     """
-    RULES = display_rules(edition)  # the module's table, for this edition
     present = {r.verification for r in results}
     columns = [v for v in VERIFICATIONS if v in present] + sorted(present - set(VERIFICATIONS))
+    blocks = [_table(results, columns, set(not_run), edition)]
+    if len(columns) > 1 and max(len(text) for text, _ in blocks[0]) > width:
+        blocks = [_table([r for r in results if r.verification == v], [v],
+                         {(name, row) for name, row in not_run if name == v}, edition) for v in columns]
+    out: list[tuple[str, str]] = []
+    for block in blocks:
+        if out:
+            out.append(("", ""))
+        tests_at = block[0][0].find("tests")  # the header's: where a long line continues
+        indent = tests_at if 0 < tests_at < width // 2 else 4
+        out += [(text, colour) for line, colour in block for text in _fit(line, width, indent)]
+    if edition != DEFAULT_EDITION:
+        out.insert(0, (f"edition {edition}: rule ids are the edition's own, the JVM 1.0.1 id in brackets", ""))
+    return out
+
+
+def _fit(line: str, width: int, indent: int) -> list[str]:
+    """``line`` cut at its last ", " or "; " before ``width``, continued indented by ``indent``."""
+    out: list[str] = []
+    while len(line) > width:
+        cut = max(line.rfind(", ", 0, width), line.rfind("; ", 0, width), line.rfind("  ", 0, width))
+        if cut <= indent:
+            cut = line.rfind(" ", 0, width)
+        if cut <= indent:
+            cut = width - 1
+        out.append(line[:cut + 1].rstrip())
+        line = " " * indent + line[cut + 1:].lstrip()
+    return [*out, line]
+
+
+def _table(results: list[TestResult], columns: list[str], not_run: set[tuple[str, str]],
+           edition: str = DEFAULT_EDITION) -> list[tuple[str, str]]:
+    RULES = display_rules(edition)  # the module's table, for this edition
     by_rule: dict[str, dict[str, list[TestResult]]] = {}
     elsewhere: dict[str, set[str]] = {}
     for r in results:
-        key = r.rule if r.rule in RULES else "fuzz" if r.level == "fuzz" else "sanity"
+        key = _key(r, RULES)
         by_rule.setdefault(key, {}).setdefault(r.verification, []).append(r)
         for cited in broken_rules(r):
             if cited in RULES and cited != r.rule:
@@ -111,13 +160,14 @@ def table(results: list[TestResult], edition: str = DEFAULT_EDITION) -> list[tup
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     out = [(line(header), "")] + [(line(cells), colour) for cells, colour in rows]
-    if edition != DEFAULT_EDITION:
-        out.insert(0, (f"edition {edition}: rule ids are the edition's own, the JVM 1.0.1 id in brackets", ""))
     cov = coverage() if edition == DEFAULT_EDITION else edition_coverage(edition)
-    missing = [rid for rid in RULES if rid not in by_rule and rid not in elsewhere]
-    not_selected = [rid for rid in missing if any(v in cov[rid] for v in columns)]
-    no_test = [rid for rid in missing if rid not in not_selected]
     show = ranges if edition == DEFAULT_EDITION else ", ".join
+    missing = [rid for rid in RULES if rid not in by_rule and rid not in elsewhere]
+    interrupted = [rid for rid in missing if any((v, rid) in not_run for v in columns)]
+    not_selected = [rid for rid in missing if any(v in cov[rid] for v in columns) and rid not in interrupted]
+    no_test = [rid for rid in missing if rid not in not_selected and rid not in interrupted]
+    if interrupted:
+        out.append((f"not run: interrupted: {show(interrupted)}", "red"))
     if not_selected:
         out.append((f"not selected in this run: {show(not_selected)}", ""))
     if no_test and columns:
@@ -147,10 +197,33 @@ class TerminalSummary:
         tr = terminalreporter
         if self.results:
             tr.write_sep("=", "rs-tck conformance by rule")
-            for text, colour in table(self.results, self.state.settings.edition):
+            for text in sanity_first(self.results):
+                tr.write_line(text, red=True)
+            for text, colour in table(self.results, self.state.not_run_tests,
+                                      edition=self.state.settings.edition):
                 tr.write_line(text, **({colour: True} if colour else {}))
         for text, colour in files_and_problems(self.state):
             tr.write_line(text, **({colour: True} if colour else {}))
+
+
+def sanity_first(results: list[TestResult]) -> list[str]:
+    """For each verification whose sanity check failed: say so first, with what probably follows.
+
+    A factory that does not give what the TCK asks for (one element too many, say) fails many
+    rules at once; the reader should fix the one cause, not chase each rule.
+    """
+    out = []
+    for name in dict.fromkeys(r.verification for r in results):
+        mine = [r for r in results if r.verification == name]
+        sanity = [r for r in mine if r.rule is None and r.level != "fuzz" and r.outcome in FAILING]
+        if not sanity:
+            continue
+        others = sum(1 for r in mine if r.outcome in FAILING and r not in sanity)
+        follow = (f"; the other {others} failure(s) of {name} probably follow from it: fix it first"
+                  if others else "")
+        out.append(f"rs-tck: the sanity check of the {name} factory failed "
+                   f"({sanity[0].test}){follow}")
+    return out
 
 
 def files_and_problems(state: RsTckState) -> list[tuple[str, str]]:

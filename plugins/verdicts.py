@@ -39,6 +39,19 @@ def worst(results: Iterable[TestResult]) -> str:
     return next((v for v in SEVERITY if v in verdicts), "passed")
 
 
+def shown(results: Iterable[TestResult]) -> str:
+    """The verdict a rule's cell shows: a failure if any test failed, else passed if any passed.
+
+    A cell with two passed tests and one not applicable read as "not applicable", as if the rule
+    had not been checked; the counts beside the cell list the other verdicts.
+    """
+    results = list(results)
+    bad = worst(results)
+    if bad in FAILING:
+        return bad
+    return "passed" if any(verdict(r) == "passed" for r in results) else bad
+
+
 def counts(items: Iterable[str], order: Iterable[str] = SEVERITY) -> str:
     """``["passed", "failed", "passed"]`` as ``"1 failed, 2 passed"``, in ``order``, others last."""
     tally: dict[str, int] = {}
@@ -61,13 +74,32 @@ def broken_rules(r: TestResult) -> list[str]:
 
 
 def race_count(results: Iterable[TestResult]) -> str:
-    """``race shown in 2 of 100 iterations`` for repeated race hunts; "" for other tests.
+    """How much a race hunt or a fuzz search tried, and what it showed; "" for other tests.
 
-    One green run of a race hunt is weak evidence; the count says how much was tried.
+    One green run of a race hunt is weak evidence; the count says how much was tried. A hunt
+    that failed for another reason (no race shown) gets no count: its failure is not a race.
+    A fuzz failure is a race only when its scenario did not fail on every replay; a
+    deterministic find is said as such, never as a race rate.
     """
-    counted = [r.iterations for r in results if r.iterations]
-    if not counted:
-        return ""
-    ran = sum(c.get("ran", 0) for c in counted)
-    showed = sum(c.get("showed", 0) for c in counted)
-    return f"race shown in {showed} of {ran} iteration{'' if ran == 1 else 's'}"
+    results = list(results)
+    hunts = [r.iterations for r in results if r.iterations and r.level != "fuzz"
+             and not (r.outcome in FAILING and not r.iterations.get("showed", 0))]
+    parts = []
+    if hunts:
+        ran = sum(c.get("ran", 0) for c in hunts)
+        showed = sum(c.get("showed", 0) for c in hunts)
+        parts.append(f"race shown in {showed} of {ran} iteration{'' if ran == 1 else 's'}")
+    for r in results:
+        if r.level != "fuzz" or not r.iterations:
+            continue
+        race = (r.fuzz or {}).get("race") if isinstance(r.fuzz, dict) else None
+        if r.outcome in FAILING and isinstance(race, dict):
+            parts.append(f"a race: the scenario failed {race.get('failed')} of {race.get('replays')} replays")
+        elif r.outcome in FAILING:
+            examples = (r.fuzz or {}).get("examples") or r.iterations.get("ran", 0)
+            parts.append(f"found after {examples} generated scenario{'' if examples == 1 else 's'}, "
+                         "fails every run")
+        else:
+            ran = r.iterations.get("ran", 0)
+            parts.append(f"{ran} generated scenario{'' if ran == 1 else 's'}, none failed")
+    return "; ".join(parts)

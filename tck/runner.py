@@ -249,7 +249,7 @@ def _failure_lines(failure: Failure, raised: BaseException | None,
     if failure.hint:
         lines.append(f"  check   : {failure.hint}")
     if failure.evidence:
-        lines.append(f"  evidence: {', '.join(f'#{seq}' for seq in failure.evidence)} (in the trace below)")
+        lines.append(f"  evidence: {', '.join(f'#{seq}' for seq in failure.evidence)} (marked > in the trace below)")
     if failure.setting:
         knob = KNOBS_BY_NAME.get(failure.setting)
         lines.append(f"  setting : {failure.setting}" + (f" ({knob.option})" if knob else ""))
@@ -307,5 +307,5 @@ def _failure_message(test: TckTest, found: list[_Found], env: Environment, subje
     if test.rule is None or cited is None or cited.id != test.rule.id:
         lines.append(f"  test    : {test.test_id} ({test.level})")
     lines.append(f"  trace   : {env.trace.total} record(s)")
-    lines.append(env.trace.format())
+    lines.append(env.trace.format(cited=[seq for f in found for seq in f.violation.evidence]))
     return "\n".join(lines)

@@ -206,3 +206,9 @@ def _power(text: str) -> int:
     exp, minus, sub = rest.partition("-")
     value: int = pow(int(base), int(exp))
     return value - int(sub) if minus else value
+
+
+def metavar(knob: Knob) -> str:
+    """What a knob's option takes, for --help: MS, N, a choice, TOKEN, PATH (a bool takes nothing)."""
+    named = {"fuzz_replay": "TOKEN", "fuzz_db": "PATH"}
+    return named.get(knob.name) or {"ms": "MS", "choice": "|".join(knob.choices), "text": "VALUE"}.get(knob.kind, "N")

@@ -6,10 +6,12 @@ import importlib
 import inspect
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import fields
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 from typing import cast
 
@@ -91,7 +93,7 @@ def load_object(spec: str, *, what: str) -> Any:
         raise SetupError(f"{what}={spec}: cannot import module {module_name!r}: {exc}{hint}") from None
     except Exception as exc:
         raise SetupError(
-            f"{what}={spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+            f"{what}={spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}{user_frames(exc)}"
         ) from None
     obj: Any = module
     for part in attr.split("."):
@@ -112,6 +114,30 @@ def _import(name: str) -> Any:
             raise
         sys.path.insert(0, cwd)
         return importlib.import_module(name)
+
+
+#: Frames in these folders are the kit's own (the core, its plugins) or the import machinery's.
+_KIT_DIRS = (
+    Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "plugins",
+    Path(__file__).resolve().parent.parent / "rstck_plugins", Path(importlib.__file__).resolve().parent,
+)
+
+
+def user_frames(exc: BaseException) -> str:
+    """Where in the user's code ``exc`` was raised, as pytest shows a collection error's frames.
+
+    The kit's frames and the import machinery's are left out: an import or factory error is
+    about the user's module. "" when no frame is the user's.
+    """
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith("<frozen ")
+        and "/pluggy/" not in f.filename.replace("\\", "/")
+        and not any(Path(f.filename).resolve().is_relative_to(d) for d in _KIT_DIRS)
+    ]
+    if not frames:
+        return ""
+    return "\n" + "".join(traceback.format_list(frames[-8:])).rstrip()
 
 
 #: ``resolve(spec, role)``: the object a subject option names (roles: publisher,
@@ -159,7 +185,7 @@ def _call_bounded(call: Callable[[], Any], label: str, timeout: float, *, hint_l
         hint = ""
         if hint_loop and "event loop" in str(error):
             hint = " (a subject that must be called on an event loop needs --rs-loop=asyncio)"
-        raise SetupError(f"{label} raised {type(error).__name__}: {error}{hint}")
+        raise SetupError(f"{label} raised {type(error).__name__}: {error}{hint}{user_frames(error)}")
     return worker.value
 
 
@@ -189,11 +215,76 @@ def smoke_check(
             if inspect.iscoroutine(value):
                 value.close()
             raise SetupError(f"{label} returned an awaitable; run with --rs-loop=asyncio to await it")
+        _refuse_class(value, label, "Publisher")
         if not callable(getattr(value, "subscribe", None)):
             raise SetupError(
                 f"{label} returned {type(value).__name__} {short_repr(value)}, which is not a "
                 "Publisher (it has no subscribe() method)"
             )
+        if loop != "asyncio" and call is checks[0][1]:
+            _check_needs_no_loop(value, label, timeout)
+
+
+def _refuse_class(value: Any, label: str, kind: str) -> None:
+    """A factory that returns a class, not an instance, would fail every rule as 1.9: refuse it now."""
+    if inspect.isclass(value):
+        raise SetupError(
+            f"{label} returned the class {value.__qualname__} itself, not a {kind}: the factory "
+            f"must return an instance (call the class: {value.__qualname__}(...))"
+        )
+
+
+#: How long the start-up check waits for its one subscription (a hostile subscribe may block).
+LOOP_CHECK_S = 1.0
+
+
+class _LoopCheck:
+    """The start-up check's subscriber: subscribes once, requests one element, keeps any error."""
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+        self.subscription: Any = None
+
+    def on_subscribe(self, subscription: Any) -> None:
+        self.subscription = subscription
+
+    def on_next(self, element: Any) -> None:
+        pass
+
+    def on_error(self, error: BaseException) -> None:
+        self.error = error
+
+    def on_complete(self) -> None:
+        pass
+
+
+def _needs_loop(error: BaseException | None) -> bool:
+    return error is not None and "event loop" in str(error)
+
+
+def _check_needs_no_loop(publisher: Any, label: str, timeout: float) -> None:
+    """Subscribe once off any loop: a publisher that says it needs one gets ``--rs-loop`` named now.
+
+    Without it, every verification fails on its own, as rule 1.9, with the same
+    ``no running event loop``. Anything else the subscription does is for the rules to judge.
+    """
+    check = _LoopCheck()
+
+    def subscribe() -> None:
+        publisher.subscribe(check)
+        if check.subscription is not None:
+            check.subscription.request(1)
+            check.subscription.cancel()
+
+    worker = Worker(subscribe, "rs-tck:smoke-check")
+    worker.wait(min(timeout, LOOP_CHECK_S))
+    error = worker.error or check.error
+    if _needs_loop(error):
+        assert error is not None
+        raise SetupError(
+            f"{label}: subscribing to what it returned raised {type(error).__name__}: {error}: the "
+            "subject must be called on an event loop; run with --rs-loop=asyncio"
+        )
 
 
 # -- subscribers and processors ----------------------------------------------------------------
@@ -337,6 +428,7 @@ def smoke_check_subject(
     value = _call_bounded(call, label, timeout)
     if inspect.iscoroutine(value):
         value.close()
+    _refuse_class(value, label, protocol.__name__)
     missing = missing_methods(value, protocol)
     if missing:
         raise SetupError(

@@ -12,6 +12,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -136,26 +137,50 @@ class Trace:
         rows = self._rows()
         return self.total - len(rows)
 
-    def format(self, limit: int = 40) -> str:
-        """The last ``limit`` records (and the first few), for a failure message."""
+    def format(self, limit: int = 40, cited: Iterable[int] = ()) -> str:
+        """The records for a failure message: all of them, or, past ``limit``, the first few,
+        every ``cited`` record with a few around it, and the last ones, eliding between.
+
+        A cited record is the evidence of a failure: it is shown (marked ``>``) wherever it is
+        in a long trace, not only when it falls among the first or the last records.
+        """
         records = self.records()
         if not records:
             return "  (no signals recorded)"
-        lines: list[str] = []
+        marked = set(cited)
+        shown = list(range(len(records)))
         if len(records) > limit:
-            first = records[:5]
-            last = records[-(limit - 5):]
-            lines += ["  " + r.format() for r in first]
-            lines.append(f"  ... {last[0].seq - first[-1].seq - 1} records not shown ...")
-            lines += ["  " + r.format() for r in last]
-        else:
-            previous = None
-            for r in records:
-                if previous is not None and r.seq != previous + 1:
-                    lines.append(f"  ... {r.seq - previous - 1} records not kept ...")
-                lines.append("  " + r.format())
-                previous = r.seq
+            index = {r.seq: i for i, r in enumerate(records)}
+            windows = sorted(index[seq] for seq in marked if seq in index)[:CITED_SHOWN]
+            keep = set(range(HEAD_SHOWN))
+            for i in windows:
+                keep.update(range(max(0, i - CITED_CONTEXT), min(len(records), i + CITED_CONTEXT + 1)))
+            tail = max(TAIL_MIN, limit - HEAD_SHOWN - (2 * CITED_CONTEXT + 1) * len(windows))
+            keep.update(range(max(0, len(records) - tail), len(records)))
+            shown = sorted(keep)
+        lines: list[str] = []
+        previous = -1
+        for i in shown:
+            r = records[i]
+            if previous >= 0 and r.seq != records[previous].seq + 1:
+                gap = r.seq - records[previous].seq - 1
+                lines.append(f"  ... {gap} records not {'kept' if previous + 1 == i else 'shown'} ...")
+            lines.append(("> " if r.seq in marked else "  ") + r.format())
+            previous = i
+        present = {r.seq for r in records}
+        missing = sorted(seq for seq in marked if seq not in present)
+        if missing:
+            lines.append(f"  (cited record(s) {', '.join(f'#{seq}' for seq in missing)} not kept: the trace keeps "
+                         "its first and last records)")
         return "\n".join(lines)
+
+
+#: Records a long trace shows at its start, around each cited record (either side), at least at
+#: its end, and how many cited records get their context.
+HEAD_SHOWN = 5
+CITED_CONTEXT = 3
+TAIL_MIN = 10
+CITED_SHOWN = 12
 
 
 def _seq_of(row: tuple[Any, ...]) -> int:

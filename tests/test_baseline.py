@@ -140,10 +140,11 @@ def test_unreadable_baseline_is_a_usage_error(project: pytest.Pytester) -> None:
     assert f"--rs-baseline: {project.path / 'missing.txt'}: cannot read the baseline" in result.stderr.str()
 
 
-def test_baseline_write_to_a_missing_directory_is_a_usage_error(project: pytest.Pytester) -> None:
-    result = project.runpytest(REF, "--rs-baseline-write=/nonexistent-dir/b.txt")
+def test_baseline_write_to_a_directory_that_cannot_be_made_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makefile(".txt", afile="")
+    result = project.runpytest(REF, "--rs-baseline-write=afile.txt/d/b.txt")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--rs-baseline-write=/nonexistent-dir/b.txt: directory /nonexistent-dir does not exist" in (
+    assert "--rs-baseline-write=afile.txt/d/b.txt: cannot create directory afile.txt/d (Not a directory)" in (
         result.stderr.str()
     )
 

@@ -404,7 +404,7 @@ def test_a_subscriber_failure_shows_the_frames_of_the_users_module(project: pyte
 
 def test_the_readme_shows_how_to_render_a_report_later() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert "python -m rstck_plugins report rs-tck-results.json" in readme
+    assert "rs-tck report rs-tck-results.json" in readme
 
 
 # -- 4. and 6. installing: lean for users, complete for the project's own tests ------------------

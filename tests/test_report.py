@@ -351,10 +351,11 @@ def test_report_command_rejects_a_bad_results_file(tmp_path: Path, content: str 
     assert not (tmp_path / "r.html").exists()
 
 
-def test_report_html_to_a_missing_directory_is_a_usage_error(project: pytest.Pytester) -> None:
-    result = project.runpytest(REF, "--rs-report-html=/nonexistent-dir/r.html")
+def test_report_html_to_a_directory_that_cannot_be_made_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makefile(".txt", afile="")
+    result = project.runpytest(REF, "--rs-report-html=afile.txt/d/r.html")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--rs-report-html=/nonexistent-dir/r.html: directory /nonexistent-dir does not exist" in result.stderr.str()
+    assert "--rs-report-html=afile.txt/d/r.html: cannot create directory afile.txt/d" in result.stderr.str()
 
 
 def test_junit_xml_properties_on_failed_and_skipped_tests(project: pytest.Pytester) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from rstck.errors import SetupError
 from rstck.settings import KNOBS
+from rstck.settings import metavar
 
 from .plan import ROLES
 from .plan import Campaign
@@ -35,7 +36,7 @@ PROG = "rs-tck"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
+    parser = argparse.ArgumentParser(prog=PROG, description=(__doc__ or "").replace("``", ""),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("campaign", help="run verifications many times on Spark and summarise them")
@@ -45,37 +46,40 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"{role.replace('_', ' ')} subject to verify (repeatable)")
     c.add_argument("--failed-publisher", action="append", default=[], metavar="MODULE:ATTR",
                    help="failed-publisher factory: once for every publisher, or once per --publisher in order")
-    c.add_argument("--rules", help="comma-separated rule ids to verify ('sanity' for the factory checks)")
-    c.add_argument("--skip-rules", help="comma-separated rule ids not to verify")
-    c.add_argument("--repetitions", type=int, help="runs of each subject (default 1)")
-    c.add_argument("--fuzz-seeds", type=int, help="seeds per repetition (default 1); each seed is a unit")
-    c.add_argument("--seeds", help="explicit comma-separated seeds (replaces --fuzz-seeds; for repros)")
-    c.add_argument("--seed", type=int, help="base seed the unit seeds derive from (default: random; the "
+    c.add_argument("--rules", metavar="IDS", help="comma-separated rule ids to verify ('sanity' for the factory checks)")
+    c.add_argument("--skip-rules", metavar="IDS", help="comma-separated rule ids not to verify")
+    c.add_argument("--repetitions", type=int, metavar="N", help="runs of each subject (default 1)")
+    c.add_argument("--fuzz-seeds", type=int, metavar="N", help="seeds per repetition (default 1); each seed is a unit")
+    c.add_argument("--seeds", metavar="SEEDS", help="explicit comma-separated seeds (replaces --fuzz-seeds; for repros)")
+    c.add_argument("--seed", type=int, metavar="N", help="base seed the unit seeds derive from (default: random; the "
                    "same campaign with the same --seed and --out resumes instead of rerunning)")
     for knob in KNOBS:
-        metavar = {"ms": "MS", "choice": "|".join(knob.choices), "bool": "true|false"}.get(knob.kind, "N")
-        c.add_argument(knob_option(knob.name), dest="knob_" + knob.name, metavar=metavar, help=knob.help)
-    c.add_argument("--grace-s", type=float, help="seconds a unit's process may run past the test limit "
+        if knob.kind == "bool":  # a flag, as in pytest: --skip-stochastic
+            c.add_argument(knob_option(knob.name), dest="knob_" + knob.name, action="store_true", default=None,
+                           help=knob.help)
+        else:
+            c.add_argument(knob_option(knob.name), dest="knob_" + knob.name, metavar=metavar(knob), help=knob.help)
+    c.add_argument("--grace-s", type=float, metavar="SECONDS", help="seconds a unit's process may run past the test limit "
                    "before it is killed and the test recorded as an error (default 10)")
-    c.add_argument("--adapter", help="adapter applied to every subject (camelcase, rsocket, a plugin's)")
-    c.add_argument("--master", help="Spark master URL (default local[*]; spark://HOST:PORT for a cluster)")
+    c.add_argument("--adapter", metavar="NAME", help="adapter applied to every subject (camelcase, rsocket, a plugin's)")
+    c.add_argument("--master", metavar="URL", help="Spark master URL (default local[*]; spark://HOST:PORT for a cluster)")
     c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     ship = c.add_mutually_exclusive_group()
     ship.add_argument("--ship", dest="ship", action="store_true", default=None,
                       help="zip the subjects' top-level packages to the executors (default: when not local)")
     ship.add_argument("--no-ship", dest="ship", action="store_false")
     c.add_argument("--spark-ui", action="store_true", default=None, help="keep Spark's web UI on")
-    c.add_argument("--out", help="dataset directory: results/ (Parquet), summary.json, report.html")
+    c.add_argument("--out", metavar="DIR", help="dataset directory: results/ (Parquet), summary.json, report.html")
     c.add_argument("--mutants", metavar="FILES", help="instead: the kit's mutation run, each mutant of these "
                    "rstck/reference files ('all' or e.g. publishers.py,processors.py) a unit")
     c.add_argument("--mutant-limit", type=int, metavar="N", help="with --mutants: the first N mutants of each file")
     i = sub.add_parser("ingest", help="add results files of pytest --rs-report-json runs to a dataset")
-    i.add_argument("files", nargs="+", type=Path)
-    i.add_argument("--out", required=True, type=Path)
-    i.add_argument("--master", help="Spark master URL (default local[*])")
+    i.add_argument("files", nargs="+", type=Path, metavar="RESULTS_JSON", help="results files (--rs-report-json)")
+    i.add_argument("--out", required=True, type=Path, metavar="DIR", help="the dataset directory")
+    i.add_argument("--master", metavar="URL", help="Spark master URL (default local[*])")
     s = sub.add_parser("summary", help="recompute summary.json, trend.json and report.html of a dataset")
-    s.add_argument("out", type=Path)
-    s.add_argument("--master", help="Spark master URL (default local[*])")
+    s.add_argument("out", type=Path, metavar="DIR", help="the dataset directory")
+    s.add_argument("--master", metavar="URL", help="Spark master URL (default local[*])")
     return parser
 
 

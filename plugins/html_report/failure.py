@@ -15,6 +15,7 @@ from rstck.rules import RULES
 from rstck.rules import Rule
 from rstck.settings import KNOBS_BY_NAME
 
+from ..verdicts import race_count
 from ..verdicts import verdict as _verdict
 from .markup import badge
 from .markup import esc
@@ -97,7 +98,8 @@ def _fuzz_scenario(r: TestResult) -> str:
                 f'{esc(str(race.get("replays")))} replays</p>')
     items = "".join(f"<li>{esc(step)}</li>" for step in steps)
     return (f'<section class="fuzz"><h4>Shrunk scenario</h4><ol class="mono">{items}</ol>{note}'
-            f'<p>replay: <code>{esc(str(fuzz.get("replay_option", "")))}</code></p></section>')
+            f'<p>replay: <code>{esc(str(fuzz.get("replay_command") or fuzz.get("replay_option", "")))}</code>'
+            '</p></section>')
 
 
 def _dl(facts: list[tuple[str, str, str]]) -> str:
@@ -114,8 +116,8 @@ def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any],
     if r.subject:
         facts.append(("subject", "", esc(r.subject)))
     if r.iterations is not None and r.level == "fuzz":
-        facts.append(("scenarios", "", esc(f"{r.iterations['ran']} run, {r.iterations['showed']} of them failed")))
-    elif r.iterations is not None:
+        facts.append(("scenarios", "", esc(race_count([r]))))
+    elif r.iterations is not None and r.iterations["showed"]:  # failed for another reason: no race
         ran, showed = r.iterations["ran"], r.iterations["showed"]
         facts.append(("race rounds", "", esc(f"{ran} run, {showed} of them showed the race this test hunts")))
     if known:

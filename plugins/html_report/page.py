@@ -32,6 +32,7 @@ from ..verdicts import broken_rules
 from ..verdicts import counts
 from ..verdicts import is_failure as _is_failure
 from ..verdicts import race_count
+from ..verdicts import shown as _shown
 from ..verdicts import verdict as _verdict
 from ..verdicts import worst as _worst
 from .failure import failure_article
@@ -95,15 +96,17 @@ def _counts_text(results: list[TestResult]) -> str:
 
 
 def _cell(results: list[TestResult], covered: bool, anchors: Mapping[int, str], rid: str,
-          elsewhere: list[TestResult]) -> str:
+          elsewhere: list[TestResult], interrupted: bool = False) -> str:
     note = _cited_note(elsewhere, anchors)
     if not results:
         if covered:
+            why = ("not run: the run was interrupted (or the rule was not selected)" if interrupted
+                   else "not selected in this run (--rs-rules / --rs-skip-rules)")
             return ('<td class="cell"><span class="badge v-notrun">not run</span>'
-                    f'<div class="reason">not selected in this run (--rs-rules / --rs-skip-rules)</div>{note}</td>')
+                    f'<div class="reason">{why}</div>{note}</td>')
         return (f'<td class="cell"><span class="none" title="no test of this verification checks rule {esc(rid)}">'
                 f"—</span>{note}</td>")
-    worst = _worst(results)
+    worst = _shown(results)
     known = worst == "failed" and all(r.baseline == "known" for r in results if _verdict(r) == "failed")
     parts = [badge(worst, known)]
     if len(results) == 1:
@@ -127,11 +130,12 @@ def _cell(results: list[TestResult], covered: bool, anchors: Mapping[int, str], 
 
 def _rule_row(rule: Rule, by_verification: Mapping[str, list[TestResult]], columns: list[str],
               covered: Mapping[str, list[str]], anchors: Mapping[int, str],
-              elsewhere: Mapping[str, list[TestResult]]) -> str:
+              elsewhere: Mapping[str, list[TestResult]], interrupted: bool = False) -> str:
     mine = [r for v in columns for r in by_verification.get(v, [])]
     clean = (not mine or _worst(mine) == "passed") and not any(elsewhere.values())
     cells = "".join(
-        _cell(list(by_verification.get(v, [])), v in covered, anchors, rule.id, list(elsewhere.get(v, [])))
+        _cell(list(by_verification.get(v, [])), v in covered, anchors, rule.id, list(elsewhere.get(v, [])),
+              interrupted)
         for v in columns
     )
     return (f'<tr id="rule-{anchor(rule.id)}" class="{"clean" if clean else "problem"}" data-rule="{esc(rule.id)}">'
@@ -139,6 +143,24 @@ def _rule_row(rule: Rule, by_verification: Mapping[str, list[TestResult]], colum
             f"{esc(rule.id)}</a></td>"
             f'<td class="kw">{esc(rule.strength.value)}</td><td class="summary">{esc(rule.summary)}</td>'
             f"{cells}</tr>")
+
+
+def wall_time(results: Iterable[TestResult]) -> float:
+    """Seconds from the first test's start to the last one's verdict: what the run took.
+
+    Tests overlap, so the sum of their durations is not it. Results without times (files
+    written before they were recorded) fall back to that sum.
+    """
+    timed = [r for r in results if r.started_at > 0 and r.finished_at >= r.started_at]
+    if not timed:
+        return sum(r.duration_s for r in results)
+    return max(r.finished_at for r in timed) - min(r.started_at for r in timed)
+
+
+def failure_order(r: TestResult) -> tuple[Any, ...]:
+    """By rule; within a rule the simplest evidence first: one problem, a short trace, no fuzz."""
+    rule = RULES[r.rule].sort_key if r.rule in RULES else (0, 0)
+    return (rule, r.level == "fuzz", len(r.failures), r.trace_total, r.verification, r.test)
 
 
 def _results(doc: Mapping[str, Any]) -> list[TestResult]:
@@ -165,7 +187,7 @@ def render(doc: Mapping[str, Any]) -> str:
     columns = [v for v in VERIFICATIONS if v in present] + sorted(present - set(VERIFICATIONS))
 
     failures = [r for r in results if _is_failure(r)]
-    failures.sort(key=lambda r: (RULES[r.rule].sort_key if r.rule in RULES else (0, 0), r.verification, r.test))
+    failures.sort(key=failure_order)
     anchors: dict[int, str] = {}
     used: set[str] = set()
     for r in failures:
@@ -220,8 +242,11 @@ def render(doc: Mapping[str, Any]) -> str:
                   f'{esc(doc.get("interrupted_reason") or "interrupted")}<small>{missing}This report shows only '
                   "the tests that ran; a rule without a verdict here was not verified.</small></div>" + banner)
 
-    duration = sum(r.duration_s for r in results)
-    cards = [f'<div class="card"><b>{len(results)}</b><span>tests, {duration:.2f} s</span></div>']
+    summed = sum(r.duration_s for r in results)
+    cards = [f'<div class="card" id="tests"><b>{len(results)}</b><span>tests</span></div>',
+             f'<div class="card" id="wall-time"><b>{wall_time(results):.2f} s</b><span>wall time</span></div>',
+             (f'<div class="card" id="summed-time"><b>{summed:.2f} s</b><span>summed test time (tests '
+             "overlap)</span></div>")]
     for verdict in ("passed", "failed", "error", "optional_unsupported", "not_applicable", "untested", "deselected"):
         if counts.get(verdict) or verdict in ("passed", "failed"):
             extra = f" ({known} known)" if verdict == "failed" and known else ""
@@ -249,7 +274,7 @@ def render(doc: Mapping[str, Any]) -> str:
             rows.append(f'<tr class="section clean"><th colspan="{3 + max(len(columns), 1)}">'
                         f"{esc(_SECTIONS.get(section, str(section)))}</th></tr>")
         rows.append(_rule_row(rule, by_rule.get(rule.id, {}), columns, cov.get(rule.id, {}), anchors,
-                              cited_elsewhere.get(rule.id, {})))
+                              cited_elsewhere.get(rule.id, {}), bool(doc.get("interrupted"))))
     table = (f'<table class="rules" id="conformance"><thead><tr><th>rule</th><th>keyword</th><th>what it asks</th>'
              f"{head_cells}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
@@ -277,8 +302,9 @@ def render(doc: Mapping[str, Any]) -> str:
         f'<h1>Reactive Streams TCK report</h1><div class="muted">{esc(subject_text or "no subject")}</div>{nav}'
         f'{banner}<div class="cards">{"".join(cards)}</div>{meta}'
         f'<h2 id="conformance-h">Conformance by rule</h2>'
-        '<p class="muted">One row per rule of the specification; a cell shows the worst verdict of the tests '
-        "that verify the rule, with the reason, and lists the tests when there are several. "
+        '<p class="muted">One row per rule of the specification; a cell shows failed if a test of the rule '
+        "failed, else passed if one passed, else the verdict of its tests, with the reason, and lists the "
+        "tests when there are several. "
         '"—": this verification has no test for the rule.</p>'
         '<div class="filter"><label><input type="checkbox" id="only-problems"> show only rules that did not '
         "pass</label></div>"
