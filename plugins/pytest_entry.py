@@ -75,6 +75,26 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(pytest_plugin, PLUGIN_NAME)
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    """A run that collected nothing and named no subject says how to name one.
+
+    Here rather than in the plugin, which such a run never loads; from the table, so it costs
+    nothing more.
+    """
+    if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED or in_use(config):
+        return
+    tr = terminalreporter
+    tr.write_line("rs-tck: no --rs-* subject was given, so no TCK verification ran; name what to verify:",
+                  yellow=True)
+    for option, attrs in table()[0]:
+        if attrs.get("metavar") == "MODULE:ATTR":
+            dest = attrs["dest"]
+            tr.write_line(f"  {option}=MODULE:ATTR  (env {ENV_PREFIX}{dest.removeprefix('rs_').upper()}, ini {dest})")
+    tr.write_line("  e.g. pytest --rs-publisher=rstck.reference:range_publisher; pytest --help lists every "
+                  "--rs-* option")
+
+
 #: Packages whose asserts pytest need not rewrite in a run of the kit (see ``skip_rewriting``).
 NOT_REWRITTEN = ("hypothesis", "rstck", "rstck_plugins")
 

@@ -70,7 +70,9 @@ def ranges(ids: list[str]) -> str:
 
 def _key(r: TestResult, rules: Mapping[str, Any]) -> str:
     """The table row of a result: its rule, or "fuzz", or "sanity"."""
-    return r.rule if r.rule in rules else "fuzz" if r.level == "fuzz" else "sanity"
+    if r.rule is not None and r.rule in rules:
+        return r.rule
+    return "fuzz" if r.level == "fuzz" else "sanity"
 
 
 def table(results: list[TestResult], not_run: Iterable[tuple[str, str]] = (),

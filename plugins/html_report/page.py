@@ -157,9 +157,9 @@ def wall_time(results: Iterable[TestResult]) -> float:
     return max(r.finished_at for r in timed) - min(r.started_at for r in timed)
 
 
-def failure_order(r: TestResult) -> tuple[Any, ...]:
+def failure_order(r: TestResult, rules: Mapping[str, Rule]) -> tuple[Any, ...]:
     """By rule; within a rule the simplest evidence first: one problem, a short trace, no fuzz."""
-    rule = RULES[r.rule].sort_key if r.rule in RULES else (0, 0)
+    rule = rules[r.rule].sort_key if r.rule is not None and r.rule in rules else (0, 0)
     return (rule, r.level == "fuzz", len(r.failures), r.trace_total, r.verification, r.test)
 
 
@@ -187,7 +187,7 @@ def render(doc: Mapping[str, Any]) -> str:
     columns = [v for v in VERIFICATIONS if v in present] + sorted(present - set(VERIFICATIONS))
 
     failures = [r for r in results if _is_failure(r)]
-    failures.sort(key=failure_order)
+    failures.sort(key=lambda r: failure_order(r, RULES))
     anchors: dict[int, str] = {}
     used: set[str] = set()
     for r in failures:
