@@ -1101,6 +1101,151 @@ def required_spec309_request_zero_from_inside_on_next_must_signal_value_error(ct
     ctx.closing_quiet(probe, after="after the on_error that answered request(0)", since=mark)
 
 
+# -- past internal sizes: long streams, many calls, sums reaching 2**63-1 ----------------------
+#
+# A publisher's batches, turns, buffers and prefetch windows are powers of two (16 to 1024)
+# almost everywhere, and their bugs sit at the edges: one element owed after a full turn, a
+# buffer refilled only while it is not full, a window never topped up. So the streams below
+# cross those sizes with amounts just under, at and just over each, and every verdict rests on
+# a stall (demand outstanding, nothing for ``timeout``), never on the total time.
+
+#: Amounts requested one after the other in the uneven pattern: each batch size of 16 to 256,
+#: one less and one more.
+_UNEVEN = (1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
+#: One bulk request: one more than every power of two up to 2048 divides (so a batched
+#: emission ends owing exactly one element), past the usual 1024-element prefetch.
+_BULK = 2049
+#: request(1) calls from on_next in one subscription: far past any small counter or log.
+_CALLS = 20_000
+
+
+def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: PublisherContext) -> None:
+    """Wait for ``total`` elements on ``probe``; a stall with demand outstanding breaks ``rule``."""
+    if probe.wait_progress(lambda: probe.received >= total or probe.terminal is not None,
+                           ctx.settings.timeout):
+        if probe.received >= total or probe.terminal == "on_error":
+            return  # an early on_error is the probe's business (it flags it), not a stall
+    ctx.env.check()
+    raise RuleViolation(
+        rule,
+        f"{total} elements {what}, none more than {ctx.settings.timeout * 1000:.0f} ms after the one before",
+        f"{probe.received} arrived, then nothing for {ctx.settings.timeout * 1000:.0f} ms with "
+        f"{_outstanding(probe)} outstanding{'; then ' + probe._terminal_text() if probe.terminal else ''}",
+        hint="look for an internal batch, turn, buffer or window size the stream has just crossed: the "
+        "emission must carry on (reschedule, refill, request upstream again) while demand is left",
+        evidence=cite(last_seq(ctx.env.trace, probe.name, "request"),
+                      last_seq(ctx.env.trace, probe.name, "on_next")),
+        setting="timeout",
+    )
+
+
+def _outstanding(probe: ProbeSubscriber) -> str:
+    return "unbounded demand" if probe.demand >= MAX_DEMAND else f"{probe.demand} requested element(s)"
+
+
+@tck_test("3.8", "required")
+def required_spec308_long_streams_must_be_served_past_internal_batch_sizes(ctx: PublisherContext) -> None:
+    """One request(2049), and requests of 1, 2, 15, 16, 17, ... 255, 256, 257 one after the other.
+
+    Each amount is requested from on_next once the one before is served, so every batch,
+    turn or buffer size from 16 to 2048 is crossed just under, at and just over it. The
+    elements must keep coming while demand is outstanding. If this fails, look at what the
+    emission does when a turn or buffer ends with demand left (exactly one element owed, a
+    full buffer just drained): it must go on, not wait for a request that will not come.
+    """
+    uneven_total = sum(_UNEVEN)
+    if ctx.settings.max_elements < _BULK:
+        raise NotVerified(f"needs a publisher of {_BULK} elements (max_elements)")
+    bulk = ctx.subscribed(_BULK + 1, name="bulk", keep_elements=False, yield_s=None)
+    bulk.request(_BULK)
+    _stalled(bulk, _BULK, "3.8", f"for one request({_BULK})", ctx)
+    step = {"next": 1, "due": _UNEVEN[0]}
+
+    def uneven(p: ProbeSubscriber, e: Any) -> None:
+        if p.received == step["due"] and step["next"] < len(_UNEVEN):
+            amount = _UNEVEN[step["next"]]
+            step["next"] += 1
+            step["due"] += amount
+            p.request(amount)
+
+    mixed = ctx.subscribed(uneven_total + 1, name="uneven", keep_elements=False, on_next=uneven,
+                           yield_s=None)
+    mixed.request(_UNEVEN[0])
+    _stalled(mixed, uneven_total, "3.8", f"for requests of {', '.join(map(str, _UNEVEN))}, each made "
+             "from on_next once the one before was served", ctx)
+    ctx.closing_quiet(bulk, after=f"beyond the {_BULK} requested elements")
+    ctx.closing_quiet(mixed, after=f"beyond the {uneven_total} requested elements")
+
+
+@tck_test("3.8", "required")
+def required_spec308_tens_of_thousands_of_requests_from_on_next_must_add_up(ctx: PublisherContext) -> None:
+    """20,000 request(1) calls, one from each on_next: 20,000 elements, each soon after its request.
+
+    A counter of calls or of pending requests that is small (a byte, a 16-bit field, a bounded
+    log or mailbox) or that fails past some count shows here as a stream that stops with one
+    element requested. If this fails, check what request() does on its thousandth and
+    ten-thousandth call: it must add to the demand every time.
+    """
+    if ctx.settings.max_elements < _CALLS:
+        raise NotVerified(f"needs a publisher of {_CALLS} elements (max_elements)")
+
+    def again(p: ProbeSubscriber, e: Any) -> None:
+        if p.requested < _CALLS:
+            p.request(1)
+
+    probe = ctx.subscribed(_CALLS + 1, keep_elements=False, on_next=again, yield_s=None)
+    probe.request(1)
+    _stalled(probe, _CALLS, "3.8", f"for {_CALLS} request(1) calls made one per on_next", ctx)
+    ctx.closing_quiet(probe, after=f"beyond the {_CALLS} requested elements")
+
+
+#: (name, first request, request from every on_next, from on_next #1 only): each pushes the
+#: outstanding demand from a few elements to 2**63-1 or past it.
+_SUMS = (
+    ("2+(2**63-2)", 2, MAX_DEMAND - 1, None),
+    ("1+(2**63-1)", 1, MAX_DEMAND, None),
+    ("3+(2**63-4)+1", 3, 1, MAX_DEMAND - 3),
+)
+
+
+@tck_test("3.17", "required")
+def required_spec317_demand_reaching_long_max_value_from_a_small_outstanding_demand_must_keep_flowing(
+    ctx: PublisherContext,
+) -> None:
+    """Requests of about 2**63-1 made from on_next while a few elements are still outstanding.
+
+    request(2), then request(2**63-2) from every on_next; request(1), then request(2**63-1)
+    from every on_next; request(3), then request(2**63-4) from the first on_next and request(1)
+    from every later one. Each sum reaches 2**63-1 or passes it; the stream must keep flowing
+    (a counter that wraps round, as a Java long does, goes negative and stops it), on a finite
+    stream to its on_complete and on a longer one for 50 elements. If this fails, check the
+    addition in request(): saturate at 2**63-1 (or treat it as unbounded) before adding.
+    """
+    taken = 50
+    if ctx.settings.max_elements < 2 * taken:
+        raise NotVerified(f"needs a publisher of {2 * taken} elements (max_elements)")
+    for i, (name, first, every, once) in enumerate(_SUMS):
+        finite = ctx.settings.can_complete and i % 2 == 0
+
+        def more(p: ProbeSubscriber, e: Any, every: int = every, once: int | None = once) -> None:
+            if p.cancelled or p.received > taken:
+                return
+            p.request(once if once is not None and p.received == 1 else every)
+
+        probe = ctx.subscribed(taken if finite else 2 * taken, completes=finite, name=name,
+                               keep_elements=False, on_next=more, yield_s=None)
+        probe.request(first)
+        _stalled(probe, taken, "3.17", f"when request({first}) is followed by "
+                 + (f"request({once}) from on_next #1 and request({every}) from every later one"
+                    if once is not None else f"request({every}) from every on_next"), ctx)
+        if finite:
+            probe.expect_completion(rule="3.17")
+            ctx.closing_quiet(probe, after="after on_complete")
+        else:
+            probe.cancel()
+            ctx.closing_drain(probe)
+
+
 # -- fuzzing -----------------------------------------------------------------------------------
 
 
