@@ -31,6 +31,11 @@ Listener = Callable[[str, Any], None]
 
 _UNSET: Any = object()
 
+#: How long after a terminal signal the 2.4 tests keep watching for a request or cancel: the
+#: period of a credit timer, the time a worker takes to drain a backlog. A closing window,
+#: overlapped with the next tests.
+AFTER_TERMINAL_WINDOW_S = 1.0
+
 # The TCK's own on_complete/on_error calls running on this thread, innermost last. A call on a
 # subscription of the subscriber being signalled, made from this thread meanwhile, breaks 2.3.
 _inside = threading.local()
@@ -76,6 +81,15 @@ class ManualSubscription:
         self.terminal: str | None = None
         self.broken = False  # a signal raised: the subscriber counts as having cancelled (2.13)
         self.overlaps = 0
+        #: When the terminal signal's call returned (monotonic), and its trace record: any
+        #: request that starts later breaks 2.4, unless the TCK itself asked the
+        #: subscriber for it (``excuse``: a whitebox puppet pulled after the end).
+        self.ended_at: float | None = None
+        self.ended_seq: int | None = None
+        self.excused = False
+        self.late_calls = 0
+        #: request() calls made before the terminal signal was sent (None: not sent yet).
+        self.requests_before_end: int | None = None
         #: Trace records of the on_subscribe that handed this subscription out, and of each
         #: cancel() on it: what a verdict about the order of the two cites.
         self.subscribed_seq: int | None = None
@@ -93,11 +107,13 @@ class ManualSubscription:
     # -- the Subscription interface, called by the subject on any thread --------------------
 
     def request(self, n: int) -> None:
+        ended = self.ended_at  # read first: a call that began before the end returned is no late call
         pub = self.publisher
         entered = self._enter(f"request({short_repr(n)})")
         try:
             pub.env.bump()
-            problems = self._inside_terminal(f"request({short_repr(n)})")
+            problems = self._inside_terminal(f"request({short_repr(n)})") or self._late(
+                f"request({short_repr(n)})", ended)
             valid = isinstance(n, int) and not isinstance(n, bool)
             with pub._cond:
                 self.calls += 1
@@ -171,6 +187,38 @@ class ManualSubscription:
                     f"{what} on {self.name}, made inside {signal}() on the same thread",
                 )]
         return []
+
+    def _late(self, what: str, ended: float | None) -> list[tuple[str, str, str]]:
+        """Rule 2.4: a request begun after the terminal signal's call returned (the first is told).
+
+        A subscriber that considers its subscription cancelled asks nothing more of it. A
+        cancel() then is not flagged: cancelling what one considers cancelled is the no-op rule
+        3.7 makes of it, and a subscriber may well do it (a clean-up, a dispose). Calls made
+        inside the terminal call are rule 2.3's; calls from other threads racing with it, begun
+        before it returned, are not judged. Nor is a subscriber that had not requested at all
+        when the stream ended: an asynchronous one handles on_subscribe, and asks for its first
+        elements, on its own thread, possibly after a terminal signal sent straight after it
+        (rules 2.9, 2.10) has returned; it cannot have known of the end yet.
+        """
+        if ended is None or self.excused or not self.requests_before_end:
+            return []
+        with self.publisher._cond:
+            self.late_calls += 1
+            first = self.late_calls == 1
+            self.publisher._cond.notify_all()
+        if not first:
+            return []
+        return [(
+            "2.4",
+            f"no request on {self.name} after {self.terminal}() returned (the subscription "
+            "counts as cancelled)",
+            f"{what} on {self.name} {_ms(time.monotonic() - ended)} after {self.terminal}() "
+            f"returned, from thread {threading.current_thread().name}",
+        )]
+
+    def excuse(self) -> None:
+        """The TCK asks the subscriber for calls after the end: they are not its own doing."""
+        self.excused = True
 
     def _enter(self, what: str) -> bool:
         """Rule 2.7: note a second thread entering while another is still inside."""
@@ -453,6 +501,25 @@ class ManualPublisher:
                             f"request({short_repr(last)}) ({seen})",
                             evidence=tuple(sub.request_seqs[start:]))
 
+    def closing_after_terminal(self, *, subscription: ManualSubscription | None = None,
+                               window: float = AFTER_TERMINAL_WINDOW_S) -> Callable[[], None]:
+        """A closing claim: no request for ``window`` after the terminal signal returned.
+
+        Long enough for a worker draining a backlog or a periodic credit timer to show; the
+        calls are flagged as they happen (``_late``), this only keeps watching that long.
+        """
+        sub = subscription or self.subscription
+
+        def claim() -> None:
+            with self.env.aside(), self._cond:
+                while sub.late_calls == 0 and not self.closed and sub.ended_at is not None:
+                    remaining = sub.ended_at + window - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    self._cond.wait(remaining)
+
+        return claim
+
     def settle(self, *, subscription: ManualSubscription | None = None,
                window: float | None = None, limit: float | None = None) -> bool:
         """Return once a whole window passes with no request or cancel; False if never."""
@@ -511,15 +578,20 @@ class ManualPublisher:
             if sub.terminal is not None:
                 raise RuntimeError(f"{sub.name}: {signal} after {sub.terminal}")  # a TCK bug
             sub.terminal = signal
+            sub.requests_before_end = sub.request_count
             demand = sub.demand
             self._cond.notify_all()
         for listener in self._listeners:
             listener(signal, error)
         if signal == "on_complete":
-            return self._signal(sub, signal, "", demand, sub.subscriber.on_complete, rule=rule,
-                                terminal=True)
-        return self._signal(sub, signal, short_repr(error), demand, sub.subscriber.on_error,
-                            error, rule=rule, terminal=True)
+            returned = self._signal(sub, signal, "", demand, sub.subscriber.on_complete, rule=rule,
+                                    terminal=True)
+        else:
+            returned = self._signal(sub, signal, short_repr(error), demand, sub.subscriber.on_error,
+                                    error, rule=rule, terminal=True)
+        sub.ended_seq = self.env.trace.note(f"{signal}() on {sub.name} returned").seq
+        sub.ended_at = time.monotonic()
+        return returned
 
     def _signal(self, sub: ManualSubscription, signal: str, detail: str, demand: int,
                 fn: Callable[..., Any], *args: Any, rule: str | None = None,

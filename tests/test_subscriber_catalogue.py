@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,7 @@ BROKEN = [
     *both(broken.CancelsInOnComplete, "2.3", "on_complete"),
     *both(broken.RequestsInOnError, "2.3", "on_error"),
     *both(broken.CancelsInOnError, "2.3", "on_error"),
-    *both(broken.RequestsAfterComplete, "2.4", "on_complete"),
+    *both(broken.RequestsAfterComplete, "2.4", "cancelled_after_on_complete"),
     *both(broken.RetriesAfterError, "2.4", "on_error"),
     *both(broken.AcceptsSecondSubscription, "2.5"),
     *both(broken.ConcurrentRequests, "2.7"),
@@ -100,6 +101,9 @@ BROKEN = [
     *white(broken.DeadlocksOnInlineNext, "3.10"),
     *both(broken.FailsOnInlineEnd, "3.11"),
     *both(broken.CancelsBothOnSecondSubscription, "2.5"),
+    *both(broken.CreditTimer, "2.4", "cancelled_after_on_complete"),
+    pytest.param(BB, named(BB, "2.4", "backlog"), broken.blackbox(broken.RefillsWhileDrainingBacklog),
+                 "2.4", id="blackbox-RefillsWhileDrainingBacklog-2.4-backlog"),
 ]
 
 
@@ -162,9 +166,9 @@ def test_correct_subscribers_pass_every_test(verification: str, subject: Any, at
 
 
 def test_the_counts_next_to_the_jvm_tck() -> None:
-    # JVM 1.0.4: blackbox 26, whitebox 27; here rule 2.4 gets two tests in each, and each has
-    # a fuzz verification besides.
-    assert len([t for t in subscriber_blackbox.TESTS if t.level != "fuzz"]) == 27
+    # JVM 1.0.4: blackbox 26, whitebox 27; here rule 2.4 gets two tests in each (and a third,
+    # the backlog, in the blackbox), and each has a fuzz verification besides.
+    assert len([t for t in subscriber_blackbox.TESTS if t.level != "fuzz"]) == 28
     assert len([t for t in subscriber_whitebox.TESTS if t.level != "fuzz"]) == 28
 
 
@@ -207,6 +211,43 @@ def test_calls_from_inside_the_tcks_terminal_signals_are_flagged_per_thread(env:
     other.send_complete()
     other.settle()
     assert flagged(env) == ["2.3"]
+
+
+def test_a_request_begun_after_the_terminal_signal_returned_is_flagged_as_2_4(env: Environment) -> None:
+    upstream = ManualPublisher(env)
+    subscriber = broken.GoodSubscriber()
+    upstream.subscribe(subscriber)
+    upstream.send_complete()
+    subscription = upstream.subscription
+    subscription.cancel()  # cancelling what counts as cancelled: the no-op of rule 3.7
+    assert flagged(env) == []
+    closing = upstream.closing_after_terminal(window=5.0)
+    timer = threading.Timer(0.05, subscription.request, (1,))
+    timer.start()
+    started = time.monotonic()
+    closing()  # ends at the late request, not after the whole window
+    assert time.monotonic() - started < 2.0
+    timer.join()
+    subscription.request(1)
+    assert flagged(env) == ["2.4"]  # told once
+
+
+def test_late_requests_the_tck_asked_for_or_of_a_subscriber_that_never_requested_are_not_flagged(
+    env: Environment,
+) -> None:
+    pulled = ManualPublisher(env, "pulled")
+    pulled.subscribe(broken.GoodSubscriber())
+    pulled.send_complete()
+    pulled.subscription.excuse()  # a whitebox puppet pulled after the end
+    pulled.subscription.request(1)
+    quiet = ManualPublisher(env, "quiet")
+    quiet.subscribe(broken.NeverRequests())
+    quiet.send_error(RuntimeError("early"))
+    quiet.subscription.request(16)  # an asynchronous on_subscribe handled after the end
+    assert flagged(env) == []
+    started = time.monotonic()
+    quiet.closing_after_terminal(window=0.2)()
+    assert 0.1 < time.monotonic() - started < 1.0
 
 
 def test_overlapping_calls_and_illegal_requests_are_flagged(env: Environment) -> None:

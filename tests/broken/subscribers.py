@@ -11,6 +11,7 @@ Hostile ones (the deadlock) only ever block a thread the TCK owns.
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
 import time
 from typing import Any
@@ -504,3 +505,94 @@ class CancelsBothOnSecondSubscription(GoodSubscriber):
             self.cancel()
             return
         super().on_subscribe(subscription)
+
+
+# -- 2.4: calls after the end, made later --------------------------------------------------------
+
+
+class RefillsWhileDrainingBacklog(GoodSubscriber):
+    """Rule 2.4: a worker works off a backlog slowly and requests one more per element processed.
+
+    It asks for 16 at first and queues elements for its worker, which takes 2 ms each and
+    refills per element processed, without looking at whether the stream has ended: with a
+    backlog left at on_complete, requests follow the end for as long as the backlog lasts.
+    """
+
+    BATCH = 16
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.backlog: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.worker = threading.Thread(target=self.work, daemon=True)
+        self.lock = threading.Lock()  # its calls on the subscription, one at a time (2.7)
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is not None or self.done:
+            subscription.cancel()
+            return
+        self.subscription = subscription
+        self.probe.register(request=self.puppet_request, cancel=self.cancel)
+        self.worker.start()
+        self.request(self.BATCH)
+
+    def process(self, element: Any) -> None:
+        self.backlog.put(element)
+
+    def work(self) -> None:
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            try:
+                element = self.backlog.get(timeout=0.1)
+            except queue.Empty:
+                if self.done:
+                    return
+                continue
+            time.sleep(0.002)
+            self.received.append(element)
+            if not self.cancelled:
+                self.request(1)
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            super().request(n)
+
+    def cancel(self) -> None:
+        with self.lock:
+            super().cancel()
+
+
+class CreditTimer(GoodSubscriber):
+    """Rule 2.4: a periodic timer grants 4 more elements of credit every 300 ms, until cancelled.
+
+    The timer stops on cancel() but not at the end of the stream: once on_complete has
+    returned it still tops the credit up, a few hundred milliseconds later.
+    """
+
+    PERIOD = 0.3
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.lock = threading.Lock()
+        self.timer = threading.Thread(target=self.tick, daemon=True)
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        super().on_subscribe(subscription)
+        if self.subscription is subscription:
+            self.timer.start()
+
+    def tick(self) -> None:
+        for _ in range(30):
+            time.sleep(self.PERIOD)
+            if self.cancelled:
+                return
+            self.request(4)
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            super().request(n)
+
+    def cancel(self) -> None:
+        with self.lock:
+            super().cancel()
