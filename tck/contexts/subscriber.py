@@ -186,9 +186,13 @@ class WhiteboxStage:
         self.ctx.env.check()
 
     def _excuse(self) -> None:
-        """Calls the subscriber makes on the puppet's orders after the end are not its own (2.4)."""
+        """The puppet gives the subscriber work, and what it does on the puppet's orders after
+        the end is not its own doing (2.4)."""
         subscription = self.upstream.subscriptions[0] if self.upstream.subscriptions else None
-        if subscription is not None and subscription.terminal is not None:
+        if subscription is None:
+            return
+        subscription.stir()
+        if subscription.terminal is not None:
             subscription.excuse()
 
     def expect_demand(self, *, rule: str | None = None) -> int:

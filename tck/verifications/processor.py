@@ -232,10 +232,12 @@ def required_spec201_processor_must_keep_requesting_upstream_for_subscribers_at_
     def done() -> bool:
         return all(p.received >= total or p.terminal is not None for p in (fast, slow))
 
+    def moved(before: tuple[int, int]) -> Callable[[], bool]:
+        return lambda: done() or (fast.received, slow.received) != before
+
     while not done():
-        before = (fast.received, slow.received)
-        moved = lambda: done() or (fast.received, slow.received) != before  # noqa: E731
-        if not (slow._wait(moved, timeout) or fast._wait(moved, 0.0)):
+        progressed = moved((fast.received, slow.received))
+        if not (slow._wait(progressed, timeout) or fast._wait(progressed, 0.0)):
             ctx.env.check()
             raise RuleViolation(
                 "2.1",

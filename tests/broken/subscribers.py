@@ -510,15 +510,17 @@ class CancelsBothOnSecondSubscription(GoodSubscriber):
 # -- 2.4: calls after the end, made later --------------------------------------------------------
 
 
-class RefillsWhileDrainingBacklog(GoodSubscriber):
-    """Rule 2.4: a worker works off a backlog slowly and requests one more per element processed.
+class RequestsAgainWhenIdle(GoodSubscriber):
+    """Rule 2.4: a worker that asks for its batch again whenever its queue has been empty a while.
 
-    It asks for 16 at first and queues elements for its worker, which takes 2 ms each and
-    refills per element processed, without looking at whether the stream has ended: with a
-    backlog left at on_complete, requests follow the end for as long as the backlog lasts.
+    It asks for 16 at first, queues elements for its worker (2 ms each), refills one per
+    element processed, and, as a guard against a stalled upstream, requests 16 more once its
+    queue has stayed empty for 200 ms; neither looks at whether the stream has ended. Working
+    off the backlog left at on_complete is fine; the guard firing afterwards is not.
     """
 
     BATCH = 16
+    IDLE = 0.2
 
     def __init__(self, probe: WhiteboxProbe | None = None) -> None:
         super().__init__(probe)
@@ -541,13 +543,12 @@ class RefillsWhileDrainingBacklog(GoodSubscriber):
         self.backlog.put(element)
 
     def work(self) -> None:
-        deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline:
+        for _ in range(20):  # a bounded life: a test's subscriber must not outlive the run
             try:
-                element = self.backlog.get(timeout=0.1)
+                element = self.backlog.get(timeout=self.IDLE)
             except queue.Empty:
-                if self.done:
-                    return
+                if not self.cancelled:
+                    self.request(self.BATCH)
                 continue
             time.sleep(0.002)
             self.received.append(element)
