@@ -1119,11 +1119,15 @@ _BULK = 2049
 _CALLS = 20_000
 
 
-def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: PublisherContext) -> None:
+def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: PublisherContext) -> bool:
     """Wait for ``total`` elements on ``probe``; a stall with demand outstanding breaks ``rule``.
 
+    True once they all arrived; False if the time ran out first (see below): the probe is then
+    cancelled, and the caller claims nothing more about it.
+
     A stream that keeps flowing, however slowly, is no stall: if half the test's limit runs
-    out first, the test is not applicable (the verdict would be the machine's, not the rule's).
+    out first, what arrived so far is all that is checked (a trace note says so); a verdict
+    on the rest would be the machine's, not the rule's.
     """
     def done() -> bool:
         return probe.received >= total or probe.terminal is not None
@@ -1136,11 +1140,12 @@ def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: Publ
         if not probe._wait(moved(probe.mark()), ctx.settings.timeout):
             break
         if time.monotonic() >= deadline and not done():
-            ctx.env.check()
-            raise NotVerified(f"the stream was still flowing when half the test limit ran out "
-                              f"({probe.received} of {total} elements {what}): raise --rs-test-limit-ms")
+            ctx.env.trace.note(f"still flowing when half the test limit ran out: {probe.received} of "
+                               f"{total} elements {what} checked")
+            probe.cancel()
+            return False
     if probe.received >= total or probe.terminal == "on_error":
-        return  # an early on_error is the probe's business (it flags it), not a stall
+        return True  # an early on_error is the probe's business (it flags it), not a stall
     ctx.env.check()
     raise RuleViolation(
         rule,
@@ -1174,7 +1179,7 @@ def required_spec308_long_streams_must_be_served_past_internal_batch_sizes(ctx: 
         raise NotVerified(f"needs a publisher of {_BULK} elements (max_elements)")
     bulk = ctx.subscribed(_BULK + 1, name="bulk", keep_elements=False, yield_s=None)
     bulk.request(_BULK)
-    _stalled(bulk, _BULK, "3.8", f"for one request({_BULK})", ctx)
+    checked = [(bulk, _BULK)] if _stalled(bulk, _BULK, "3.8", f"for one request({_BULK})", ctx) else []
     step = {"next": 1, "due": _UNEVEN[0]}
 
     def uneven(p: ProbeSubscriber, e: Any) -> None:
@@ -1192,15 +1197,16 @@ def required_spec308_long_streams_must_be_served_past_internal_batch_sizes(ctx: 
     single = ctx.subscribed(_BULK + 1, name="one-by-one", keep_elements=False, on_next=again,
                             yield_s=None)
     single.request(1)
-    _stalled(single, _BULK, "3.8", "for request(1) made from each on_next", ctx)
+    if _stalled(single, _BULK, "3.8", "for request(1) made from each on_next", ctx):
+        checked.append((single, _BULK))
     mixed = ctx.subscribed(uneven_total + 1, name="uneven", keep_elements=False, on_next=uneven,
                            yield_s=None)
     mixed.request(_UNEVEN[0])
-    _stalled(mixed, uneven_total, "3.8", f"for requests of {', '.join(map(str, _UNEVEN))}, each made "
-             "from on_next once the one before was served", ctx)
-    ctx.closing_quiet(bulk, after=f"beyond the {_BULK} requested elements")
-    ctx.closing_quiet(single, after=f"beyond the {_BULK} elements requested one by one")
-    ctx.closing_quiet(mixed, after=f"beyond the {uneven_total} requested elements")
+    if _stalled(mixed, uneven_total, "3.8", f"for requests of {', '.join(map(str, _UNEVEN))}, each "
+                "made from on_next once the one before was served", ctx):
+        checked.append((mixed, uneven_total))
+    for probe, total in checked:
+        ctx.closing_quiet(probe, after=f"beyond the {total} requested elements")
 
 
 @tck_test("3.8", "required")
@@ -1217,8 +1223,8 @@ def required_spec308_tens_of_thousands_of_requests_must_add_up(ctx: PublisherCon
     probe = ctx.subscribed(_CALLS + 1, keep_elements=False, yield_s=None)
     for _ in range(_CALLS):
         probe.request(1)
-    _stalled(probe, _CALLS, "3.8", f"for {_CALLS} request(1) calls", ctx)
-    ctx.closing_quiet(probe, after=f"beyond the {_CALLS} requested elements")
+    if _stalled(probe, _CALLS, "3.8", f"for {_CALLS} request(1) calls", ctx):
+        ctx.closing_quiet(probe, after=f"beyond the {_CALLS} requested elements")
 
 
 #: (name, first request, request from every on_next, from on_next #1 only): each pushes the
@@ -1257,9 +1263,10 @@ def required_spec317_demand_reaching_long_max_value_from_a_small_outstanding_dem
         probe = ctx.subscribed(taken if finite else 2 * taken, completes=finite, name=name,
                                keep_elements=False, on_next=more, yield_s=None)
         probe.request(first)
-        _stalled(probe, taken, "3.17", f"when request({first}) is followed by "
-                 + (f"request({once}) from on_next #1 and request({every}) from every later one"
-                    if once is not None else f"request({every}) from every on_next"), ctx)
+        if not _stalled(probe, taken, "3.17", f"when request({first}) is followed by "
+                        + (f"request({once}) from on_next #1 and request({every}) from every later one"
+                           if once is not None else f"request({every}) from every on_next"), ctx):
+            continue
         if finite:
             probe.expect_completion(rule="3.17")
             ctx.closing_quiet(probe, after="after on_complete")
