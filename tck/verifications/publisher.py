@@ -160,6 +160,74 @@ def _signal_sequentially(ctx: PublisherContext, elements: int, completes: bool) 
         ctx.env.check()  # stop at the first iteration that showed a race
 
 
+@tck_test("1.1", "stochastic")
+def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_exactly(
+    ctx: PublisherContext,
+) -> None:
+    """Hundreds of short rounds: request(1) eight times here and eight times on another thread.
+
+    Each round subscribes afresh; the test thread requests once the other thread has made its
+    first request, so the rest of them land while an emission is running. Exactly
+    16 elements must arrive: one more means a decrement of the demand lost to a concurrent
+    addition, one fewer an addition lost to a decrement. The rounds stop at the first that
+    shows it. If this fails, check that the demand is read, decremented and added to under one
+    lock (or atomically), on the emission path as well as in request().
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
+    each = 8
+    total = 2 * each
+    if ctx.settings.max_elements < total + 1:
+        raise NotVerified(f"needs a publisher of {total + 1} elements (max_elements)")
+    rounds = 3 * ctx.settings.stochastic_iterations
+    go = threading.Semaphore(0)
+    begun = threading.Semaphore(0)
+    done = threading.Semaphore(0)
+    current: list[ProbeSubscriber] = []
+    stop = threading.Event()
+
+    def rival() -> None:
+        while go.acquire(timeout=ctx.settings.timeout) and not stop.is_set():
+            probe = current[0]
+            for k in range(each):
+                probe.request(1)
+                if k == 0:
+                    begun.release()  # the rest race with the emission the test thread starts
+            done.release()
+
+    helper = threading.Thread(target=rival, name="rs-tck-rival", daemon=True)
+    helper.start()
+    showed = 0
+    try:
+        with aggressive_switching():
+            for i in range(rounds):
+                probe = ctx.subscribed(total + 1, name=f"round{i}", keep_elements=False, yield_s=None)
+                current[:] = [probe]
+                go.release()
+                begun.acquire(timeout=ctx.settings.timeout)
+                for _ in range(each):
+                    probe.request(1)
+                if not done.acquire(timeout=ctx.settings.timeout):
+                    raise RuleViolation("1.1", "the other thread's request(1) calls to return",
+                                        "they did not return", setting="timeout")
+                if not probe.wait_progress(lambda p=probe: p.received >= total or p.terminal is not None,
+                                           ctx.settings.timeout):
+                    ctx.env.check()
+                    raise RuleViolation(
+                        "3.8", f"{total} elements for {total} request(1), half of them on another thread",
+                        f"{probe.received} arrived in round {i + 1}: a request lost to a concurrent "
+                        "emission", evidence=cite(last_seq(ctx.env.trace, probe.name, "on_next")),
+                        setting="timeout")
+                showed += probe.excess > 0
+                ctx.env.count_iterations(i + 1, showed)
+                ctx.env.check()  # the probe flags an element beyond demand as it arrives
+                probe.cancel()
+    finally:
+        stop.set()
+        go.release()
+    ctx.closing_drain(probe)
+
+
 @tck_test("1.4", "required")
 def required_spec104_must_signal_on_error_when_failing(ctx: PublisherContext) -> None:
     """The failed publisher must signal on_subscribe, then on_error, and nothing more.

@@ -1333,3 +1333,45 @@ class WrapsDemandLikeAJavaLong(RangeSubscription):
             if 0 < self.demand < MAX_DEMAND:
                 self.demand -= 1
         return True
+
+
+class UnlockedEmission(RangeSubscription):
+    """Rule 3.8 (or 1.1): the emission step reads and counts down the demand without the lock.
+
+    request() still adds under the lock, and between the read and the write the element is
+    fetched from its source (a read that lets other threads run): an addition made on another
+    thread meanwhile is overwritten (fewer elements than requested), or overwrites the
+    decrement (one more). A single thread never shows it.
+    """
+
+    def step(self) -> bool:
+        if self.halted.is_set():
+            self.subscriber = None
+        subscriber = self.subscriber
+        if subscriber is None:
+            return False
+        error = self.error
+        done = error is None and self.index == self.end
+        element = 0
+        if error is None and not done:
+            demand = self.demand
+            if demand <= 0:
+                return False
+            time.sleep(0)  # the source read
+            element = self.element(self.index)
+            self.index += 1
+            if demand < MAX_DEMAND:
+                self.demand = demand - 1
+        else:
+            self.subscriber = None
+        try:
+            if error is not None:
+                self.deliver_error(subscriber, error)
+            elif done:
+                self.deliver_complete(subscriber)
+            else:
+                self.deliver_next(subscriber, element)
+                return True
+        except Exception:
+            self.stop()
+        return False
