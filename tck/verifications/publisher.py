@@ -210,8 +210,7 @@ def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_
                 if not done.acquire(timeout=ctx.settings.timeout):
                     raise RuleViolation("1.1", "the other thread's request(1) calls to return",
                                         "they did not return", setting="timeout")
-                if not probe.wait_progress(lambda p=probe: p.received >= total or p.terminal is not None,
-                                           ctx.settings.timeout):
+                if not probe.wait_progress(_has(probe, total), ctx.settings.timeout):
                     ctx.env.check()
                     raise RuleViolation(
                         "3.8", f"{total} elements for {total} request(1), half of them on another thread",
