@@ -1192,9 +1192,11 @@ def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: Publ
     True once they all arrived; False if the time ran out first (see below): the probe is then
     cancelled, and the caller claims nothing more about it.
 
-    A stream that keeps flowing, however slowly, is no stall: if half the test's limit runs
-    out first, what arrived so far is all that is checked (a trace note says so); a verdict
-    on the rest would be the machine's, not the rule's.
+    A stream that keeps flowing, however slowly, is no stall, nor is a subject still busy
+    with the TCK's calls (a processor relaying thousands of requests upstream before the first
+    element comes back: the environment's progress counter moves): if half the test's limit
+    runs out first, what arrived so far is all that is checked (a trace note says so); a
+    verdict on the rest would be the machine's, not the rule's.
     """
     def done() -> bool:
         return probe.received >= total or probe.terminal is not None
@@ -1203,8 +1205,10 @@ def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: Publ
     def moved(seen: int) -> Callable[[], bool]:
         return lambda: done() or probe.signals != seen
 
+    env = ctx.env
     while not done():
-        if not probe._wait(moved(probe.mark()), ctx.settings.timeout):
+        busy = env.progress
+        if not probe._wait(moved(probe.mark()), ctx.settings.timeout) and env.progress == busy:
             break
         if time.monotonic() >= deadline and not done():
             ctx.env.trace.note(f"still flowing when half the test limit ran out: {probe.received} of "
