@@ -102,6 +102,7 @@ BROKEN = [
     *both(broken.FailsOnInlineEnd, "3.11"),
     *both(broken.CancelsBothOnSecondSubscription, "2.5"),
     *both(broken.CreditTimer, "2.4", "cancelled_after_on_complete"),
+    *white(broken.ExtraPassAfterTurn, "2.7"),
     pytest.param(BB, named(BB, "2.4", "backlog"), broken.blackbox(broken.RequestsAgainWhenIdle),
                  "2.4", id="blackbox-RequestsAgainWhenIdle-2.4-backlog"),
 ]

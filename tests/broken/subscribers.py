@@ -10,6 +10,8 @@ Hostile ones (the deadlock) only ever block a thread the TCK owns.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import contextlib
 import queue
 import threading
@@ -597,3 +599,53 @@ class CreditTimer(GoodSubscriber):
     def cancel(self) -> None:
         with self.lock:
             super().cancel()
+
+
+# -- 2.7: a race on the subscription ------------------------------------------------------------
+
+_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="broken-turns")
+
+
+class ExtraPassAfterTurn(GoodSubscriber):
+    """Rule 2.7: its delivery loop makes one more pass after giving up its turn.
+
+    Signals are queued and a turn on a pool worker processes them, requesting one more per
+    element; the turn clears its "scheduled" flag and then, to save a resubmission, takes
+    one more element if one is queued, without the flag. An on_next arriving meanwhile starts
+    a new turn on another worker: two threads request at once, now and then.
+    """
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.inbox: collections.deque[Any] = collections.deque()
+        self.lock = threading.Lock()
+        self.scheduled = False
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        self.inbox.append(element)
+        with self.lock:
+            if self.scheduled:
+                return
+            self.scheduled = True
+        _WORKERS.submit(self.turn)
+
+    def turn(self) -> None:
+        while True:
+            try:
+                element = self.inbox.popleft()
+            except IndexError:
+                break
+            self.handle(element)
+        with self.lock:
+            self.scheduled = False
+        try:
+            element = self.inbox.popleft()  # the extra pass, outside the turn
+        except IndexError:
+            return
+        self.handle(element)
+
+    def handle(self, element: Any) -> None:
+        with self.probe.next(element):
+            self.process(element)
