@@ -31,6 +31,11 @@ Listener = Callable[[str, Any], None]
 
 _UNSET: Any = object()
 
+#: How long after a terminal signal the 2.4 tests keep watching for a request or cancel: the
+#: period of a credit timer, the time a worker takes to drain a backlog. A closing window,
+#: overlapped with the next tests.
+AFTER_TERMINAL_WINDOW_S = 1.0
+
 # The TCK's own on_complete/on_error calls running on this thread, innermost last. A call on a
 # subscription of the subscriber being signalled, made from this thread meanwhile, breaks 2.3.
 _inside = threading.local()
@@ -78,6 +83,15 @@ class ManualSubscription:
         self.requests_at_terminal: int | None = None
         self.broken = False  # a signal raised: the subscriber counts as having cancelled (2.13)
         self.overlaps = 0
+        #: When the terminal signal's call returned (monotonic): a request that starts later,
+        #: while the subscriber is ``idle``, breaks 2.4 (see ``_late``), unless the TCK itself
+        #: asked the subscriber for it (``excuse``: a whitebox puppet pulled after the end).
+        self.ended_at: float | None = None
+        self.excused = False
+        self.late_calls = 0
+        #: A whole quiet window passed with no call on this subscription and nothing sent or
+        #: asked of the subscriber since: it has no work left that could explain a request.
+        self.idle = False
         #: Trace records of the on_subscribe that handed this subscription out, and of each
         #: cancel() on it: what a verdict about the order of the two cites.
         self.subscribed_seq: int | None = None
@@ -95,14 +109,18 @@ class ManualSubscription:
     # -- the Subscription interface, called by the subject on any thread --------------------
 
     def request(self, n: int) -> None:
+        # Read first: a call begun before the end returned, or while work was left, is no late call.
+        ended, idle = self.ended_at, self.idle
         pub = self.publisher
         entered = self._enter(f"request({short_repr(n)})")
         try:
             pub.env.bump()
-            problems = self._inside_terminal(f"request({short_repr(n)})")
+            problems = self._inside_terminal(f"request({short_repr(n)})") or self._late(
+                f"request({short_repr(n)})", ended, idle)
             valid = isinstance(n, int) and not isinstance(n, bool)
             with pub._cond:
                 self.calls += 1
+                self.idle = False
                 self.request_count += 1
                 self.last_request = n
                 if not valid or n <= 0:
@@ -173,6 +191,42 @@ class ManualSubscription:
                     f"{what} on {self.name}, made inside {signal}() on the same thread",
                 )]
         return []
+
+    def _late(self, what: str, ended: float | None, idle: bool) -> list[tuple[str, str, str]]:
+        """Rule 2.4: a request after the terminal signal returned that no work explains.
+
+        A subscriber that processes its signals later, in order (the JVM's AsyncSubscriber),
+        may still ask for more while it works off elements that came before the end: to it,
+        the end has not been received yet. So a request is judged only once the subscriber was
+        idle (a whole quiet window with nothing sent to it, no call from it and no puppet
+        pulled: ``settle``, the 2.4 tests' closing watch) before it began, and after the end
+        returned: a timer that grants credit, a worker that asks again when its queue has run
+        dry. A cancel() is never flagged: cancelling what one considers cancelled is the
+        no-op rule 3.7 makes of it (a clean-up, a dispose). Calls inside the terminal call are
+        rule 2.3's. The first such request is told.
+        """
+        if ended is None or not idle or self.excused:
+            return []
+        with self.publisher._cond:
+            self.late_calls += 1
+            first = self.late_calls == 1
+            self.publisher._cond.notify_all()
+        if not first:
+            return []
+        expected = (f"no request on {self.name} after {self.terminal}() returned (the subscription "
+                    "counts as cancelled)")
+        observed = (f"{what} on {self.name} {_ms(time.monotonic() - ended)} after {self.terminal}() "
+                    f"returned, from thread {threading.current_thread().name}")
+        return [("2.4", expected, observed)]
+
+    def excuse(self) -> None:
+        """The TCK asks the subscriber for calls after the end: they are not its own doing."""
+        self.excused = True
+
+    def stir(self) -> None:
+        """The TCK asks the subscriber for something (a puppet pulled): it has work again."""
+        with self.publisher._cond:
+            self.idle = False
 
     def _enter(self, what: str) -> bool:
         """Rule 2.7: note a second thread entering while another is still inside."""
@@ -462,9 +516,37 @@ class ManualPublisher:
                             f"request({short_repr(last)}) ({seen})",
                             evidence=tuple(sub.request_seqs[start:]))
 
+    def closing_after_terminal(self, *, subscription: ManualSubscription | None = None,
+                               window: float = AFTER_TERMINAL_WINDOW_S) -> Callable[[], None]:
+        """A closing claim: no request for ``window`` after the terminal signal returned.
+
+        Long enough for a worker draining a backlog or a periodic credit timer to show; the
+        calls are flagged as they happen (``_late``), this only keeps watching that long.
+        """
+        sub = subscription or self.subscription
+
+        quiet = self.env.settings.no_signal_window
+
+        def claim() -> None:
+            with self.env.aside(), self._cond:
+                while sub.late_calls == 0 and not self.closed and sub.ended_at is not None:
+                    remaining = sub.ended_at + window - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    seen = sub.calls
+                    self._cond.wait_for(_changed(sub, seen), min(quiet, remaining))
+                    if sub.calls == seen and time.monotonic() - sub.ended_at >= quiet:
+                        sub.idle = True  # the backlog is worked off: any request now is unexplained
+
+        return claim
+
     def settle(self, *, subscription: ManualSubscription | None = None,
                window: float | None = None, limit: float | None = None) -> bool:
-        """Return once a whole window passes with no request or cancel; False if never."""
+        """Return once a whole window passes with no request or cancel; False if never.
+
+        The subscriber is then idle (see ``ManualSubscription._late``) until it is sent or asked
+        for something, or calls again.
+        """
         sub = subscription or self.subscription
         window = self.env.settings.no_signal_window if window is None else window
         limit = self.env.settings.timeout + window if limit is None else limit
@@ -474,6 +556,7 @@ class ManualPublisher:
                 seen = sub.calls
                 self._cond.wait_for(_changed(sub, seen), window)
                 if sub.calls == seen:
+                    sub.idle = True
                     return True
                 if time.monotonic() >= deadline:
                     return False
@@ -499,6 +582,7 @@ class ManualPublisher:
             index = sub.sent
             before = sub.demand
             sub.sent += 1
+            sub.idle = False
             if before < MAX_DEMAND:
                 sub.demand = before - 1
             self._cond.notify_all()  # wait_sent and the feeder wait on what was sent
@@ -525,10 +609,13 @@ class ManualPublisher:
         for listener in self._listeners:
             listener(signal, error)
         if signal == "on_complete":
-            return self._signal(sub, signal, "", demand, sub.subscriber.on_complete, rule=rule,
-                                terminal=True)
-        return self._signal(sub, signal, short_repr(error), demand, sub.subscriber.on_error,
-                            error, rule=rule, terminal=True)
+            returned = self._signal(sub, signal, "", demand, sub.subscriber.on_complete, rule=rule,
+                                    terminal=True)
+        else:
+            returned = self._signal(sub, signal, short_repr(error), demand, sub.subscriber.on_error,
+                                    error, rule=rule, terminal=True)
+        sub.ended_at = time.monotonic()
+        return returned
 
     def _signal(self, sub: ManualSubscription, signal: str, detail: str, demand: int,
                 fn: Callable[..., Any], *args: Any, rule: str | None = None,

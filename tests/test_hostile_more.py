@@ -121,7 +121,7 @@ def test_base_exception_from_request_fails_that_test_only(hostile: pytest.Pytest
     the session.
     """
     result, elapsed = run(hostile, factory, "1.1,3.9")
-    result.assert_outcomes(failed=4, skipped=1)
+    result.assert_outcomes(failed=5, skipped=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
     assert f"expected every call into the subject to return normally; observed {raised}" in out
@@ -135,7 +135,7 @@ def test_a_leaked_non_daemon_thread_is_named_and_does_not_hang_exit(hostile: pyt
     The plugin names it in a warning and lets the process exit after the report is written.
     """
     result, elapsed = run(hostile, "leaks_a_non_daemon_thread", "1.1")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK
     out = result.stdout.str()
     assert re.search(r"rs-tck: WARNING \d+ non-daemon thread\(s\) started during the run are still alive: "
@@ -147,7 +147,7 @@ def test_a_leaked_non_daemon_thread_is_named_and_does_not_hang_exit(hostile: pyt
 def test_a_thread_inheriting_the_workers_daemon_flag_never_blocked_exit(hostile: pytest.Pytester) -> None:
     """Threads started on the TCK's daemon worker are daemon themselves; no warning is needed."""
     result, elapsed = run(hostile, "leaks_a_thread", "1.1")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
     assert "non-daemon thread" not in result.stdout.str()
     assert elapsed < 60
 

@@ -40,7 +40,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_only_tck_runs_without_test_paths(project: pytest.Pytester) -> None:
     result = project.runpytest(REF, FAILED)
-    result.assert_outcomes(passed=54, skipped=6)
+    result.assert_outcomes(passed=58, skipped=6)
     result.stdout.fnmatch_lines(["*fuzz *passed*1 fuzz*"])
     assert "user test ran" not in result.stdout.str()
 
@@ -64,8 +64,8 @@ def test_tck_runs_beside_given_test_paths(project: pytest.Pytester) -> None:
     [
         (["--rs-rules=3.9"], 4),
         (["--rs-rules=sanity,1.2"], 4),
-        (["--rs-skip-rules=1.3,3.13,sanity"], 53),
-        (["--rs-skip-rules=1.3,3.13,sanity,fuzz"], 52),
+        (["--rs-skip-rules=1.3,3.13,sanity"], 57),
+        (["--rs-skip-rules=1.3,3.13,sanity,fuzz"], 56),
         (["--rs-rules=fuzz,sanity"], 4),
     ],
 )

@@ -36,6 +36,7 @@ OWN = {
     "4.1": "required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_relaying_a_stream",
     "4.2": "required_spec402_must_immediately_pass_on_on_error_events_received_from_its_upstream_or_recover",
     "3.8": "required_spec308_processor_must_honour_demand_signalled_before_its_upstream_subscription",
+    "2.1 paces": "required_spec201_processor_must_keep_requesting_upstream_for_subscribers_at_different_paces",
 }
 
 
@@ -75,6 +76,8 @@ BROKEN = [
     case(broken.ShutsDownOnAnyCancel, "3.8", "required_spec308_a_cancel_must_not_starve_another_subscriber"),
     case(broken.StaysOpenAfterCancellingUpstream, "3.8",
          "required_spec308_a_subscriber_after_the_last_cancel_must_be_served_or_told"),
+    case(broken.StopsAfterAFullBuffer, "2.1", OWN["2.1 paces"]),
+    case(broken.FixedWindowFilter, "3.8", "required_spec308_long_streams_must_be_served_past_internal_batch_sizes"),
 ]
 
 
@@ -88,7 +91,7 @@ def test_broken_processor_fails_the_test_of_its_rule(test_name: str, subject: Pr
 
 def test_every_rule_of_the_processors_own_tests_has_a_broken_processor() -> None:
     caught = {(p.values[0], p.values[2]) for p in BROKEN}
-    assert {(name, rule) for rule, name in OWN.items()} <= caught
+    assert {(name, rule.split()[0]) for rule, name in OWN.items()} <= caught
 
 
 @pytest.mark.parametrize("name", [OWN["1.4"], OWN["4.2"]])

@@ -311,6 +311,22 @@ CASES = [
     case("request-undoes-cancel-made-while-delivering", f(bp.RequestUndoesCancelMadeWhileDelivering),
          "spec306_requests_after_a_cancel_made_inside_on_next_must_be_nops", "3.6",
          "after cancel() and request(5) made inside on_next"),
+    # -- races on the subscription from several threads ------------------------------------
+    # The unlocked decrement loses the other thread's additions more often than it adds an
+    # element: either breaks a rule (3.8 or 1.1); the catalogue's own timing shows the first.
+    case("unlocked-emission", f(bp.UnlockedEmission),
+         "requests_from_another_thread_during_emission_must_add_up_exactly", "3.8",
+         "a request lost to a concurrent emission"),
+    # -- past internal sizes: turns, call counters, sums reaching 2**63-1 -------------------
+    case("stops-when-one-owed-after-turn", f(bp.StopsWhenOneOwedAfterTurn),
+         "spec308_long_streams_must_be_served_past_internal_batch_sizes", "3.8",
+         "2048 arrived, then nothing"),
+    case("drops-requests-after-sixteen-thousand-calls", f(bp.DropsRequestsAfterSixteenThousandCalls),
+         "spec308_tens_of_thousands_of_requests_must_add_up", "3.8",
+         "16384 arrived, then nothing"),
+    case("wraps-demand-like-a-java-long", f(bp.WrapsDemandLikeAJavaLong),
+         "spec317_demand_reaching_long_max_value_from_a_small_outstanding_demand_must_keep_flowing",
+         "3.17", "1 arrived, then nothing"),
 ]
 
 

@@ -237,6 +237,9 @@ class SubscriberScenario:
                                             subscription=sub)
         elif self.stage is not None:
             puppet = self.stage[1]
+            sub.stir()
+            if sub.terminal is not None:
+                sub.excuse()  # what the subscriber does on the puppet's orders is no 2.4 breach
             if kind == "puppet_request":
                 self.env.trace.add("tck", "puppet.request", str(step[1]))
                 self.ctx.call(f"puppet.request({step[1]})", puppet.request, step[1])

@@ -180,6 +180,81 @@ def required_spec201_processor_must_request_from_upstream_for_elements_that_have
     late.expect_completion(rule="2.1")
 
 
+#: Elements relayed to two subscribers at different paces: many times the usual 16 to 256
+#: element buffers and prefetch windows.
+_PACES_TOTAL = 1393
+#: What the slow subscriber asks for, one amount after the other, each once the last is served.
+_PACES = (1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
+
+
+@tck_test("2.1", "required")
+def required_spec201_processor_must_keep_requesting_upstream_for_subscribers_at_different_paces(
+    ctx: ProcessorContext,
+) -> None:
+    """Two subscribers, one requesting 1393 at once, one 1, 2, 15, 16, 17, ... 257 from on_next.
+
+    The fast one runs ahead until the processor's buffer for the slow one is full (the test waits
+    for it to stop); the slow one's next request is then served from that full buffer, and
+    the room it frees must be asked of the upstream again. Both must get all 1393 elements, then on_complete, and the stream
+    must never stall while demand is outstanding (with coordinated_emission, it moves at the
+    slow one's pace). If this fails, check that delivering from a full buffer, as well as
+    receiving an element, leads to a request upstream.
+    """
+    ctx.subscribers_needed(2)
+    total = _PACES_TOTAL
+    step = {"next": 1, "due": _PACES[0]}
+
+    def paced(p: ProbeSubscriber, e: Any) -> None:
+        if p.received == step["due"] and step["next"] < len(_PACES):
+            amount = _PACES[step["next"]]
+            step["next"] += 1
+            step["due"] += amount
+            p.request(amount)
+
+    processor = ctx.processor()
+    fast = ctx.as_publisher.probe("fast", keep_elements=False, yield_s=None)
+    slow = ctx.as_publisher.probe("slow", keep_elements=False, on_next=paced, yield_s=None)
+    for probe in (fast, slow):
+        ctx.as_publisher.subscribe(processor, probe)
+        probe.expect_subscription()
+    upstream = ctx.as_subscriber.upstream("upstream", count=total, end="complete")
+    ctx.as_subscriber.attach(upstream, processor)
+    fast.request(total)
+    step["next"] = len(_PACES)  # the hook waits until the fast one has gone ahead
+    slow.request(_PACES[0])
+    timeout = ctx.settings.timeout
+    slow._wait(lambda: slow.received >= _PACES[0] or slow.terminal is not None, timeout)
+    fast.wait_quiet()  # as far ahead as the processor lets it: the slow one's buffer is full
+    step["next"] = 2
+    step["due"] += _PACES[1]
+    slow.request(_PACES[1])
+
+    def done() -> bool:
+        return all(p.received >= total or p.terminal is not None for p in (fast, slow))
+
+    def moved(before: tuple[int, int]) -> Callable[[], bool]:
+        return lambda: done() or (fast.received, slow.received) != before
+
+    while not done():
+        progressed = moved((fast.received, slow.received))
+        if not (slow._wait(progressed, timeout) or fast._wait(progressed, 0.0)):
+            ctx.env.check()
+            raise RuleViolation(
+                "2.1",
+                f"{total} elements to each subscriber, none more than {timeout * 1000:.0f} ms after "
+                "the one before",
+                f"fast got {fast.received} (requested {fast.requested}), slow got {slow.received} "
+                f"(requested {slow.requested}), then nothing for {timeout * 1000:.0f} ms; upstream: "
+                f"{upstream.subscription.describe()}",
+                hint="the processor must ask its upstream for more while a subscriber has "
+                "outstanding demand, also after delivering from a full buffer",
+                setting="timeout",
+            )
+    ctx.env.check()
+    for probe in (fast, slow):
+        probe.expect_completion(rule="2.1")
+
+
 @tck_test("4.1", "required")
 def required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_relaying_a_stream(
     ctx: ProcessorContext,

@@ -187,6 +187,73 @@ def _signal_sequentially(ctx: PublisherContext, elements: int, completes: bool) 
         ctx.env.check()  # stop at the first iteration that showed a race
 
 
+@tck_test("1.1", "stochastic")
+def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_exactly(
+    ctx: PublisherContext,
+) -> None:
+    """Short rounds (stochastic_iterations): request(1) eight times here and eight on another thread.
+
+    Each round subscribes afresh; the test thread requests once the other thread has made its
+    first request, so the rest of them land while an emission is running. Exactly
+    16 elements must arrive: one more means a decrement of the demand lost to a concurrent
+    addition, one fewer an addition lost to a decrement. The rounds stop at the first that
+    shows it. If this fails, check that the demand is read, decremented and added to under one
+    lock (or atomically), on the emission path as well as in request().
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
+    each = 8
+    total = 2 * each
+    if ctx.settings.max_elements < total + 1:
+        raise NotVerified(f"needs a publisher of {total + 1} elements (max_elements)")
+    rounds = ctx.settings.stochastic_iterations
+    go = threading.Semaphore(0)
+    begun = threading.Semaphore(0)
+    done = threading.Semaphore(0)
+    current: list[ProbeSubscriber] = []
+    stop = threading.Event()
+
+    def rival() -> None:
+        while go.acquire(timeout=ctx.settings.timeout) and not stop.is_set():
+            probe = current[0]
+            for k in range(each):
+                probe.request(1)
+                if k == 0:
+                    begun.release()  # the rest race with the emission the test thread starts
+            done.release()
+
+    helper = threading.Thread(target=rival, name="rs-tck-rival", daemon=True)
+    helper.start()
+    showed = 0
+    try:
+        with aggressive_switching():
+            for i in range(rounds):
+                probe = ctx.subscribed(total + 1, name=f"round{i}", keep_elements=False, yield_s=None)
+                current[:] = [probe]
+                go.release()
+                begun.acquire(timeout=ctx.settings.timeout)
+                for _ in range(each):
+                    probe.request(1)
+                if not done.acquire(timeout=ctx.settings.timeout):
+                    raise RuleViolation("1.1", "the other thread's request(1) calls to return",
+                                        "they did not return", setting="timeout")
+                if not probe.wait_progress(_has(probe, total), ctx.settings.timeout):
+                    ctx.env.check()
+                    raise RuleViolation(
+                        "3.8", f"{total} elements for {total} request(1), half of them on another thread",
+                        f"{probe.received} arrived in round {i + 1}: a request lost to a concurrent "
+                        "emission", evidence=cite(last_seq(ctx.env.trace, probe.name, "on_next")),
+                        setting="timeout")
+                showed += probe.excess > 0
+                ctx.env.count_iterations(i + 1, showed)
+                ctx.env.check()  # the probe flags an element beyond demand as it arrives
+                probe.cancel()
+    finally:
+        stop.set()
+        go.release()
+    ctx.closing_drain(probe)
+
+
 @tck_test("1.4", "required")
 def required_spec104_must_signal_on_error_when_failing(ctx: PublisherContext) -> None:
     """The failed publisher must signal on_subscribe, then on_error, and nothing more.
@@ -1309,6 +1376,203 @@ def required_spec213_publisher_must_consider_the_subscription_cancelled_when_a_t
         probes.append((failing, "on_error"))
     for probe, signal in probes:
         _raised(ctx, probe, signal)
+# -- past internal sizes: long streams, many calls, sums reaching 2**63-1 ----------------------
+#
+# A publisher's batches, turns, buffers and prefetch windows are powers of two (16 to 1024)
+# almost everywhere, and their bugs sit at the edges: one element owed after a full turn, a
+# buffer refilled only while it is not full, a window never topped up. So the streams below
+# cross those sizes with amounts just under, at and just over each, and every verdict rests on
+# a stall (demand outstanding, nothing for ``timeout``), never on the total time.
+
+#: Amounts requested one after the other in the uneven pattern: each batch size of 16 to 256,
+#: one less and one more.
+_UNEVEN = (1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
+#: One bulk request: one more than every power of two up to 2048 divides (so a batched
+#: emission ends owing exactly one element), past the usual 1024-element prefetch.
+_BULK = 2049
+#: request(1) calls in one subscription: far past any small counter or log.
+_CALLS = 20_000
+
+
+def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: PublisherContext) -> bool:
+    """Wait for ``total`` elements on ``probe``; a stall with demand outstanding breaks ``rule``.
+
+    True once they all arrived; False if the time ran out first (see below): the probe is then
+    cancelled, and the caller claims nothing more about it.
+
+    A stream that keeps flowing, however slowly, is no stall, nor is a subject still busy
+    with the TCK's calls (a processor relaying thousands of requests upstream before the first
+    element comes back: the environment's progress counter moves): if half the test's limit
+    runs out first, what arrived so far is all that is checked (a trace note says so); a
+    verdict on the rest would be the machine's, not the rule's.
+    """
+    def done() -> bool:
+        return probe.received >= total or probe.terminal is not None
+
+    deadline = time.monotonic() + ctx.settings.test_limit / 2
+    def moved(seen: int) -> Callable[[], bool]:
+        return lambda: done() or probe.signals != seen
+
+    env = ctx.env
+    while not done():
+        busy = env.progress
+        if not probe._wait(moved(probe.mark()), ctx.settings.timeout) and env.progress == busy:
+            break
+        if time.monotonic() >= deadline and not done():
+            ctx.env.trace.note(f"still flowing when half the test limit ran out: {probe.received} of "
+                               f"{total} elements {what} checked")
+            probe.cancel()
+            return False
+    if probe.received >= total or probe.terminal == "on_error":
+        return True  # an early on_error is the probe's business (it flags it), not a stall
+    ctx.env.check()
+    raise RuleViolation(
+        rule,
+        f"{total} elements {what}, none more than {ctx.settings.timeout * 1000:.0f} ms after the one before",
+        f"{probe.received} arrived, then nothing for {ctx.settings.timeout * 1000:.0f} ms with "
+        f"{_outstanding(probe)} outstanding{'; then ' + probe._terminal_text() if probe.terminal else ''}",
+        hint="look for an internal batch, turn, buffer or window size the stream has just crossed: the "
+        "emission must carry on (reschedule, refill, request upstream again) while demand is left",
+        evidence=cite(last_seq(ctx.env.trace, probe.name, "request"),
+                      last_seq(ctx.env.trace, probe.name, "on_next")),
+        setting="timeout",
+    )
+
+
+def _request_ones(probe: ProbeSubscriber, calls: int) -> None:
+    """``calls`` request(1) calls in a row, counted by the probe at once and traced as one record.
+
+    The demand is the probe's before the first call (so elements delivered inside the calls
+    are within it, and one beyond the total is still flagged); a call that raises ends the
+    loop and breaks 3.16, as from ``probe.request``.
+    """
+    subscription = probe._require_subscription("request")
+    with probe._lock:
+        probe._fast_end()
+        probe.demand = min(MAX_DEMAND, probe.demand + calls)
+        probe.requested = min(MAX_DEMAND, probe.requested + calls)
+        demand = probe.demand
+    probe.env.trace.add(probe.name, "request", f"1, {calls} times in a row", demand)
+
+    def ones() -> None:
+        for _ in range(calls):
+            subscription.request(1)
+
+    probe._call("request", ones)
+
+
+def _outstanding(probe: ProbeSubscriber) -> str:
+    return "unbounded demand" if probe.demand >= MAX_DEMAND else f"{probe.demand} requested element(s)"
+
+
+@tck_test("3.8", "required")
+def required_spec308_long_streams_must_be_served_past_internal_batch_sizes(ctx: PublisherContext) -> None:
+    """One request(2049); 2049 request(1), one from each on_next; and 1, 2, 15, 16, 17, ... 257.
+
+    The last amounts are each requested from on_next once the one before is served, so every
+    batch, turn or buffer size from 16 to 2048 is crossed just under, at and just over it. The
+    elements must keep coming while demand is outstanding. If this fails, look at what the
+    emission does when a turn or buffer ends with demand left (exactly one element owed, a
+    full buffer just drained): it must go on, not wait for a request that will not come.
+    """
+    uneven_total = sum(_UNEVEN)
+    if ctx.settings.max_elements < _BULK:
+        raise NotVerified(f"needs a publisher of {_BULK} elements (max_elements)")
+    bulk = ctx.subscribed(_BULK + 1, name="bulk", keep_elements=False, yield_s=None)
+    bulk.request(_BULK)
+    checked = [(bulk, _BULK)] if _stalled(bulk, _BULK, "3.8", f"for one request({_BULK})", ctx) else []
+    step = {"next": 1, "due": _UNEVEN[0]}
+
+    def uneven(p: ProbeSubscriber, e: Any) -> None:
+        if p.received == step["due"] and step["next"] < len(_UNEVEN):
+            amount = _UNEVEN[step["next"]]
+            step["next"] += 1
+            step["due"] += amount
+            p.request(amount)
+
+
+    def again(p: ProbeSubscriber, e: Any) -> None:
+        if p.requested < _BULK:
+            p.request(1)
+
+    single = ctx.subscribed(_BULK + 1, name="one-by-one", keep_elements=False, on_next=again,
+                            yield_s=None)
+    single.request(1)
+    if _stalled(single, _BULK, "3.8", "for request(1) made from each on_next", ctx):
+        checked.append((single, _BULK))
+    mixed = ctx.subscribed(uneven_total + 1, name="uneven", keep_elements=False, on_next=uneven,
+                           yield_s=None)
+    mixed.request(_UNEVEN[0])
+    if _stalled(mixed, uneven_total, "3.8", f"for requests of {', '.join(map(str, _UNEVEN))}, each "
+                "made from on_next once the one before was served", ctx):
+        checked.append((mixed, uneven_total))
+    for probe, total in checked:
+        ctx.closing_quiet(probe, after=f"beyond the {total} requested elements")
+
+
+@tck_test("3.8", "required")
+def required_spec308_tens_of_thousands_of_requests_must_add_up(ctx: PublisherContext) -> None:
+    """20,000 request(1) calls in a row from the test thread: 20,000 elements, then nothing.
+
+    A counter of calls or of pending requests that is small (a byte, a 16-bit field, a bounded
+    log or mailbox) or that fails past some count shows here as a stream that stops with
+    demand outstanding. If this fails, check what request() does on its thousandth and
+    ten-thousandth call: it must add to the demand every time.
+    """
+    if ctx.settings.max_elements < _CALLS:
+        raise NotVerified(f"needs a publisher of {_CALLS} elements (max_elements)")
+    probe = ctx.subscribed(_CALLS + 1, keep_elements=False, yield_s=None)
+    _request_ones(probe, _CALLS)
+    if _stalled(probe, _CALLS, "3.8", f"for {_CALLS} request(1) calls", ctx):
+        ctx.closing_quiet(probe, after=f"beyond the {_CALLS} requested elements")
+
+
+#: (name, first request, request from every on_next, from on_next #1 only): each pushes the
+#: outstanding demand from a few elements to 2**63-1 or past it.
+_SUMS = (
+    ("2+(2**63-2)", 2, MAX_DEMAND - 1, None),
+    ("1+(2**63-1)", 1, MAX_DEMAND, None),
+    ("3+(2**63-4)+1", 3, 1, MAX_DEMAND - 3),
+)
+
+
+@tck_test("3.17", "required")
+def required_spec317_demand_reaching_long_max_value_from_a_small_outstanding_demand_must_keep_flowing(
+    ctx: PublisherContext,
+) -> None:
+    """Requests of about 2**63-1 made from on_next while a few elements are still outstanding.
+
+    request(2), then request(2**63-2) from every on_next; request(1), then request(2**63-1)
+    from every on_next; request(3), then request(2**63-4) from the first on_next and request(1)
+    from every later one. Each sum reaches 2**63-1 or passes it; the stream must keep flowing
+    (a counter that wraps round, as a Java long does, goes negative and stops it), on a finite
+    stream to its on_complete and on a longer one for 50 elements. If this fails, check the
+    addition in request(): saturate at 2**63-1 (or treat it as unbounded) before adding.
+    """
+    taken = 50
+    if ctx.settings.max_elements < 2 * taken:
+        raise NotVerified(f"needs a publisher of {2 * taken} elements (max_elements)")
+    for i, (name, first, every, once) in enumerate(_SUMS):
+        finite = ctx.settings.can_complete and i % 2 == 0
+
+        def more(p: ProbeSubscriber, e: Any, every: int = every, once: int | None = once) -> None:
+            if p.cancelled or p.received > taken:
+                return
+            p.request(once if once is not None and p.received == 1 else every)
+
+        probe = ctx.subscribed(taken if finite else 2 * taken, completes=finite, name=name,
+                               keep_elements=False, on_next=more, yield_s=None)
+        probe.request(first)
+        if not _stalled(probe, taken, "3.17", f"when request({first}) is followed by "
+                        + (f"request({once}) from on_next #1 and request({every}) from every later one"
+                           if once is not None else f"request({every}) from every on_next"), ctx):
+            continue
+        if finite:
+            probe.expect_completion(rule="3.17")
+            ctx.closing_quiet(probe, after="after on_complete")
+        else:
+            probe.cancel()
+            ctx.closing_drain(probe)
 
 
 # -- fuzzing -----------------------------------------------------------------------------------

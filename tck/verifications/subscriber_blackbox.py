@@ -95,6 +95,7 @@ def _cancelled_after(ctx: BlackboxContext, signal: str) -> None:
     since = upstream.subscription.requests_at_terminal
     upstream.expect_no_request(rule="2.4", since=since,
                                after=f"after {signal} (the subscription counts as cancelled)")
+    ctx.at_close(upstream.closing_after_terminal())
 
 
 @tck_test("2.4", "required")
@@ -116,6 +117,35 @@ def required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_
 ) -> None:
     """Once it has settled and received on_error, the subscriber must request nothing more."""
     _cancelled_after(ctx, "on_error")
+
+
+@tck_test("2.4", "required")
+def required_spec204_blackbox_must_not_request_after_on_complete_while_draining_a_backlog(
+    ctx: BlackboxContext,
+) -> None:
+    """As much as the subscriber asks for, as fast as it asks, then on_complete at once.
+
+    A subscriber that hands elements to a worker (or a queue, or a timer that grants credit)
+    is left with a backlog when the stream ends; working it off must not request more once
+    on_complete has returned. The TCK watches for one second after it (a closing
+    window, overlapped with the next tests). If this fails, check that the worker's "request
+    one more per element processed" and any periodic top-up stop at the end of the stream.
+    """
+    subscriber, upstream = ctx.stage()
+    ctx.trigger(subscriber)
+    upstream.wait_demand()
+    sub = upstream.subscription
+    sent = 0
+    while sent < _BACKLOG and sub.demand > 0 and sub.terminal is None and not sub.cancelled:
+        upstream.send_next()
+        sent += 1
+    ctx.env.check()
+    upstream.send_complete()
+    ctx.at_close(upstream.closing_after_terminal())
+
+
+#: Elements sent at most before on_complete in the backlog test: past a worker's usual batch.
+_BACKLOG = 256
 
 
 @tck_test("2.5", "required")

@@ -143,6 +143,7 @@ def _cancelled_after(ctx: WhiteboxStages, signal: str) -> None:
         stage.probe.expect_error(error)
     stage.upstream.expect_no_request(rule="2.4", since=stage.subscription.requests_at_terminal,
                                      after=f"after {signal} (the subscription counts as cancelled)")
+    ctx.at_close(stage.upstream.closing_after_terminal())
 
 
 @tck_test("2.4", "required")

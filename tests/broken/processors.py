@@ -296,3 +296,82 @@ class ForgetsEarlyDemand(ActorProcessor):
 
 def actor_subject(cls: type[ActorProcessor]) -> ProcessorSubject:
     return ProcessorSubject(lambda: cls(), label=cls.__name__, max_subscribers=1)
+
+
+# -- past internal sizes -------------------------------------------------------------------------
+
+
+class _ForgetsFreedRoom(_Downstream):
+    def _run(self, missed: int) -> None:
+        while True:
+            while self._step():
+                pass
+            with self._lock:
+                self._wip -= missed
+                missed = self._wip
+                if missed == 0:
+                    return
+
+
+class _HoldsBackWhenFull(_ForgetsFreedRoom):
+    def request(self, n: int) -> None:
+        processor = self._processor
+        assert isinstance(processor, StopsAfterAFullBuffer)
+        with self._lock:
+            if len(self.queue) >= processor._buffer_size:
+                processor.ahead = True
+        super().request(n)
+
+
+class StopsAfterAFullBuffer(IdentityProcessor):
+    """Rule 2.1: a request served from a full 16-element buffer stops all requests upstream.
+
+    A request that finds a subscriber's buffer full marks the upstream as "ahead", and nothing
+    is asked of it until an element arrives, which, with nothing asked, never happens; the
+    drain does not ask for the room it freed either. So once a slower subscriber's buffer has
+    filled and it requests again, the stream stops for both, with demand outstanding. One
+    subscriber alone never fills its buffer.
+    """
+
+    _downstream_type = _HoldsBackWhenFull
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ahead = False
+
+    def on_next(self, element: Any) -> None:
+        self.ahead = False
+        super().on_next(element)
+
+    def _request_upstream(self) -> None:
+        if not self.ahead:
+            super()._request_upstream()
+
+
+class FixedWindowFilter(IdentityProcessor):
+    """Rule 3.8: a filtering processor that asks upstream for a fixed window, topped up only per drop.
+
+    A subscriber's request(n) asks upstream for at most 256; the filter tops its window up for
+    each element it drops (none here), not for those it passes on. Requests of up to 256, or
+    one at a time, are served; a request(2049) stops at 256.
+    """
+
+    WINDOW = 256
+
+    def __init__(self) -> None:
+        super().__init__(buffer_size=self.WINDOW)
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("rule 2.13: on_next(None)")
+        with self._lock:
+            if self._ended is not None:
+                return
+            self._in_flight = max(0, self._in_flight - 1)
+            targets = [d for d in self._downstreams if d.subscriber is not None]
+            for downstream in targets:
+                downstream.queue.append(element)
+        for downstream in targets:
+            downstream.drain()
+
+    _downstream_type = _ForgetsFreedRoom

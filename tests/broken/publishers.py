@@ -1411,3 +1411,146 @@ class NameErrorAfterRaisingOnError(FailedPublisher):
             subscriber.on_error(RuntimeError("failed publisher: fails every subscriber"))
         except Exception:
             logger.warning("subscriber failed")  # type: ignore[name-defined]  # noqa: F821
+# -- past internal sizes: turns, counters, sums -------------------------------------------------
+
+
+class StopsWhenOneOwedAfterTurn(RangeSubscription):
+    """Rule 3.8: after a full turn of 64 signals the emission goes on only if more than one is owed.
+
+    An actor that yields after each turn of 64 and carries on "if there is more to do" checks
+    ``owed > 1`` (for ``owed >= 1``): a turn that ends owing exactly one element ends the
+    emission, and the work count it still holds keeps every later request from restarting it.
+    request(65), or request(1) from every on_next, stops at element 64.
+    """
+
+    TURN = 64
+
+    def drain(self) -> None:
+        missed = 1
+        while True:
+            sent = 0
+            while sent < self.TURN and self.step():
+                sent += 1
+            if sent == self.TURN:
+                with self.lock:
+                    owed = self.demand
+                if owed > 1:
+                    continue  # the next turn
+                if owed == 1:
+                    return  # stranded: the off-by-one
+            with self.lock:
+                self.wip -= missed
+                missed = self.wip
+                if missed == 0:
+                    return
+
+
+class DropsRequestsAfterSixteenThousandCalls(RangeSubscription):
+    """Rule 3.8: requests carry a 14-bit sequence number, and a number seen before is dropped.
+
+    Meant to discard a retransmitted request frame; from the 16,385th call on, every number has
+    been seen and every request is lost. Hundreds of calls, or a few large requests, never
+    show it.
+    """
+
+    SEQUENCE = 1 << 14
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.calls = 0
+        self.seen: set[int] = set()
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            number = self.calls % self.SEQUENCE
+            self.calls += 1
+            duplicate = number in self.seen
+            self.seen.add(number)
+        if not duplicate:
+            super().request(n)
+
+
+def _as_java_long(value: int) -> int:
+    return (value + 2**63) % 2**64 - 2**63
+
+
+class WrapsDemandLikeAJavaLong(RangeSubscription):
+    """Rule 3.17: demand is a 64-bit signed counter that wraps, decremented after on_next returns.
+
+    2**63-1 counts as unbounded, but the addition that reaches it is not saturated: with two
+    elements outstanding (the one being delivered still counted), request(2**63-2) from
+    on_next wraps the counter negative and the stream stops. request(1) then request(2**63-2)
+    from on_next happens to add up to exactly 2**63-1 and flows.
+    """
+
+    def add(self, demand: int, n: int) -> int:
+        if demand == MAX_DEMAND:
+            return MAX_DEMAND
+        return _as_java_long(demand + n)
+
+    def step(self) -> bool:
+        element = 0
+        with self.lock:
+            subscriber = self.subscriber
+            if subscriber is None or self.halted.is_set():
+                self.subscriber = None
+                return False
+            ending = self.error is not None or self.index == self.end
+            if not ending:
+                if self.demand <= 0:
+                    return False
+                element = self.element(self.index)
+                self.index += 1
+        if ending:
+            return super().step()
+        try:
+            self.deliver_next(subscriber, element)
+        except Exception:
+            self.stop()
+            return False
+        with self.lock:
+            if 0 < self.demand < MAX_DEMAND:
+                self.demand -= 1
+        return True
+
+
+class UnlockedEmission(RangeSubscription):
+    """Rule 3.8 (or 1.1): the emission step reads and counts down the demand without the lock.
+
+    request() still adds under the lock, and between the read and the write the element is
+    fetched from its source (a read that lets other threads run): an addition made on another
+    thread meanwhile is overwritten (fewer elements than requested), or overwrites the
+    decrement (one more). A single thread never shows it.
+    """
+
+    def step(self) -> bool:
+        if self.halted.is_set():
+            self.subscriber = None
+        subscriber = self.subscriber
+        if subscriber is None:
+            return False
+        error = self.error
+        done = error is None and self.index == self.end
+        element = 0
+        if error is None and not done:
+            demand = self.demand
+            if demand <= 0:
+                return False
+            time.sleep(0)  # the source read
+            element = self.element(self.index)
+            self.index += 1
+            if demand < MAX_DEMAND:
+                self.demand = demand - 1
+        else:
+            self.subscriber = None
+        try:
+            if error is not None:
+                self.deliver_error(subscriber, error)
+            elif done:
+                self.deliver_complete(subscriber)
+            else:
+                self.deliver_next(subscriber, element)
+                return True
+        except Exception:
+            self.stop()
+        return False

@@ -10,7 +10,10 @@ Hostile ones (the deadlock) only ever block a thread the TCK owns.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import contextlib
+import queue
 import threading
 import time
 from typing import Any
@@ -521,3 +524,143 @@ def loop_requests_after_end_whitebox(probe: Any) -> Any:
     from tests.conforming.subscribers import LoopSubscriber
 
     return LoopSubscriber(probe, late_request=True)
+# -- 2.4: calls after the end, made later --------------------------------------------------------
+
+
+class RequestsAgainWhenIdle(GoodSubscriber):
+    """Rule 2.4: a worker that asks for its batch again whenever its queue has been empty a while.
+
+    It asks for 16 at first, queues elements for its worker (2 ms each), refills one per
+    element processed, and, as a guard against a stalled upstream, requests 16 more once its
+    queue has stayed empty for 200 ms; neither looks at whether the stream has ended. Working
+    off the backlog left at on_complete is fine; the guard firing afterwards is not.
+    """
+
+    BATCH = 16
+    IDLE = 0.2
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.backlog: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.worker = threading.Thread(target=self.work, daemon=True)
+        self.lock = threading.Lock()  # its calls on the subscription, one at a time (2.7)
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is not None or self.done:
+            subscription.cancel()
+            return
+        self.subscription = subscription
+        self.probe.register(request=self.puppet_request, cancel=self.cancel)
+        self.worker.start()
+        self.request(self.BATCH)
+
+    def process(self, element: Any) -> None:
+        self.backlog.put(element)
+
+    def work(self) -> None:
+        for _ in range(20):  # a bounded life: a test's subscriber must not outlive the run
+            try:
+                element = self.backlog.get(timeout=self.IDLE)
+            except queue.Empty:
+                if not self.cancelled:
+                    self.request(self.BATCH)
+                continue
+            time.sleep(0.002)
+            self.received.append(element)
+            if not self.cancelled:
+                self.request(1)
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            super().request(n)
+
+    def cancel(self) -> None:
+        with self.lock:
+            super().cancel()
+
+
+class CreditTimer(GoodSubscriber):
+    """Rule 2.4: a periodic timer grants 4 more elements of credit every 150 ms, until cancelled.
+
+    The timer stops on cancel() but not at the end of the stream: once on_complete has
+    returned it still tops the credit up, a few hundred milliseconds later.
+    """
+
+    PERIOD = 0.15
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.lock = threading.Lock()
+        self.timer = threading.Thread(target=self.tick, daemon=True)
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        super().on_subscribe(subscription)
+        if self.subscription is subscription:
+            self.timer.start()
+
+    def tick(self) -> None:
+        for _ in range(60):
+            time.sleep(self.PERIOD)
+            if self.cancelled:
+                return
+            self.request(4)
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            super().request(n)
+
+    def cancel(self) -> None:
+        with self.lock:
+            super().cancel()
+
+
+# -- 2.7: a race on the subscription ------------------------------------------------------------
+
+_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="broken-turns")
+
+
+class ExtraPassAfterTurn(GoodSubscriber):
+    """Rule 2.7: its delivery loop makes one more pass after giving up its turn.
+
+    Signals are queued and a turn on a pool worker processes them, requesting one more per
+    element; the turn clears its "scheduled" flag and then, to save a resubmission, takes
+    one more element if one is queued, without the flag. An on_next arriving meanwhile starts
+    a new turn on another worker: two threads request at once, now and then.
+    """
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.inbox: collections.deque[Any] = collections.deque()
+        self.lock = threading.Lock()
+        self.scheduled = False
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        self.inbox.append(element)
+        with self.lock:
+            if self.scheduled:
+                return
+            self.scheduled = True
+        _WORKERS.submit(self.turn)
+
+    def turn(self) -> None:
+        while True:
+            try:
+                element = self.inbox.popleft()
+            except IndexError:
+                break
+            self.handle(element)
+        with self.lock:
+            self.scheduled = False
+        try:
+            element = self.inbox.popleft()  # the extra pass, outside the turn
+        except IndexError:
+            return
+        self.handle(element)
+
+    def handle(self, element: Any) -> None:
+        with self.probe.next(element):
+            self.process(element)
