@@ -83,10 +83,17 @@ def ci(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("case", CASES)
 def test_fixed_verifications_miss_the_order_dependent_defect(case: Case) -> None:
-    tests = [t for t in VERIFICATIONS[case.verification].tests if t.level not in ("untested", "fuzz")]
+    """Only the fuzz verification finds it, but for the fixed tests listed in ``ALSO_CAUGHT_BY``.
+
+    Race hunts (stochastic tests) are left out: an order-dependent race may show there too.
+    """
+    tests = [t for t in VERIFICATIONS[case.verification].tests
+             if t.level not in ("untested", "fuzz", "stochastic")]
     failed = [(t.name, r.message.splitlines()[0]) for t in tests
               if (r := run(case.verification, t.name, case.subject)).outcome in ("failed", "error")]
-    assert not failed, f"{case.id} is caught by a fixed verification, so it is not order-dependent: {failed}"
+    expected = od.ALSO_CAUGHT_BY.get(case.id, set())
+    assert {name for name, _ in failed} == expected, (
+        f"{case.id}: fixed verifications that catch it {failed}, expected exactly {sorted(expected)}")
 
 
 @pytest.mark.usefixtures("ci")
