@@ -8,6 +8,7 @@ logic lives in the core, which never imports pytest.
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -199,6 +200,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = resolve_settings(config)
     rules = _rule_list(config, "rs_rules", RULES_OPTION)
     skip_rules = _rule_list(config, "rs_skip_rules", SKIP_RULES_OPTION)
+    _seed_from_environment()
     hooks = make_manager()
     for _name, plugin in config.pluginmanager.list_name_plugin():
         _register_conftest(hooks, plugin)
@@ -233,6 +235,19 @@ def pytest_configure(config: pytest.Config) -> None:
         _show_skip_reasons(config)
     for reporter in REPORTERS:
         reporter.configure(config, state)
+
+
+def _seed_from_environment() -> None:
+    """``RS_TCK_SEED=N`` seeds ``random`` before any subject is made, as a campaign unit does, so
+    a subject whose behaviour depends on randomness takes that unit's path again (its repro)."""
+    raw = os.environ.get("RS_TCK_SEED")
+    if not raw:
+        return
+    try:
+        seed = int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"environment variable RS_TCK_SEED must be an integer, got {raw!r}") from None
+    random.seed(seed)
 
 
 def _show_skip_reasons(config: pytest.Config) -> None:

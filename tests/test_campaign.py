@@ -75,7 +75,8 @@ def _draws_racy(seed: int) -> bool:
     return random.random() < 0.5
 
 
-def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(spark: Any, tmp_path: Path) -> None:
+def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "campaign"
     base = _mixed_seed(4)
     argv = ["campaign", "--publisher", REFERENCE, "--publisher", RACY, "--rules", "1.3",
@@ -87,8 +88,10 @@ def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(spark: Any, tmp_path: 
     assert race["flaky"] is True
     assert 0 < race["pass_rate"] < 1
     assert race["first_failure_rule"] == "1.3"
-    assert race["repro"].startswith("rs-tck campaign --publisher " + RACY)
-    assert "--seeds" in race["repro"]
+    assert race["repro"].startswith(f"RS_TCK_SEED={race['first_failing_seed']} pytest ")
+    assert f"--rs-publisher={RACY}" in race["repro"]
+    low, high = race["pass_rate_ci95"]
+    assert low < race["pass_rate"] < high
     reference = summary[(REFERENCE, "stochastic_spec103_must_signal_on_methods_sequentially")]
     assert reference["runs"] == 4
     assert reference["pass_rate"] == 1
@@ -118,6 +121,12 @@ def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(spark: Any, tmp_path: 
     cells = [td.get("title", "") for td in tree.iter("td")]
     assert any(RACY in c and "rule 1.3" in c for c in cells)
     assert page.index("stochastic_spec103") < page.index("Durations")
+    assert "on_next entered on thread" in page  # why it failed, not only that it did
+    # rs-tck show: the failure as pytest prints it, from the files next to the dataset.
+    assert cli.main(["show", str(out), "stochastic_spec103", "--subject", RACY]) == 0
+    shown = capsys.readouterr().out
+    assert "on_next entered on thread" in shown
+    assert race["repro"] in shown
 
 
 def test_hung_and_crashing_units_become_error_rows_and_the_campaign_goes_on(spark: Any, tmp_path: Path) -> None:
