@@ -20,13 +20,13 @@ from .html_report import page as html_report
 
 def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
-    if given and given[0] in ("campaign", "ingest", "summary"):
+    if given and given[0] in ("campaign", "ingest", "summary", "show"):
         from .campaign import cli
 
         return cli.main(given)
     parser = argparse.ArgumentParser(prog="python -m rstck_plugins", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("campaign", "ingest", "summary"):
+    for name in ("campaign", "ingest", "summary", "show"):
         sub.add_parser(name, help=f"same as rs-tck {name} (Spark campaigns; see rs-tck {name} --help)")
     report = sub.add_parser("report", help="render the HTML report of a results file (--rs-report-json)")
     report.add_argument("results", type=Path, help="results file (schema rs-tck-results/1)")

@@ -12,11 +12,16 @@ a file was rejected), 2 on a usage error or when Spark cannot start.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import shlex
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +237,39 @@ def _command() -> str:
     return shlex.join([PROG, *sys.argv[1:]]) if sys.argv[1:2] == ["campaign"] else f"{PROG} campaign ..."
 
 
+@contextlib.contextmanager
+def _plain_interrupt() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt and nothing else while the units run.
+
+    PySpark's own handler calls into the JVM from the signal handler, on the connection the
+    interrupted call is using, and every layer then logs its traceback; this one only silences
+    logging (the interrupted call's logs) and raises. The main thread only: signals go there.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the saving short
+        logging.disable(logging.CRITICAL)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is interrupted:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _quiet_stop(spark: Any) -> None:
+    """Cancel the running jobs with Spark's logging off: an aborted write logs a Java trace."""
+    logging.disable(logging.CRITICAL)
+    with contextlib.suppress(Exception):
+        spark.sparkContext.setLogLevel("OFF")
+        spark.sparkContext.cancelAllJobs()
+
+
 def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
     from . import lock
     from . import spark as rs_spark
@@ -266,7 +304,8 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
             print(f"{PROG} campaign {cid}: {len(units)} units ({len(done)} already in {out}), seed "
                   f"{campaign.base_seed}, master {spark.sparkContext.master}", file=sys.stderr)
             progress = Progress(len(todo), f"{PROG} campaign {cid}")
-            rs_spark.run_units(spark, todo, campaign.task(), out, progress, saved)
+            with _plain_interrupt():
+                rs_spark.run_units(spark, todo, campaign.task(), out, progress, saved)
             progress.finish()
             rs_spark.fold_spool(spark, out)
             manifest["finished_at"] = time.time()
@@ -283,8 +322,13 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
                 print(file=sys.stderr)
             ids = {u["unit_id"] for u in units}
             kept = (done | set(saved) | set(rs_spark.spooled(out))) & ids
+            _quiet_stop(spark)
             print(f"{PROG} campaign {cid}: interrupted: {len(kept)} of {len(units)} units saved in {out}; "
                   f"run the same command to resume: {_command()}", file=sys.stderr, flush=True)
+            logging.disable(logging.NOTSET)
+            if not owned:
+                with contextlib.suppress(Exception):
+                    spark.sparkContext.setLogLevel("ERROR")
             if owned:
                 # The terminal's Ctrl-C reached Spark's JVM too; stopping it would only add noise.
                 # The rows are on disk (spooled ones are added by the next run), and the lock
