@@ -336,6 +336,15 @@ def test_a_wedged_unit_row_quotes_its_threads_stacks() -> None:
     assert "wedges_its_interpreter" in message
 
 
+def test_a_slow_start_is_not_a_hang() -> None:
+    """The test limit counts from the first test: a process that takes longer than the limit to
+    import its subject (a loaded machine) is not killed for it."""
+    unit, task = _unit("tests.subjects.slow_start_subjects:range_publisher", limit_ms=1500)
+    rows = run_unit(unit, task)
+    assert rows
+    assert all(r["outcome"] in ("passed", "skipped") for r in rows), [r["message"][:300] for r in rows]
+
+
 def test_the_default_memory_limit_leaves_a_conforming_unit_alone() -> None:
     unit, task = _unit(REFERENCE)
     assert task["memory_mb"] == 1024

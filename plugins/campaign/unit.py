@@ -42,6 +42,9 @@ COLUMNS = tuple(name for name, _ in ROW_FIELDS)
 _TAIL_CHARS = 8000
 #: Seconds the child is given to write its threads' stacks before it is killed.
 _DUMP_WAIT_S = 2.0
+#: Seconds a unit's process may take to start (interpreter, imports, the subject's module),
+#: on top of the first test's limit: a machine under load starts processes slowly.
+STARTUP_S = 30.0
 #: The signal on which the child writes every thread's stack (``faulthandler.register``).
 DUMP_SIGNAL = signal.SIGUSR1
 
@@ -200,7 +203,9 @@ def _collect(
     tests: list[str] | None = None
     reported: set[str] = set()
     buffer = b""
-    deadline = time.monotonic() + limit
+    # Starting the process (imports, the subject's module) is not a test: it gets its own
+    # allowance, so a loaded machine's slow start is not a hang; each test then gets ``limit``.
+    deadline = time.monotonic() + limit + STARTUP_S
     in_flight_since = started
     lost: str | None = None
     while True:
@@ -208,7 +213,10 @@ def _collect(
         if remaining <= 0:
             _dump_and_kill(child, log)
             lost = (f"the unit's process did not report within {limit:.1f} s (test limit + grace) "
-                    f"and was killed; its threads' stacks are below")
+                    f"and was killed; its threads' stacks are below") if tests is not None else (
+                    f"the unit's process did not start its tests within {limit + STARTUP_S:.1f} s "
+                    f"(test limit + grace + {STARTUP_S:.0f} s to start) and was killed; its threads' stacks "
+                    "are below")
             break
         if memory_mb:
             used = resident_mb(child.pid)
@@ -236,6 +244,8 @@ def _collect(
                 tests = message["tests"]
                 base["process_pid"] = message["pid"]
                 base["subject_origin"] = message["origin"]
+                in_flight_since = time.time()
+                deadline = time.monotonic() + limit
             elif "result" in message:
                 result = message["result"]
                 peak = message.get("peak_mb")
