@@ -97,22 +97,27 @@ def _command(out: Path, n: int, master: str, extra: list[str] | None = None) -> 
             "--master", master, "--out", str(out), *(extra or [])]
 
 
-def _dataset(out: Path, n: int) -> dict[str, Any]:
-    """Rows, units, duplicates (rows with the same row id after reading) and whether every unit is there."""
+def _datasets(found: list[dict[str, Any]]) -> None:
+    """Read every check's dataset in one session: rows, units, rows with the same id after
+    reading (always 0), the rows physically written (a unit spooled and committed is written
+    twice, read once) and whether every unit is there."""
     from rstck_plugins.campaign.spark import read_results
     from rstck_plugins.campaign.spark import session
 
     spark = session("local[1]", app="rs-tck benchmark check")
     try:
-        df = read_results(spark, out)
-        rows = [r.asDict() for r in df.collect()] if df is not None else []
-        raw = spark.read.parquet(str(out / "results")).count() if df is not None else 0
+        for r in found:
+            out = Path(r.pop("out"))
+            df = read_results(spark, out)
+            rows = [x.asDict() for x in df.collect()] if df is not None else []
+            ids = [x["row_id"] for x in rows]
+            r.update({"rows": len(rows), "units_in_dataset": len({x["unit_id"] for x in rows}),
+                      "duplicates": len(ids) - len(set(ids)),
+                      "raw_rows": spark.read.parquet(str(out / "results")).count() if df is not None else 0,
+                      "complete": len({x["unit_id"] for x in rows}) == r["units"]})
+            shutil.rmtree(out, ignore_errors=True)
     finally:
         spark.stop()
-    ids = [r["row_id"] for r in rows]
-    return {"rows": len(rows), "units_in_dataset": len({r["unit_id"] for r in rows}),
-            "duplicates": len(ids) - len(set(ids)),
-            "raw_rows": raw, "complete": len({r["unit_id"] for r in rows}) == n}
 
 
 def _start(cmd: list[str]) -> subprocess.Popen[str]:
@@ -152,8 +157,7 @@ def check_interrupt(master: str, n: int, how: str) -> dict[str, Any]:
     result = {"check": f"{how}, then the same command", "master": master, "units": n,
               "first_exit": run.returncode, "one_line": line if how == "ctrl-c" else "",
               "saved_at_stop": saved, "second_exit": again.returncode, "wall_s": round(time.monotonic() - t0, 1),
-              "took_over_lock": "taking it over" in err2, **_dataset(out, n)}
-    shutil.rmtree(out, ignore_errors=True)
+              "took_over_lock": "taking it over" in err2, "out": str(out)}
     return result
 
 
@@ -171,8 +175,7 @@ def check_twice(master: str, n: int) -> dict[str, Any]:
               "exits": [first.returncode, second.returncode, third.returncode],
               "refused": next((e.strip().splitlines()[-1] for e in (err1, err2) if "in use" in e), ""),
               "rerun_skipped_all": f"({n} already in" in err3, "wall_s": round(time.monotonic() - t0, 1),
-              **_dataset(out, n)}
-    shutil.rmtree(out, ignore_errors=True)
+              "out": str(out)}
     return result
 
 
@@ -191,10 +194,9 @@ def check_worker_killed(n: int) -> dict[str, Any]:
         cluster.processes[-1].send_signal(signal.SIGKILL)
         _, err = run.communicate(timeout=1800)
     result = {"check": "a worker killed mid-campaign", "master": "standalone, 2 workers x 1 core", "units": n,
-              "exit": run.returncode, "wall_s": round(time.monotonic() - t0, 1), **_dataset(out, n)}
+              "exit": run.returncode, "wall_s": round(time.monotonic() - t0, 1), "out": str(out)}
     if run.returncode not in (0, 1):
         result["stderr"] = err[-1500:]
-    shutil.rmtree(out, ignore_errors=True)
     return result
 
 
@@ -203,6 +205,7 @@ def checks(n: int, cluster: bool) -> list[dict[str, Any]]:
              check_interrupt("local[2]", n, "kill -9")]
     if cluster:
         found.append(check_worker_killed(n))
+    _datasets(found)
     return found
 
 
