@@ -7,6 +7,7 @@
     rs-tck campaign --publisher mylib.streams:range_publisher --repetitions 50 --out runs/
     rs-tck ingest ci-results/*.json --out runs/
     rs-tck summary runs/
+    rs-tck show runs/ TEST
 
 The verifications themselves run under pytest (pytest --rs-publisher=...). "python -m
 rstck_plugins" is the same command; "python -m rstck rules" prints the same rule table.
@@ -27,7 +28,7 @@ from typing import Any
 
 PROG = "rs-tck"
 #: The subcommands whose arguments live with the Spark campaigns (``campaign/cli.py``).
-CAMPAIGN_COMMANDS = ("campaign", "ingest", "summary")
+CAMPAIGN_COMMANDS = ("campaign", "ingest", "summary", "show")
 #: A replay token's side, and the verifications whose fuzz test replays it, by subject option.
 REPLAY_TESTS = {
     "publisher": {"publisher": "publisher::fuzz_demand_cancel_orders[fuzz]",
@@ -66,6 +67,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                        help={"campaign": "run verifications many times on Spark and summarise them",
                              "ingest": "add results files of pytest --rs-report-json runs to a dataset",
                              "summary": "recompute summary.json, trend.json and report.html of a dataset",
+                             "show": "print one test's failure in a campaign dataset, as pytest prints it",
                              }[name] + f" (see {PROG} {name} --help)")
     return parser
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -235,6 +236,7 @@ def pytest_configure(config: pytest.Config) -> None:
         skip_rules = _rule_list(config, "rs_skip_rules", SKIP_RULES_OPTION, settings.edition)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    _seed_from_environment()
     hooks = make_manager()
     for _name, plugin in config.pluginmanager.list_name_plugin():
         _register_conftest(hooks, plugin)
@@ -275,6 +277,19 @@ def pytest_configure(config: pytest.Config) -> None:
         _show_skip_reasons(config)
     for reporter in REPORTERS:
         reporter.configure(config, state)
+
+
+def _seed_from_environment() -> None:
+    """``RS_TCK_SEED=N`` seeds ``random`` before any subject is made, as a campaign unit does, so
+    a subject whose behaviour depends on randomness takes that unit's path again (its repro)."""
+    raw = os.environ.get("RS_TCK_SEED")
+    if not raw:
+        return
+    try:
+        seed = int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"environment variable RS_TCK_SEED must be an integer, got {raw!r}") from None
+    random.seed(seed)
 
 
 def _show_skip_reasons(config: pytest.Config) -> None:

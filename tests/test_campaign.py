@@ -75,7 +75,8 @@ def _draws_racy(seed: int) -> bool:
     return random.random() < 0.5
 
 
-def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(spark: Any, tmp_path: Path) -> None:
+def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "campaign"
     base = _mixed_seed(4)
     argv = ["campaign", "--publisher", REFERENCE, "--publisher", RACY, "--rules", "1.3",
@@ -87,8 +88,10 @@ def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(spark: Any, tmp_path: 
     assert race["flaky"] is True
     assert 0 < race["pass_rate"] < 1
     assert race["first_failure_rule"] == "1.3"
-    assert race["repro"].startswith("rs-tck campaign --publisher " + RACY)
-    assert "--seeds" in race["repro"]
+    assert race["repro"].startswith(f"RS_TCK_SEED={race['first_failing_seed']} pytest ")
+    assert f"--rs-publisher={RACY}" in race["repro"]
+    low, high = race["pass_rate_ci95"]
+    assert low < race["pass_rate"] < high
     reference = summary[(REFERENCE, "stochastic_spec103_must_signal_on_methods_sequentially")]
     assert reference["runs"] == 4
     assert reference["pass_rate"] == 1
@@ -118,6 +121,12 @@ def test_seeded_race_shows_as_a_pass_rate_between_0_and_1(spark: Any, tmp_path: 
     cells = [td.get("title", "") for td in tree.iter("td")]
     assert any(RACY in c and "rule 1.3" in c for c in cells)
     assert page.index("stochastic_spec103") < page.index("Durations")
+    assert "on_next entered on thread" in page  # why it failed, not only that it did
+    # rs-tck show: the failure as pytest prints it, from the files next to the dataset.
+    assert cli.main(["show", str(out), "stochastic_spec103", "--subject", RACY]) == 0
+    shown = capsys.readouterr().out
+    assert "on_next entered on thread" in shown
+    assert race["repro"] in shown
 
 
 def test_hung_and_crashing_units_become_error_rows_and_the_campaign_goes_on(spark: Any, tmp_path: Path) -> None:
@@ -165,17 +174,32 @@ def test_ingest_keeps_valid_files_quarantines_the_rest_and_is_idempotent(spark: 
     malformed.write_text('{"schema": "rs-tck-results/1", "results": [', encoding="utf-8")
     foreign = tmp_path / "junit.json"
     foreign.write_text(json.dumps({"tests": 3, "failures": 0}), encoding="utf-8")
-    argv = ["ingest", str(good), str(malformed), str(other), str(foreign), str(copy), "--out", str(out)]
-    assert cli.main(argv, spark=spark) == 1  # two files were rejected
+    doc = json.loads(good.read_text())
+    off_schema = tmp_path / "subjects-string.json"
+    off_schema.write_text(json.dumps({**doc, "subjects": REFERENCE}), encoding="utf-8")
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({**doc, "results": []}), encoding="utf-8")
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps({**doc, "interrupted": True, "interrupted_reason": "KeyboardInterrupt",
+                                   "not_run": 22, "python": "3.11.0"}), encoding="utf-8")
+    argv = ["ingest", str(good), str(malformed), str(off_schema), str(other), str(foreign), str(empty), str(copy),
+            str(partial), "--out", str(out)]
+    assert cli.main(argv, spark=spark) == 1  # four files were rejected
     rows = _rows(spark, out)
-    expected = len(json.loads(good.read_text())["results"]) + len(json.loads(other.read_text())["results"])
+    expected = len(json.loads(good.read_text())["results"]) * 2 + len(json.loads(other.read_text())["results"])
     assert len(rows) == expected
     assert len({r["row_id"] for r in rows}) == expected
-    assert {r["source"] for r in rows} == {str(good), str(other)}
+    assert {r["source"] for r in rows} == {str(good), str(other), str(partial)}
     quarantined = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
-    assert [q["path"] for q in quarantined] == [str(malformed), str(foreign)]
+    assert [q["path"] for q in quarantined] == [str(malformed), str(off_schema), str(foreign), str(empty)]
     assert "not valid JSON" in quarantined[0]["reason"]
-    assert "schema" in quarantined[1]["reason"]
+    assert "subjects must be object" in quarantined[1]["reason"]
+    assert "schema" in quarantined[2]["reason"]
+    assert "no results" in quarantined[3]["reason"]
+    manifest = next(json.loads(m.read_text()) for m in (out / "campaigns").glob("ingest-*.json"))
+    assert manifest["partial"] == 1
+    assert [u["partial"] for u in manifest["units"].values() if u.get("partial")] == [
+        {"reason": "KeyboardInterrupt", "not_run": 22}]
     # The same files again add nothing.
     assert cli.main(["ingest", str(good), str(other), "--out", str(out)], spark=spark) == 0
     assert len(_rows(spark, out)) == expected
@@ -273,3 +297,116 @@ def test_standalone_cluster_on_loopback_ships_the_subject(spark: Any, tmp_path: 
     race = next(r for r in _summary(out) if r["test"] == "stochastic_spec103_must_signal_on_methods_sequentially")
     assert race["runs"] == 2
     assert race["pass_rate"] == 0.5
+
+
+FUZZ = "fuzz_demand_cancel_orders"
+
+
+def _row(unit: str, attempt: str | None, test: str, outcome: str, rule: str | None, cid: str = "c-f") -> dict[str, Any]:
+    from rstck_plugins.campaign.unit import COLUMNS
+
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row.update({"campaign_id": cid, "unit_id": unit, "row_id": f"{unit}/publisher/{test}", "source": "campaign",
+                "subject": RACY, "verification": "publisher", "test": test, "rule": rule, "level": "fuzz",
+                "outcome": outcome, "verdict": outcome, "duration_s": 0.5, "message": f"{outcome} in {unit}",
+                "failures": "[]", "failure_rule": rule if outcome == "failed" else None,
+                "failure_observed": "on_next after cancel" if outcome == "failed" else None,
+                "repetition": 0, "seed": int(unit.removeprefix("u-")), "started_at": 1.0, "attempt_id": attempt})
+    return row
+
+
+def test_rows_are_read_once_per_unit_and_summarised_by_test(spark: Any, tmp_path: Path) -> None:
+    """Whatever was written twice reads once; a fuzz test is one summary row whose failures cite rules."""
+    from rstck_plugins.campaign import summary
+    from rstck_plugins.campaign.spark import read_results
+    from rstck_plugins.campaign.spark import row_schema
+    from rstck_plugins.campaign.spark import write_rows
+
+    out = tmp_path / "dataset"
+    (out / "campaigns").mkdir(parents=True)
+    campaign = build([SubjectSpec("publisher", RACY)], {"out": str(out), "rules": "fuzz"}, "t")
+    manifest = {"kind": "campaign", "campaign": campaign.to_json(), "units_total": 60}
+    (out / "campaigns" / "c-f.json").write_text(json.dumps(manifest))
+    rows = [_row(f"u-{i}", f"a{i}", FUZZ, "failed" if i < 9 else "passed", "3.9" if i < 9 else None)
+            for i in range(60)]
+    # The same units again: another attempt of unit 0 (passing, this time) and unit 1's rows twice.
+    doubled = [_row("u-0", "b0", FUZZ, "passed", None), rows[1], rows[1]]
+    write_rows(spark.createDataFrame(rows, row_schema()), out)
+    write_rows(spark.createDataFrame(doubled, row_schema()), out)
+    df = read_results(spark, out)
+    assert df is not None
+    got = [r.asDict() for r in df.collect()]
+    assert len(got) == 60
+    assert next(r for r in got if r["unit_id"] == "u-0")["attempt_id"] == "a0"
+    rows_out = summary.summary_rows(df, out)
+    assert len(rows_out) == 1  # one test, one row: not "sanity" 51/51 and "3.9" 0/9
+    fuzz = rows_out[0]
+    assert fuzz["rule"] == "fuzz"
+    assert (fuzz["runs"], fuzz["passed"], fuzz["failed"]) == (60, 51, 9)
+    assert fuzz["flaky"] is True
+    assert fuzz["failure_rules"] == ["3.9"]
+    assert "--rs-rules=fuzz" in fuzz["repro"]
+    assert f"-k {FUZZ}" in fuzz["repro"]
+    low, high = fuzz["pass_rate_ci95"]
+    assert 0.73 < low < 0.74
+    assert 0.91 < high < 0.92
+    points = summary.trend(df)
+    assert [(p["rule"], p["runs"]) for p in points] == [("fuzz", 60)]
+
+
+def test_two_identical_campaigns_at_once_write_each_unit_once(spark: Any, tmp_path: Path) -> None:
+    import threading
+
+    from rstck_plugins.campaign.lock import LOCK_NAME
+
+    out = tmp_path / "twice"
+    argv = ["campaign", "--publisher", REFERENCE, "--rules", "1.1", "--repetitions", "3", "--seed", "5",
+            "--out", str(out)]
+    codes: list[int] = []
+    first = threading.Thread(target=lambda: codes.append(cli.main(argv, spark=spark)))
+    first.start()
+    lock_file = out / LOCK_NAME
+    while first.is_alive() and not (lock_file.exists() and lock_file.read_text()):
+        first.join(0.05)
+    second = cli.main(argv, spark=spark)  # the same command, while the first runs
+    first.join()
+    assert codes == [0]
+    assert second == 2
+    rows = _rows(spark, out)
+    assert len(rows) == 3 == len({r["unit_id"] for r in rows})
+    assert all(r["runs"] == 3 for r in _summary(out))
+
+
+def test_ctrl_c_prints_one_line_and_the_same_command_resumes(spark: Any, tmp_path: Path) -> None:
+    """A terminal's Ctrl-C (SIGINT to the whole process group) mid-campaign: one line, exit 130,
+    the units that finished kept; the same command then runs only the rest, none twice."""
+    import signal
+    import time
+
+    out = tmp_path / "interrupted"
+    argv = ["campaign", "--publisher", REFERENCE, "--rules", "1.1", "--repetitions", "8", "--master", "local[1]",
+            "--out", str(out)]
+    run = subprocess.Popen([sys.executable, "-m", "rstck_plugins", *argv], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+    try:
+        while not list((out / "spool").glob("*.json")) and run.poll() is None:
+            time.sleep(0.1)
+        os.killpg(run.pid, signal.SIGINT)
+        _, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert run.returncode == 130, err[-3000:]
+    assert "Traceback" not in err
+    assert "Exception" not in err
+    last = err.strip().splitlines()[-1]
+    assert "interrupted:" in last
+    assert "run the same command to resume: rs-tck campaign --publisher" in last
+    saved = int(last.split("interrupted: ")[1].split(" of ")[0])
+    assert 1 <= saved < 8
+    assert cli.main(argv, spark=spark) == 0
+    rows = _rows(spark, out)
+    assert len(rows) == 8 == len({r["unit_id"] for r in rows})
+    assert not list((out / "spool").glob("*.json"))  # folded into the dataset
+    assert [r["runs"] for r in _summary(out)] == [8]

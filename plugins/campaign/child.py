@@ -7,9 +7,11 @@ completes, so the parent knows which test was in flight if this process dies or 
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import random
+import signal
 import sys
 from typing import Any
 
@@ -33,7 +35,17 @@ def load_subject(unit: dict[str, Any], adapter: str | None) -> Any:
     return loader(spec, resolve=resolve)
 
 
+def peak_mb() -> float:
+    """This process's peak resident memory so far (MiB): the parent holds it to the unit's limit."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main(argv: list[str]) -> int:
+    # On SIGUSR1 every thread's stack goes to this process's output, which the parent quotes in
+    # the row of a unit it kills (a hang, a leak): the row says where it was.
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     out = os.fdopen(int(argv[1]), "w", buffering=1, encoding="utf-8")
 
     def send(message: dict[str, Any]) -> None:
@@ -65,7 +77,7 @@ def main(argv: list[str]) -> int:
     random.seed(unit["seed"])
     run_verification(
         unit["verification"], subject, settings, rules=task["rules"], skip_rules=task["skip_rules"],
-        on_result=lambda result: send({"result": result.to_json()}),
+        on_result=lambda result: send({"result": result.to_json(), "peak_mb": peak_mb()}),
     )
     send({"done": True})
     return 0

@@ -12,11 +12,16 @@ a file was rejected), 2 on a usage error or when Spark cannot start.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import shlex
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument(knob_option(knob.name), dest="knob_" + knob.name, metavar=metavar(knob), help=knob.help)
     c.add_argument("--grace-s", type=float, metavar="SECONDS", help="seconds a unit's process may run past the test limit "
                    "before it is killed and the test recorded as an error (default 10)")
+    c.add_argument("--memory-mb", type=int, metavar="MIB", help="resident memory a unit's process may use "
+                   "before it is killed and its test recorded as an error (default 1024; 0: no limit)")
     c.add_argument("--adapter", metavar="NAME", help="adapter applied to every subject (camelcase, rsocket, a plugin's)")
     c.add_argument("--master", metavar="URL", help="Spark master URL (default local[*]; spark://HOST:PORT for a cluster)")
     c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
@@ -80,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("summary", help="recompute summary.json, trend.json and report.html of a dataset")
     s.add_argument("out", type=Path, metavar="DIR", help="the dataset directory")
     s.add_argument("--master", metavar="URL", help="Spark master URL (default local[*])")
+    from . import show
+
+    show.add_parser(sub)
     return parser
 
 
@@ -107,7 +117,7 @@ def _campaign_from(args: argparse.Namespace) -> Campaign:
     values: dict[str, Any] = {
         "out": args.out, "repetitions": args.repetitions, "fuzz_seeds": args.fuzz_seeds,
         "seeds": args.seeds, "seed": args.seed, "rules": args.rules, "skip_rules": args.skip_rules,
-        "grace_s": args.grace_s, "adapter": args.adapter, "master": args.master, "ship": args.ship,
+        "grace_s": args.grace_s, "memory_mb": args.memory_mb, "adapter": args.adapter, "master": args.master, "ship": args.ship,
         "spark_ui": args.spark_ui, "conf": conf or None, "settings": settings or None,
     }
     if args.file is not None:
@@ -175,14 +185,36 @@ def _write_outputs(spark: Any, out: Path) -> tuple[list[dict[str, Any]], int]:
     df = df.cache()
     rows = summary.summary_rows(df, out)
     points = summary.trend(df)
-    (out / "summary.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
-    (out / "trend.json").write_text(json.dumps(points, indent=2) + "\n", encoding="utf-8")
-    report.write(out / "report.html", rows, points, summary.manifests(out))
+    details = summary.failure_details(df)
+    _replace(out / "summary.json", json.dumps(rows, indent=2) + "\n")
+    _replace(out / "trend.json", json.dumps(points, indent=2) + "\n")
+    _replace(out / summary.FAILURES_FILE, json.dumps(details, indent=2) + "\n")
+    report.write(out / "report.html", rows, points, summary.manifests(out), details)
     df.unpersist()
     return rows, len(rows)
 
 
+def _replace(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+#: What a dataset directory holds, and of which kind each entry must be.
+_LAYOUT = {"results": "directory", "campaigns": "directory", "spool": "directory",
+           "summary.json": "file", "trend.json": "file", "report.html": "file", "failures.json": "file",
+           "quarantine.jsonl": "file"}
+
+
 def _prepare_out(out: Path) -> None:
+    """Check ``--out`` before anything runs: a unit's rows must never be lost for want of a place."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file, not a directory")
+    for name, kind in _LAYOUT.items():
+        path = out / name
+        if path.exists() and path.is_dir() != (kind == "directory"):
+            raise UsageError(f"--out {out}: {path} must be a {kind} (it is where the campaign writes its "
+                             f"{name}); move it away or choose another --out")
     try:
         (out / "campaigns").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -197,10 +229,56 @@ def _session(master: str | None, app: str, given: Any, **kw: Any) -> tuple[Any, 
 
     if given is not None:
         return given, False
+    if master is not None:
+        from .plan import check_master
+
+        check_master(master)
+        rs_spark.check_reachable(master)
     return rs_spark.session(master, app=app, **kw), True
 
 
+def _command() -> str:
+    """The command as typed, for the resume hint and the manifest."""
+    if Path(sys.argv[0]).name == PROG:
+        return shlex.join([PROG, *sys.argv[1:]])
+    return shlex.join([PROG, *sys.argv[1:]]) if sys.argv[1:2] == ["campaign"] else f"{PROG} campaign ..."
+
+
+@contextlib.contextmanager
+def _plain_interrupt() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt and nothing else while the units run.
+
+    PySpark's own handler calls into the JVM from the signal handler, on the connection the
+    interrupted call is using, and every layer then logs its traceback; this one only silences
+    logging (the interrupted call's logs) and raises. The main thread only: signals go there.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the saving short
+        logging.disable(logging.CRITICAL)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is interrupted:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _quiet_stop(spark: Any) -> None:
+    """Cancel the running jobs with Spark's logging off: an aborted write logs a Java trace."""
+    logging.disable(logging.CRITICAL)
+    with contextlib.suppress(Exception):
+        spark.sparkContext.setLogLevel("OFF")
+        spark.sparkContext.cancelAllJobs()
+
+
 def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
+    from . import lock
     from . import spark as rs_spark
 
     if args.mutants:
@@ -213,37 +291,65 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
     _prepare_out(out)
     cid = campaign.campaign_id
     units = campaign.units()
-    spark, owned = _session(campaign.master, f"rs-tck campaign {cid}", given, conf=campaign.conf, ui=campaign.spark_ui)
-    try:
-        ship = campaign.ship if campaign.ship is not None else not rs_spark.is_local(spark.sparkContext.master)
-        if ship:
-            for path in rs_spark.ship(spark, [s.spec for s in campaign.subjects]
-                                      + [s.failed for s in campaign.subjects if s.failed], rs_spark.scratch()):
-                print(f"{PROG}: shipped {path} to the executors", file=sys.stderr)
-        done = rs_spark.done_units(spark, out, [u["unit_id"] for u in units])
-        todo = [u for u in units if u["unit_id"] not in done]
-        manifest_path = out / "campaigns" / f"{cid}.json"
-        manifest = {"kind": "campaign", "campaign": campaign.to_json(), "units_total": len(units),
-                    "command": shlex.join([PROG, *sys.argv[1:]]) if sys.argv[0].endswith(PROG) else None,
-                    "master": spark.sparkContext.master, "started_at": time.time()}
-        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        print(f"{PROG} campaign {cid}: {len(units)} units ({len(done)} already in {out}), seed {campaign.base_seed}, "
-              f"master {spark.sparkContext.master}", file=sys.stderr)
-        progress = Progress(len(todo), f"{PROG} campaign {cid}")
-        rs_spark.run_units(spark, todo, campaign.task(), out, progress)
-        progress.finish()
-        manifest["finished_at"] = time.time()
-        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        _write_outputs(spark, out)
-        from pyspark.sql import functions as F
+    with lock.claim(out, "rs-tck command") as claim:
+        if claim.previous:
+            print(f"{PROG} campaign: {out} was left locked by {lock._owner_text(claim.previous)}, which is "
+                  "gone: taking it over", file=sys.stderr)
+        spark, owned = _session(campaign.master, f"rs-tck campaign {cid}", given, conf=campaign.conf,
+                                ui=campaign.spark_ui)
+        saved: list[str] = []
+        done: set[str] = set()
+        try:
+            ship = campaign.ship if campaign.ship is not None else not rs_spark.is_local(spark.sparkContext.master)
+            if ship:
+                for path in rs_spark.ship(spark, [s.spec for s in campaign.subjects]
+                                          + [s.failed for s in campaign.subjects if s.failed], rs_spark.scratch()):
+                    print(f"{PROG}: shipped {path} to the executors", file=sys.stderr)
+            rs_spark.fold_spool(spark, out)
+            done = rs_spark.done_units(spark, out, [u["unit_id"] for u in units])
+            todo = [u for u in units if u["unit_id"] not in done]
+            manifest_path = out / "campaigns" / f"{cid}.json"
+            manifest = {"kind": "campaign", "campaign": campaign.to_json(), "units_total": len(units),
+                        "command": _command(), "master": spark.sparkContext.master, "started_at": time.time()}
+            _replace(manifest_path, json.dumps(manifest, indent=2) + "\n")
+            print(f"{PROG} campaign {cid}: {len(units)} units ({len(done)} already in {out}), seed "
+                  f"{campaign.base_seed}, master {spark.sparkContext.master}", file=sys.stderr)
+            progress = Progress(len(todo), f"{PROG} campaign {cid}")
+            with _plain_interrupt():
+                rs_spark.run_units(spark, todo, campaign.task(), out, progress, saved)
+            progress.finish()
+            rs_spark.fold_spool(spark, out)
+            manifest["finished_at"] = time.time()
+            _replace(manifest_path, json.dumps(manifest, indent=2) + "\n")
+            _write_outputs(spark, out)
+            from pyspark.sql import functions as F
 
-        df = rs_spark.read_results(spark, out)
-        assert df is not None
-        mine = df.filter(F.col("campaign_id") == cid)
-        counts = {r.outcome: r["count"] for r in mine.groupBy("outcome").count().collect()}
-    finally:
-        if owned:
-            spark.stop()
+            df = rs_spark.read_results(spark, out)
+            assert df is not None
+            mine = df.filter(F.col("campaign_id") == cid)
+            counts = {r.outcome: r["count"] for r in mine.groupBy("outcome").count().collect()}
+        except KeyboardInterrupt:
+            if sys.stderr.isatty():
+                print(file=sys.stderr)
+            ids = {u["unit_id"] for u in units}
+            kept = (done | set(saved) | set(rs_spark.spooled(out))) & ids
+            _quiet_stop(spark)
+            print(f"{PROG} campaign {cid}: interrupted: {len(kept)} of {len(units)} units saved in {out}; "
+                  f"run the same command to resume: {_command()}", file=sys.stderr, flush=True)
+            logging.disable(logging.NOTSET)
+            if not owned:
+                with contextlib.suppress(Exception):
+                    spark.sparkContext.setLogLevel("ERROR")
+            if owned:
+                # The terminal's Ctrl-C reached Spark's JVM too; stopping it would only add noise.
+                # The rows are on disk (spooled ones are added by the next run), and the lock
+                # goes with this process.
+                sys.stdout.flush()
+                os._exit(130)
+            return 130
+        finally:
+            if owned:
+                spark.stop()
     bad = counts.get("failed", 0) + counts.get("error", 0)
     print(f"{PROG} campaign {cid}: {sum(counts.values())} test executions: "
           + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
@@ -255,20 +361,32 @@ def ingest_main(args: argparse.Namespace, given: Any = None) -> int:
     from rstck.results import ResultsFileError
 
     from . import ingest
+    from . import lock
     from . import spark as rs_spark
 
     out: Path = args.out
     _prepare_out(out)
     parsed = []
     rejected = 0
+    def reject(path: Path, reason: str) -> None:
+        nonlocal rejected
+        print(f"{PROG} ingest: rejected {reason}", file=sys.stderr)
+        ingest.quarantine(out, path, reason)
+        rejected += 1
+
     for path in args.files:
         try:
             parsed.append((path, *ingest.read_file(path)))
         except ResultsFileError as exc:
-            print(f"{PROG} ingest: rejected {exc}", file=sys.stderr)
-            ingest.quarantine(out, path, str(exc))
-            rejected += 1
-    spark, owned = _session(args.master, "rs-tck ingest", given)
+            reject(path, str(exc))
+        except Exception as exc:  # whatever a hostile file does, the other files go on
+            reject(path, f"{path}: cannot be read as a results file: {type(exc).__name__}: {exc}")
+    claim = lock.claim(out, "rs-tck command")
+    try:
+        spark, owned = _session(args.master, "rs-tck ingest", given)
+    except BaseException:
+        claim.release()
+        raise
     try:
         ids = [p[1] for p in parsed]
         done = rs_spark.done_units(spark, out, ids)
@@ -279,10 +397,22 @@ def ingest_main(args: argparse.Namespace, given: Any = None) -> int:
             if unit_id in done or unit_id in units:
                 print(f"{PROG} ingest: {path}: already in the dataset, skipped", file=sys.stderr)
                 continue
+            try:
+                file_rows = ingest.rows_of(path, unit_id, batch, data, results)
+            except Exception as exc:
+                reject(path, f"{path}: cannot be read as a results file: {type(exc).__name__}: {exc}")
+                continue
             units[unit_id] = {"file": str(path), "subjects": data.get("subjects", {}), "settings": data.get("settings", {})}
-            rows += ingest.rows_of(path, unit_id, batch, data, results)
+            incomplete = ingest.partial(data)
+            if incomplete:
+                units[unit_id]["partial"] = incomplete
+                not_run = f", {incomplete['not_run']} test(s) not run" if incomplete.get("not_run") else ""
+                print(f"{PROG} ingest: {path}: a partial run ({incomplete['reason']}{not_run}): ingested, "
+                      "marked partial", file=sys.stderr)
+            rows += file_rows
         if rows:
-            manifest = {"kind": "ingest", "units": units, "units_total": len(units), "ingested_at": time.time()}
+            manifest = {"kind": "ingest", "units": units, "units_total": len(units), "ingested_at": time.time(),
+                        "partial": sum(1 for u in units.values() if u.get("partial"))}
             (out / "campaigns" / f"{batch}.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
             rs_spark.write_rows(spark.createDataFrame(rows, rs_spark.row_schema()), out)
         print(f"{PROG} ingest: {len(units)} file(s), {len(rows)} row(s) added to {out}; "
@@ -291,6 +421,7 @@ def ingest_main(args: argparse.Namespace, given: Any = None) -> int:
         if rs_spark.read_results(spark, out) is not None:
             _write_outputs(spark, out)
     finally:
+        claim.release()
         if owned:
             spark.stop()
     return 1 if rejected else 0
@@ -300,12 +431,17 @@ def summary_main(args: argparse.Namespace, given: Any = None) -> int:
     out: Path = args.out
     if not (out / "results").is_dir():
         raise UsageError(f"{out}: no campaign dataset here (expected {out / 'results'})")
-    spark, owned = _session(args.master, "rs-tck summary", given)
-    try:
-        rows, count = _write_outputs(spark, out)
-    finally:
-        if owned:
-            spark.stop()
+    from . import lock
+    from .spark import fold_spool
+
+    with lock.claim(out, "rs-tck command"):
+        spark, owned = _session(args.master, "rs-tck summary", given)
+        try:
+            fold_spool(spark, out)
+            rows, count = _write_outputs(spark, out)
+        finally:
+            if owned:
+                spark.stop()
     flaky = sum(1 for r in rows if r["flaky"])
     print(f"{out / 'summary.json'}: {count} subject x test row(s), {flaky} flaky; {out / 'report.html'}")
     return 0
@@ -314,9 +450,10 @@ def summary_main(args: argparse.Namespace, given: Any = None) -> int:
 def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
     """Run one command; ``spark``: an existing session to use (and leave running) instead of a new one."""
     args = _parser().parse_args(argv)
+    from . import show
     from .spark import SparkUnavailable
 
-    handlers = {"campaign": campaign_main, "ingest": ingest_main, "summary": summary_main}
+    handlers = {"campaign": campaign_main, "ingest": ingest_main, "summary": summary_main, "show": show.main}
     try:
         return handlers[args.command](args, spark)
     except (UsageError, SetupError, SparkUnavailable) as exc:

@@ -1,8 +1,10 @@
 """Ingest: results files of ordinary ``pytest --rs-report-json`` runs, into the campaign dataset.
 
 A file is keyed by the digest of its bytes, so ingesting it twice (or a copy of it) adds
-nothing. A file that is not a results file is rejected with one line and listed in
-``quarantine.jsonl``; the valid files of the same call are ingested all the same.
+nothing. A file that is not a results file, does not match the results schema or has no
+results is rejected with one line and listed in ``quarantine.jsonl`` with the reason; the valid
+files of the same call are ingested all the same. A file of an interrupted run is ingested and
+marked partial.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from rstck.results import ResultsFileError
 from rstck.results import load
 
+from .schema import errors
 from .unit import result_row
 
 
@@ -29,7 +32,20 @@ def read_file(path: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
         data, results = load(path)
     except UnicodeDecodeError:
         raise ResultsFileError(f"{path}: not a results file (not UTF-8 text)") from None
+    found = errors(data)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise ResultsFileError(f"{path}: does not match the results schema: {found[0]}{more}")
+    if not results:
+        raise ResultsFileError(f"{path}: has no results (the run selected or reached no test): nothing to ingest")
     return "f-" + hashlib.sha256(raw).hexdigest()[:16], data, [r.to_json() for r in results]
+
+
+def partial(data: dict[str, Any]) -> dict[str, Any] | None:
+    """What an interrupted run's file says of itself (reason, tests not run); None when complete."""
+    if not data.get("interrupted"):
+        return None
+    return {"reason": data.get("interrupted_reason") or "interrupted", "not_run": data.get("not_run")}
 
 
 def rows_of(path: Path, unit_id: str, campaign_id: str, data: dict[str, Any],
@@ -45,7 +61,7 @@ def rows_of(path: Path, unit_id: str, campaign_id: str, data: dict[str, Any],
             "verification": result["verification"], "repetition": 0, "seed": None, "host": None,
             "worker_pid": None, "process_pid": None, "python": data.get("python"),
             "loop": settings.get("loop", "thread"), "subject_origin": None,
-            "tck_version": data.get("tck_version"), "started_at": path.stat().st_mtime,
+            "tck_version": data.get("tck_version"), "started_at": path.stat().st_mtime, "attempt_id": unit_id,
         }
         row = result_row(result, base)
         key = row["row_id"]

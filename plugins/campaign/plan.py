@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
+import re
 import tomllib
 from dataclasses import asdict
 from dataclasses import dataclass
@@ -32,6 +32,8 @@ ROLES = {
 
 #: Seconds a unit's process may go past the engine's own per-test limit before it is killed.
 DEFAULT_GRACE_S = 10.0
+#: Resident memory (MiB) a unit's process may use before it is killed and its test made an error.
+DEFAULT_MEMORY_MB = 1024
 
 
 class UsageError(ValueError):
@@ -60,11 +62,12 @@ class Campaign:
     repetitions: int = 1
     fuzz_seeds: int = 1
     seeds: list[int] = field(default_factory=list)  # explicit seeds (repro); overrides fuzz_seeds
-    base_seed: int = 0
+    seed: int | None = None  # --seed; None: derived from the campaign's content
     rules: list[str] = field(default_factory=list)
     skip_rules: list[str] = field(default_factory=list)
     knobs: dict[str, Any] = field(default_factory=dict)  # Settings field -> parsed value
     grace_s: float = DEFAULT_GRACE_S
+    memory_mb: int = DEFAULT_MEMORY_MB
     adapter: str | None = None
     master: str | None = None
     conf: dict[str, str] = field(default_factory=dict)
@@ -74,15 +77,30 @@ class Campaign:
     def settings(self) -> Settings:
         return Settings(**self.knobs, explicit=frozenset(self.knobs))
 
-    @property
-    def campaign_id(self) -> str:
-        key = {
+    def identity(self) -> dict[str, Any]:
+        """What the campaign is: what it runs and with which settings, never where or how fast.
+
+        The same command (subjects, rules, repetitions, seeds, settings) is the same campaign,
+        so running it again resumes it; the master, Spark settings and shipping are left out.
+        """
+        return {
             "subjects": [asdict(s) for s in self.subjects],
             "repetitions": self.repetitions, "fuzz_seeds": self.fuzz_seeds, "seeds": self.seeds,
-            "base_seed": self.base_seed, "rules": self.rules, "skip_rules": self.skip_rules,
-            "knobs": self.knobs, "adapter": self.adapter,
+            "seed": self.seed, "rules": self.rules, "skip_rules": self.skip_rules,
+            "knobs": self.knobs, "adapter": self.adapter, "grace_s": self.grace_s,
+            "memory_mb": self.memory_mb,
         }
-        return "c-" + _digest(json.dumps(key, sort_keys=True))[:12]
+
+    @property
+    def campaign_id(self) -> str:
+        return "c-" + _digest(json.dumps(self.identity(), sort_keys=True, default=str))[:12]
+
+    @property
+    def base_seed(self) -> int:
+        """``--seed``, else one drawn from the campaign's content: the same command, the same seeds."""
+        if self.seed is not None:
+            return self.seed
+        return int(_digest("seed|" + json.dumps(self.identity(), sort_keys=True, default=str))[:8], 16)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -91,7 +109,9 @@ class Campaign:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Campaign:
-        fields_ = {k: v for k, v in data.items() if k != "campaign_id"}
+        fields_ = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if "seed" not in data and "base_seed" in data:  # manifests written before identity by content
+            fields_["seed"] = data["base_seed"]
         fields_["subjects"] = [SubjectSpec(**s) for s in data["subjects"]]
         return cls(**fields_)
 
@@ -124,7 +144,7 @@ class Campaign:
         """What every unit of this campaign shares, as sent to the executors."""
         return {
             "knobs": self.knobs, "rules": self.rules, "skip_rules": self.skip_rules,
-            "grace_s": self.grace_s, "adapter": self.adapter,
+            "grace_s": self.grace_s, "adapter": self.adapter, "memory_mb": self.memory_mb,
         }
 
 
@@ -138,10 +158,10 @@ def rule_list(raw: str | list[str] | None, option: str) -> list[str]:
         return []
     ids = [p.strip() for p in (raw.split(",") if isinstance(raw, str) else [str(r) for r in raw])]
     ids = [i for i in ids if i]
-    unknown = [i for i in ids if i not in RULES and i != "sanity"]
+    unknown = [i for i in ids if i not in RULES and i not in ("sanity", "fuzz")]
     if unknown:
         raise UsageError(f"{option}: unknown rule id(s) {', '.join(unknown)}; valid ids are "
-                         "1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2 and 'sanity'")
+                         "1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2, 'sanity' and 'fuzz'")
     return ids
 
 
@@ -174,14 +194,51 @@ def parse_knobs(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def positive(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError(f"{name} must be a positive integer, got {value!r}")
+def positive(value: Any, name: str, *, zero: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if zero else 1):
+        kind = "a non-negative" if zero else "a positive"
+        raise UsageError(f"{name} must be {kind} integer, got {value!r}")
     return value
 
 
-def new_base_seed() -> int:
-    return random.SystemRandom().randrange(2**32)
+def _text(value: Any, name: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise UsageError(f"{name} must be a string, got {value!r}")
+
+
+def _flag(value: Any, name: str) -> bool | None:
+    """A boolean: true/false in a file; a string such as "no" is refused, not taken as true."""
+    if value is None or isinstance(value, bool):
+        return value
+    raise UsageError(f"{name} must be true or false, got {value!r}")
+
+
+def _seeds(value: Any) -> list[int]:
+    if value is None or value == "" or value == []:
+        return []
+    if isinstance(value, str):
+        try:
+            return [int(s) for s in value.split(",") if s.strip()]
+        except ValueError:
+            raise UsageError(f"--seeds must be comma-separated integers, got {value!r}") from None
+    if isinstance(value, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in value):
+        return list(value)
+    raise UsageError(f"seeds must be a list of integers, got {value!r}")
+
+
+def _number(value: Any, name: str, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"{name} must be a number of seconds, got {value!r}")
+    if value <= 0:
+        raise UsageError(f"{name} must be > 0, got {value}")
+    return float(value)
+
+
+#: Keys of a campaign file's ``[[publisher]]`` (and other subject) tables.
+SUBJECT_KEYS = ("spec", "failed")
 
 
 def from_toml(path: Path, overrides: dict[str, Any]) -> Campaign:
@@ -190,10 +247,12 @@ def from_toml(path: Path, overrides: dict[str, Any]) -> Campaign:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UsageError(f"{path}: cannot read campaign file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a valid TOML campaign file: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not a valid TOML campaign file: {exc}") from None
     known = {"out", "repetitions", "fuzz_seeds", "seeds", "seed", "rules", "skip_rules", "settings",
-             "grace_s", "adapter", "master", "conf", "ship", "spark_ui", *ROLES}
+             "grace_s", "memory_mb", "adapter", "master", "conf", "ship", "spark_ui", *ROLES}
     unknown = sorted(set(data) - known)
     if unknown:
         raise UsageError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -202,14 +261,22 @@ def from_toml(path: Path, overrides: dict[str, Any]) -> Campaign:
         entries = data.get(role, [])
         if isinstance(entries, dict | str):
             entries = [entries]
+        if not isinstance(entries, list):
+            raise UsageError(f"{path}: {role} must be \"module:attr\" or [[{role}]] tables, got {entries!r}")
         for i, entry in enumerate(entries):
             if isinstance(entry, str):
                 entry = {"spec": entry}
             if not isinstance(entry, dict) or not isinstance(entry.get("spec"), str):
                 raise UsageError(f"{path}: [[{role}]] entry {i + 1} needs spec = \"module:attr\"")
+            extra = sorted(set(entry) - set(SUBJECT_KEYS))
+            if extra:
+                raise UsageError(f"{path}: [[{role}]] entry {i + 1}: unknown key(s) {', '.join(extra)}; "
+                                 f"known: {', '.join(SUBJECT_KEYS)}")
             failed = entry.get("failed")
             if failed is not None and role != "publisher":
                 raise UsageError(f"{path}: [[{role}]] entry {i + 1}: only a publisher has 'failed'")
+            if failed is not None and not isinstance(failed, str):
+                raise UsageError(f"{path}: [[{role}]] entry {i + 1}: failed must be \"module:attr\", got {failed!r}")
             subjects.append(SubjectSpec(role, entry["spec"], failed))
     merged = {k: v for k, v in data.items() if k not in ROLES}
     merged.update({k: v for k, v in overrides.items() if v is not None})
@@ -217,43 +284,67 @@ def from_toml(path: Path, overrides: dict[str, Any]) -> Campaign:
 
 
 def build(subjects: list[SubjectSpec], values: dict[str, Any], where: str) -> Campaign:
-    """A checked campaign from subjects and option values (command line or file)."""
+    """A checked campaign from subjects and option values (command line or file).
+
+    Every value is checked for its type here, before anything runs: a campaign file is data
+    from anyone, and a wrong type must be a one-line usage error, not a traceback later.
+    """
     if not subjects:
         raise UsageError(f"{where}: no subject: give --publisher, --subscriber, "
                          "--whitebox-subscriber or --processor (MODULE:ATTR)")
     for s in subjects:
-        if s.spec.count(":") != 1 or not all(s.spec.split(":")):
-            raise UsageError(f"--{s.role.replace('_', '-')} must be 'module:attribute', got {s.spec!r}")
+        for spec in (s.spec, s.failed):
+            if spec is not None and (spec.count(":") != 1 or not all(spec.split(":"))):
+                raise UsageError(f"--{s.role.replace('_', '-')} must be 'module:attribute', got {spec!r}")
     out = values.get("out")
     if not out:
         raise UsageError(f"{where}: --out DIR is required (where the dataset and report go)")
-    seeds = values.get("seeds") or []
-    if isinstance(seeds, str):
-        try:
-            seeds = [int(s) for s in seeds.split(",") if s.strip()]
-        except ValueError:
-            raise UsageError(f"--seeds must be comma-separated integers, got {values['seeds']!r}") from None
+    if not isinstance(out, str | Path):
+        raise UsageError(f"{where}: out must be a directory path, got {out!r}")
     base = values.get("seed")
-    grace = float(values.get("grace_s") or DEFAULT_GRACE_S)
-    if grace <= 0:
-        raise UsageError(f"--grace-s must be > 0, got {grace}")
+    if base is not None and (isinstance(base, bool) or not isinstance(base, int)):
+        raise UsageError(f"{where}: seed must be an integer, got {base!r}")
+    for key in ("rules", "skip_rules"):
+        raw = values.get(key)
+        if raw is not None and not isinstance(raw, str) and not (
+                isinstance(raw, list) and all(isinstance(r, str) for r in raw)):
+            raise UsageError(f"{where}: {key} must be a list of rule ids as strings "
+                             f"(rules = [\"3.9\"]) or \"3.9,1.3\", got {raw!r}")
     conf = values.get("conf") or {}
-    if not isinstance(conf, dict):
-        raise UsageError("conf must be a table of Spark settings")
+    if not isinstance(conf, dict) or not all(isinstance(v, str | int | float | bool) for v in conf.values()):
+        raise UsageError(f"{where}: conf must be a table of Spark settings (key = \"value\"), got {conf!r}")
+    settings = values.get("settings") or {}
+    if not isinstance(settings, dict):
+        raise UsageError(f"{where}: settings must be a table ([settings]), got {settings!r}")
+    master = _text(values.get("master"), "master")
+    if master is not None:
+        check_master(master)
     return Campaign(
         subjects=subjects,
         out=str(out),
         repetitions=positive(values.get("repetitions", 1), "--repetitions"),
         fuzz_seeds=positive(values.get("fuzz_seeds", 1), "--fuzz-seeds"),
-        seeds=[int(s) for s in seeds],
-        base_seed=int(base) if base is not None else new_base_seed(),
+        seeds=_seeds(values.get("seeds")),
+        seed=base,
         rules=rule_list(values.get("rules"), "--rules"),
         skip_rules=rule_list(values.get("skip_rules"), "--skip-rules"),
-        knobs=parse_knobs(dict(values.get("settings") or {}), f"{where} settings"),
-        grace_s=grace,
-        adapter=values.get("adapter"),
-        master=values.get("master"),
-        conf={str(k): str(v) for k, v in conf.items()},
-        ship=values.get("ship"),
-        spark_ui=bool(values.get("spark_ui", False)),
+        knobs=parse_knobs(dict(settings), f"{where} settings"),
+        grace_s=_number(values.get("grace_s"), "--grace-s", DEFAULT_GRACE_S),
+        memory_mb=positive(values.get("memory_mb", DEFAULT_MEMORY_MB), "--memory-mb", zero=True),
+        adapter=_text(values.get("adapter"), "adapter"),
+        master=master,
+        conf={str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in conf.items()},
+        ship=_flag(values.get("ship"), "ship"),
+        spark_ui=bool(_flag(values.get("spark_ui"), "spark_ui")),
     )
+
+
+_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[0-9]+)?\])?|local-cluster\[[0-9]+, *[0-9]+, *[0-9]+\]"
+                     r"|spark://[^/\s:]+:[0-9]+(,[^/\s:]+:[0-9]+)*|yarn|k8s://\S+|mesos://\S+")
+
+
+def check_master(master: str) -> None:
+    """A master URL Spark accepts, checked before Spark starts (whose own error is a Java trace)."""
+    if not _MASTER.fullmatch(master):
+        raise UsageError(f"--master {master!r} is not a Spark master URL: use local, local[N], local[*], "
+                         "spark://HOST:PORT, yarn or k8s://...")

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 import warnings
 import zipfile
 from collections.abc import Callable
@@ -154,10 +155,25 @@ def results_path(out: Path) -> Path:
 
 
 def read_results(spark: SparkSession, out: Path) -> DataFrame | None:
+    """The dataset, each unit's rows exactly once whatever was written twice.
+
+    A unit can be in the dataset twice: written by its wave and folded in from the spool, run
+    again after a lost acknowledgement, or appended by two writers that shared a directory
+    before it was locked. Each unit keeps the rows of one attempt (the least ``attempt_id``),
+    each row once.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     path = results_path(out)
     if not path.is_dir() or not any(path.glob("campaign_id=*")):
         return None
-    return spark.read.schema(row_schema()).parquet(str(path))
+    df = spark.read.schema(row_schema()).parquet(str(path))
+    attempt = F.coalesce(F.col("attempt_id"), F.lit(""))
+    first = F.min(attempt).over(Window.partitionBy("unit_id"))
+    return (df.withColumn("_attempt", attempt).withColumn("_first", first)
+            .filter(F.col("_attempt") == F.col("_first")).drop("_attempt", "_first")
+            .dropDuplicates(["row_id"]))
 
 
 def done_units(spark: SparkSession, out: Path, unit_ids: list[str]) -> set[str]:
@@ -175,14 +191,78 @@ def write_rows(df: DataFrame, out: Path) -> None:
     df.select(*COLUMNS).write.mode("append").partitionBy("campaign_id").parquet(str(results_path(out)))
 
 
+def spool_path(out: Path) -> Path:
+    """Where each unit's rows are written the moment it finishes, before its wave is committed."""
+    return out / "spool"
+
+
+def spooled(out: Path) -> dict[str, list[Path]]:
+    """Spooled files by unit id (``<unit_id>.<attempt>.json``)."""
+    found: dict[str, list[Path]] = {}
+    spool = spool_path(out)
+    if spool.is_dir():
+        for path in sorted(spool.glob("*.json")):
+            found.setdefault(path.name.partition(".")[0], []).append(path)
+    return found
+
+
+def fold_spool(spark: SparkSession, out: Path) -> int:
+    """Add the spooled rows of units not in the dataset (an interrupted or killed run's last
+    units), then drop every spooled file whose unit is there. Returns the units added."""
+    files = spooled(out)
+    if not files:
+        return 0
+    done = done_units(spark, out, list(files))
+    rows: list[dict[str, Any]] = []
+    added = 0
+    for unit_id, paths in files.items():
+        if unit_id in done:
+            continue
+        try:
+            unit_rows = json.loads(paths[0].read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue  # never completed: the unit runs again
+        rows += [{c: r.get(c) for c in COLUMNS} for r in unit_rows]
+        added += 1
+    if rows:
+        write_rows(spark.createDataFrame(rows, row_schema()), out)
+    for paths in files.values():
+        for path in paths:
+            path.unlink(missing_ok=True)
+    return added
+
+
+def check_reachable(master: str | None, timeout: float = 3.0) -> None:
+    """A ``spark://`` master that nothing answers at fails in seconds, not after Spark's retries."""
+    import socket
+
+    if not master or not master.startswith("spark://"):
+        return
+    errors = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except OSError as exc:
+            errors.append(f"{address}: {exc.strerror or exc}")
+    raise SparkUnavailable(f"no Spark master answers at {master} ({'; '.join(errors)}): "
+                           "start it, or check the host and port")
+
+
 def run_units(
     spark: SparkSession,
     units: list[dict[str, Any]],
     task: dict[str, Any],
     out: Path,
     progress: Callable[[int, int, float], None] | None = None,
+    committed: list[str] | None = None,
 ) -> None:
-    """Run ``units`` on the executors (one Spark task per unit) and append their rows to the dataset."""
+    """Run ``units`` on the executors (one Spark task per unit) and append their rows to the dataset.
+
+    Each unit's rows are also spooled the moment it finishes (``fold_spool`` adds them if its
+    wave never commits); ``committed`` receives the ids of units whose wave was written.
+    """
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
@@ -194,15 +274,20 @@ def run_units(
     task_json = json.dumps(task)
 
     columns = COLUMNS
+    spool = str(spool_path(out.resolve()))
 
     def run(unit_json: str) -> list[tuple[Any, ...]]:
-        # Never raise: a raising task would abort the whole job under local[N].
+        # Never raise: a raising task would abort the whole job under local[N]. An interrupt
+        # (the job cancelled) is the exception: that unit saves nothing and runs again.
         try:
             from rstck_plugins.campaign.unit import run_unit
 
             rows = run_unit(json.loads(unit_json), json.loads(task_json))
+        except KeyboardInterrupt:
+            raise
         except BaseException as exc:
             rows = [_executor_error(json.loads(unit_json), exc)]
+        _spool(spool, rows)
         done.add(1)
         failing.add(sum(1 for r in rows if r["outcome"] in ("failed", "error")))
         return [tuple(r.get(c) for c in columns) for r in rows]
@@ -235,11 +320,30 @@ def run_units(
                 .select("row.*")
             )
             write_rows(rows, out)
+            if committed is not None:
+                committed += [u["unit_id"] for u in batch]
     finally:
         stop.set()
         watcher.join()
     if progress is not None:
         progress(done.value, failing.value, time.monotonic() - started)
+
+
+def _spool(spool: str, rows: list[dict[str, Any]]) -> None:
+    """The unit's rows, written whole (temporary file, then rename) the moment it finishes."""
+    if not rows:
+        return
+    name = f"{rows[0]['unit_id']}.{rows[0].get('attempt_id') or 'x'}.json"
+    try:
+        os.makedirs(spool, exist_ok=True)
+        tmp = os.path.join(spool, f".{name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(rows, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, os.path.join(spool, name))
+    except OSError:
+        pass  # the wave's own write still records the unit
 
 
 def _executor_error(unit: dict[str, Any], exc: BaseException) -> dict[str, Any]:
@@ -258,7 +362,7 @@ def _executor_error(unit: dict[str, Any], exc: BaseException) -> dict[str, Any]:
                                                       "observed": message}]),
         "failure_observed": message, "repetition": unit["repetition"], "seed": unit["seed"],
         "host": socket.gethostname(), "worker_pid": os.getpid(), "python": platform.python_version(),
-        "started_at": now, "finished_at": now,
+        "started_at": now, "finished_at": now, "attempt_id": uuid.uuid4().hex[:16],
     }
 
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from typing import Any
 
 from rstck.results import TCK_VERSION
@@ -34,11 +35,18 @@ ROW_FIELDS: tuple[tuple[str, str], ...] = (
     ("repetition", "bigint"), ("seed", "bigint"), ("host", "string"), ("worker_pid", "bigint"),
     ("process_pid", "bigint"), ("python", "string"), ("loop", "string"),
     ("started_at", "double"), ("finished_at", "double"), ("subject_origin", "string"),
-    ("tck_version", "string"),
+    ("tck_version", "string"), ("attempt_id", "string"),
 )
 COLUMNS = tuple(name for name, _ in ROW_FIELDS)
-#: How much of the child's own output an error row quotes.
-_TAIL_CHARS = 2000
+#: How much of the child's own output an error row quotes (room for every thread's stack).
+_TAIL_CHARS = 8000
+#: Seconds the child is given to write its threads' stacks before it is killed.
+_DUMP_WAIT_S = 2.0
+#: Seconds a unit's process may take to start (interpreter, imports, the subject's module),
+#: on top of the first test's limit: a machine under load starts processes slowly.
+STARTUP_S = 30.0
+#: The signal on which the child writes every thread's stack (``faulthandler.register``).
+DUMP_SIGNAL = signal.SIGUSR1
 
 
 def result_row(result: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
@@ -119,11 +127,12 @@ def run_unit(unit: dict[str, Any], task: dict[str, Any], *, source: str = "campa
         "repetition": unit["repetition"], "seed": unit["seed"], "host": socket.gethostname(),
         "worker_pid": os.getpid(), "process_pid": None, "python": platform.python_version(),
         "loop": task["knobs"].get("loop", "thread"), "subject_origin": None,
-        "tck_version": TCK_VERSION, "started_at": started,
+        "tck_version": TCK_VERSION, "started_at": started, "attempt_id": uuid.uuid4().hex[:16],
     }
     from rstck.settings import Settings
 
     limit = Settings(**task["knobs"]).test_limit + float(task["grace_s"])
+    memory_mb = int(task.get("memory_mb") or 0)
     read_fd, write_fd = os.pipe()
     log = tempfile.NamedTemporaryFile(prefix="rs-tck-unit-", suffix=".log", delete=False)  # noqa: SIM115
     env = dict(os.environ, RS_TCK_SEED=str(unit["seed"]))
@@ -131,6 +140,7 @@ def run_unit(unit: dict[str, Any], task: dict[str, Any], *, source: str = "campa
         child = subprocess.Popen(
             [sys.executable, "-X", "faulthandler", "-m", "rstck_plugins.campaign.child", str(write_fd)],
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), env=env,
+            start_new_session=True,  # a Ctrl-C at the terminal stops the campaign, not the units
         )
     finally:
         os.close(write_fd)
@@ -138,7 +148,7 @@ def run_unit(unit: dict[str, Any], task: dict[str, Any], *, source: str = "campa
         assert child.stdin is not None
         child.stdin.write(json.dumps({"unit": unit, "task": task, "sys_path": sys.path}).encode())
         child.stdin.close()
-        return _collect(child, read_fd, base, limit, log.name, started)
+        return _collect(child, read_fd, base, limit, log.name, started, memory_mb)
     finally:
         if child.poll() is None:
             child.kill()
@@ -148,25 +158,75 @@ def run_unit(unit: dict[str, Any], task: dict[str, Any], *, source: str = "campa
         os.unlink(log.name)
 
 
+def resident_mb(pid: int) -> float | None:
+    """The process's resident memory (Linux ``/proc``; None where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _dump_and_kill(child: subprocess.Popen[bytes], log: str) -> None:
+    """Have the child write every thread's stack to its output (faulthandler), then kill it.
+
+    The dump is written by a C signal handler, so it works while Python code is wedged; a
+    stopped process is continued for it. Waits until the dump stops growing, briefly.
+    """
+    try:
+        before = os.path.getsize(log)
+        child.send_signal(DUMP_SIGNAL)
+        child.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + _DUMP_WAIT_S
+        size = before
+        while time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.1)
+            now = os.path.getsize(log)
+            if now > before and now == size:
+                break
+            size = now
+    except OSError:
+        pass
+    if child.poll() is None:
+        child.kill()
+    child.wait()
+
+
 def _collect(
-    child: subprocess.Popen[bytes], fd: int, base: dict[str, Any], limit: float, log: str, started: float
+    child: subprocess.Popen[bytes], fd: int, base: dict[str, Any], limit: float, log: str, started: float,
+    memory_mb: int = 0,
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     tests: list[str] | None = None
     reported: set[str] = set()
     buffer = b""
-    deadline = time.monotonic() + limit
+    # Starting the process (imports, the subject's module) is not a test: it gets its own
+    # allowance, so a loaded machine's slow start is not a hang; each test then gets ``limit``.
+    deadline = time.monotonic() + limit + STARTUP_S
     in_flight_since = started
     lost: str | None = None
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            child.kill()
-            child.wait()
+            _dump_and_kill(child, log)
             lost = (f"the unit's process did not report within {limit:.1f} s (test limit + grace) "
-                    f"and was killed")
+                    f"and was killed; its threads' stacks are below") if tests is not None else (
+                    f"the unit's process did not start its tests within {limit + STARTUP_S:.1f} s "
+                    f"(test limit + grace + {STARTUP_S:.0f} s to start) and was killed; its threads' stacks "
+                    "are below")
             break
-        ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+        if memory_mb:
+            used = resident_mb(child.pid)
+            if used is not None and used > memory_mb:
+                _dump_and_kill(child, log)
+                lost = (f"the unit's process used {used:.0f} MiB, over the unit memory limit of "
+                        f"{memory_mb} MiB (--memory-mb), and was killed: a leak, or a subject that "
+                        "needs a larger limit; its threads' stacks are below")
+                break
+        ready, _, _ = select.select([fd], [], [], min(remaining, 0.25 if memory_mb else 1.0))
         if not ready:
             continue
         chunk = os.read(fd, 65536)
@@ -184,9 +244,29 @@ def _collect(
                 tests = message["tests"]
                 base["process_pid"] = message["pid"]
                 base["subject_origin"] = message["origin"]
+                in_flight_since = time.time()
+                deadline = time.monotonic() + limit
             elif "result" in message:
-                rows.append(result_row(message["result"], base))
-                reported.add(message["result"]["test"])
+                result = message["result"]
+                peak = message.get("peak_mb")
+                if memory_mb and isinstance(peak, int | float) and peak > memory_mb:
+                    # Over the limit between two polls: this test is where the memory went.
+                    over = (f"the unit's process reached {peak:.0f} MiB during this test, over the unit memory "
+                            f"limit of {memory_mb} MiB (--memory-mb), and was stopped: a leak, or a subject "
+                            "that needs a larger limit")
+                    result = {**result, "outcome": "error", "verdict": "error",
+                              "message": over + ("\n" + result["message"] if result.get("message") else ""),
+                              "failures": [{"rule": None, "expected": f"at most {memory_mb} MiB resident",
+                                            "observed": over, "hint": "", "evidence": [], "setting": None}]}
+                    rows.append(result_row(result, base))
+                    reported.add(result["test"])
+                    child.kill()
+                    child.wait()
+                    stopped = f"the unit's process was stopped at its memory limit ({memory_mb} MiB) after {result['test']}"
+                    return rows + [synthetic_row(base, t, "skipped", f"not run: {stopped}", time.time())
+                                   for t in tests or [] if t not in reported]
+                rows.append(result_row(result, base))
+                reported.add(result["test"])
                 in_flight_since = time.time()
                 deadline = time.monotonic() + limit
             elif message.get("done"):

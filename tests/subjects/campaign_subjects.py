@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 
 from rstck.reference import range_publisher
@@ -53,4 +54,21 @@ def kills_its_process(n: int) -> RangePublisher:
     return RangePublisher(n)
 
 
-__all__ = ["exits_its_process", "kills_its_process", "racy_publisher", "range_publisher", "stops_its_process"]
+def wedges_its_interpreter(n: int) -> RangePublisher:
+    """Holds the GIL in one C call for hours (a catastrophic regular expression): no Python
+    thread of the process runs again, the TCK's own watchdog included."""
+    re.match(r"(a+)+$", "a" * 64 + "b")
+    return RangePublisher(n)
+
+
+_hoard: list[bytes] = []
+
+
+def leaks_memory(n: int) -> RangePublisher:
+    """Keeps 128 MiB more with every publisher it makes, as a subject with a leak would."""
+    _hoard.append(b"\x01" * (128 << 20))
+    return RangePublisher(n)
+
+
+__all__ = ["exits_its_process", "kills_its_process", "leaks_memory", "racy_publisher", "range_publisher",
+           "stops_its_process", "wedges_its_interpreter"]
