@@ -50,6 +50,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     rules = sub.add_parser("rules", help="print the rule table (markdown)")
     rules.add_argument("--update", metavar="README", type=Path,
                        help="rewrite the generated table inside this file instead of printing it")
+    rules.add_argument("--edition", metavar="EDITION", default=None,
+                       help="the edition whose rules to list: jvm-1.0.1 (default) or rs (its own ids, "
+                            "the JVM id beside each)")
     replay = sub.add_parser(
         "replay", help="rerun a fuzz failure's scenario: from a results file, or a token and its subject",
         usage=f"{prog} replay [-h] SOURCE [--publisher MODULE:ATTR ...] [--print] [-- PYTEST_ARGS ...]",
@@ -89,7 +92,8 @@ def main(argv: list[str] | None = None, *, prog: str = PROG, spark: Any = None) 
     if args.command == "rules":
         from rstck.__main__ import main as core_main
 
-        return core_main(["rules", *(["--update", str(args.update)] if args.update else [])])
+        return core_main(["rules", *(["--update", str(args.update)] if args.update else []),
+                          *(["--edition", args.edition] if args.edition else [])])
     return replay_main(args)
 
 

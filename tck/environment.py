@@ -89,6 +89,8 @@ class Environment:
         self.threads: set[int] = set()
         #: The scheduler's say in when this verification may call its subject (``aside``).
         self.slot: Slot | None = None
+        self._turn_waited = 0.0
+        self._turn_since: float | None = None
         self._aside = False
         #: Turns the watchdog's "blocked" verdict into one that says where the body was (a fuzz
         #: verification names its scenario, its trace and its replay token); None: as it is.
@@ -168,7 +170,18 @@ class Environment:
             yield
         finally:
             self._aside = False
-            slot.acquire()
+            self._turn_since = time.monotonic()
+            try:
+                slot.acquire()
+            finally:
+                self._turn_waited += time.monotonic() - self._turn_since
+                self._turn_since = None
+
+    def turn_waited(self) -> float:
+        """Seconds spent waiting for the turn back after a window, while other tests called their
+        subjects: not this test's time, so not held against its limit (``test_limit``)."""
+        since = self._turn_since
+        return self._turn_waited + (time.monotonic() - since if since is not None else 0.0)
 
     def bump(self) -> None:
         """Note that a signal arrived: the subject is alive even if a call has not returned."""

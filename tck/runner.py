@@ -99,7 +99,8 @@ def run_test(
 
 
 def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -> _Stalled | None:
-    """Watch for a call that blocks its caller, and for the test's overall limit.
+    """Watch for a call that blocks its caller, and for the test's overall limit (the time it
+    waited for its turn while other tests called their subjects left out).
 
     A call counts as blocked after ``stall_limit`` of silence, measured on the watchdog's own
     clock: each look credits at most twice its interval, so when the whole process is starved
@@ -124,7 +125,7 @@ def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -
                 f"subscribe returns normally)\n  blocked at:\n{_stack(worker.thread)}",
                 "timeout",
             )
-        if now - start > settings.test_limit:
+        if now - start - env.turn_waited() > settings.test_limit:
             where = f" inside `{call[0]}`" if call else ""
             return _Stalled(
                 f"the verification did not finish within its limit of {settings.test_limit:.1f} s"

@@ -360,7 +360,7 @@ def test_two_identical_campaigns_at_once_write_each_unit_once(spark: Any, tmp_pa
     from rstck_plugins.campaign.lock import LOCK_NAME
 
     out = tmp_path / "twice"
-    argv = ["campaign", "--publisher", REFERENCE, "--rules", "1.1", "--repetitions", "3", "--seed", "5",
+    argv = ["campaign", "--publisher", REFERENCE, "--rules", "1.2", "--repetitions", "3", "--seed", "5",
             "--out", str(out)]
     codes: list[int] = []
     first = threading.Thread(target=lambda: codes.append(cli.main(argv, spark=spark)))
@@ -384,7 +384,7 @@ def test_ctrl_c_prints_one_line_and_the_same_command_resumes(spark: Any, tmp_pat
     import time
 
     out = tmp_path / "interrupted"
-    argv = ["campaign", "--publisher", REFERENCE, "--rules", "1.1", "--repetitions", "8", "--master", "local[1]",
+    argv = ["campaign", "--publisher", REFERENCE, "--rules", "1.2", "--repetitions", "8", "--master", "local[1]",
             "--out", str(out)]
     run = subprocess.Popen([sys.executable, "-m", "rstck_plugins", *argv], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)

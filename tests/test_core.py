@@ -691,7 +691,8 @@ def test_a_starved_process_is_not_taken_for_a_blocking_subject(monkeypatch: pyte
     assert "neither returned nor signalled" in blocked.message
 
 
-def _schedule_log(bodies: list[tuple[str, Any]], concurrency: int = 1) -> tuple[list[TestResult], list[tuple[str, str, float]]]:
+def _schedule_log(bodies: list[tuple[str, Any]], concurrency: int = 1,
+                  settings: Settings | None = None) -> tuple[list[TestResult], list[tuple[str, str, float]]]:
     """Run ``bodies`` (level, body(ctx, log)) through a Schedule; every body logs what it does."""
     from rstck.contexts import Context
     from rstck.engine import Schedule
@@ -706,7 +707,7 @@ def _schedule_log(bodies: list[tuple[str, Any]], concurrency: int = 1) -> tuple[
 
     tests = [TckTest(f"{level}_t{i}", "publisher", None, level, (lambda ctx, b=body, n=f"t{i}": b(ctx, n, note)), "")
              for i, (level, body) in enumerate(bodies)]
-    schedule = Schedule(tests, Context, Settings(no_fuzz=True), concurrency=concurrency)
+    schedule = Schedule(tests, Context, settings or Settings(no_fuzz=True), concurrency=concurrency)
     return list(schedule.results()), log
 
 
@@ -745,6 +746,26 @@ def test_the_default_schedule_overlaps_windows_but_never_two_tests_calls() -> No
     assert not [(a, b) for (a, x), (b, y) in itertools.combinations(calls, 2) if _overlap(x, y)]
     windows = [span for spans in _intervals(log, "window", "window over").values() for span in spans]
     assert any(_overlap(x, y) for x, y in itertools.combinations(windows, 2))
+
+
+def test_waiting_for_the_turn_back_is_not_held_against_a_tests_limit() -> None:
+    # A test back from a window waits while other tests call (long streams, say): that is not its
+    # time. Its own calls take 0.6 s of its 1 s limit; the two others' keep it waiting 1.2 s.
+    def waiting(ctx: Any, name: str, note: Any) -> None:
+        ctx.call("request(1)", lambda: time.sleep(0.3))
+        with ctx.env.aside():
+            time.sleep(0.05)
+        note(name, "back")
+        ctx.call("request(1)", lambda: time.sleep(0.3))
+
+    def busy(ctx: Any, name: str, note: Any) -> None:
+        ctx.call("request(1)", lambda: time.sleep(0.6))
+
+    settings = Settings(no_fuzz=True, test_limit=1.0)
+    results, log = _schedule_log([("required", waiting), ("required", busy), ("required", busy)],
+                                 settings=settings)
+    assert [r.outcome for r in results] == ["passed"] * 3, [r.message for r in results]
+    assert results[0].duration_s > settings.test_limit  # it did wait past its limit
 
 
 def test_a_window_inside_a_call_into_the_subject_keeps_the_turn() -> None:

@@ -565,11 +565,13 @@ def test_rs_tck_is_the_one_command_with_every_subcommand(capsys: pytest.CaptureF
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     out = capsys.readouterr().out
-    for command in ("report", "rules", "campaign", "ingest", "summary", "replay"):
+    for command in ("report", "rules", "campaign", "ingest", "summary", "replay", "show"):
         assert f"    {command} " in out, command
     assert "``" not in out
     assert cli.main(["rules"]) == 0
     assert capsys.readouterr().out.startswith("| rule | keyword |")
+    assert cli.main(["rules", "--edition", "rs"]) == 0
+    assert "JVM" in capsys.readouterr().out
 
 
 def test_campaign_help_is_plain_with_metavars_and_boolean_flags(capsys: pytest.CaptureFixture[str]) -> None:
