@@ -762,7 +762,7 @@ def test_waiting_for_the_turn_back_is_not_held_against_a_tests_limit() -> None:
         ctx.call("request(1)", lambda: time.sleep(0.6))
 
     settings = Settings(no_fuzz=True, test_limit=1.0)
-    results, log = _schedule_log([("required", waiting), ("required", busy), ("required", busy)],
+    results, _log = _schedule_log([("required", waiting), ("required", busy), ("required", busy)],
                                  settings=settings)
     assert [r.outcome for r in results] == ["passed"] * 3, [r.message for r in results]
     assert results[0].duration_s > settings.test_limit  # it did wait past its limit
