@@ -84,7 +84,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     """
     if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED or in_use(config):
         return
-    tr = terminalreporter
+    no_subject_hint(terminalreporter)
+
+
+def no_subject_hint(tr: pytest.TerminalReporter) -> None:
+    """Say that no subject was named, and every option (with its env and ini forms) that names one."""
     tr.write_line("rs-tck: no --rs-* subject was given, so no TCK verification ran; name what to verify:",
                   yellow=True)
     for option, attrs in table()[0]:

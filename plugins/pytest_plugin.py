@@ -47,6 +47,7 @@ from .hooks import defines_hooks
 from .hooks import make_manager
 from .hooks import make_resolver
 from .html_report import options as html_report
+from .pytest_entry import no_subject_hint
 from .state import ResultCollector
 from .state import RsTckState
 from .state import resolver_key
@@ -628,15 +629,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     state = config.stash.get(state_key, None)
     if state is None or state.active or exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED:
         return
-    tr = terminalreporter
-    tr.write_line("rs-tck: no --rs-* subject was given, so no TCK verification ran; name what to verify:",
-                  yellow=True)
-    options = [(PUBLISHER_OPTION, "rs_publisher"), (FAILED_PUBLISHER_OPTION, "rs_failed_publisher")]
-    options += [(v.option, v.dest) for v in VERIFICATIONS.values() if v.name != "publisher"]
-    for option, dest in options:
-        tr.write_line(f"  {option}=MODULE:ATTR  (env {subject_env(dest)}, ini {dest})")
-    tr.write_line("  e.g. pytest --rs-publisher=rstck.reference:range_publisher; pytest --help lists every "
-                  "--rs-* option")
+    no_subject_hint(terminalreporter)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
