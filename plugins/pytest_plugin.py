@@ -17,6 +17,11 @@ from typing import Any
 
 import pluggy
 import pytest
+from _pytest._code.code import ReprEntryNative
+from _pytest._code.code import ReprExceptionInfo
+from _pytest._code.code import ReprFileLocation
+from _pytest._code.code import ReprTraceback
+from _pytest._code.code import TerminalRepr
 from rstck import editions
 from rstck.contexts import Context
 from rstck.editions import DEFAULT as DEFAULT_EDITION
@@ -389,9 +394,10 @@ class RsTckItem(pytest.Item):
         if result.outcome in ("failed", "error"):
             raise RsTckFailure(result)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, RsTckFailure):
-            return excinfo.value.result.message
+            return _failure_repr(self.test, excinfo.value.result.message)
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[str, int | None, str]:
@@ -470,6 +476,25 @@ def _with_replay_command(item: RsTckItem, result: TestResult) -> TestResult:
     fuzz = {**fuzz, "replay_command": command}
     message = result.message.replace(f"pytest ... {fuzz['replay_option']}", command, 1)
     return dataclasses.replace(result, fuzz=fuzz, message=message)
+
+
+def _failure_repr(test: TckTest, message: str) -> TerminalRepr:
+    """The whole report for the failure section, its first line alone as the crash message.
+
+    pytest puts the crash message on the short summary line, uncut when it runs in CI (``CI``
+    set) or under ``-vv``; a plain string there would repeat the whole report, trace included,
+    on every summary line. The native-entry form survives xdist's serialization and gives
+    JUnit's ``message`` attribute the one line.
+    """
+    code = getattr(test.func, "__code__", None)
+    path = code.co_filename if code is not None else test.verification
+    lineno = code.co_firstlineno if code is not None else 0
+    head = message.split("\n", 1)[0]
+    text = message if message.endswith("\n") else message + "\n"
+    return ReprExceptionInfo(
+        reprtraceback=ReprTraceback([ReprEntryNative([text])], None, "native"),
+        reprcrash=ReprFileLocation(path, lineno, head),
+    )
 
 
 class RsTckFailure(Exception):
