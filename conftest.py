@@ -30,3 +30,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         node: Any = item
         if names and "@" not in item.nodeid and hasattr(node, "_id"):
             node._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
+
+@pytest.fixture(autouse=True)
+def _same_environment_as_a_developer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run every test as outside CI, whether or not the suite itself runs in CI.
+
+    ``CI`` changes what the kit and pytest do (the fuzz search is derandomised, pytest writes
+    crash messages uncut on the summary line), so a test that depends on it would pass on one
+    machine and fail on another. Tests of the CI behaviour set it themselves.
+    """
+    monkeypatch.delenv("CI", raising=False)

@@ -1394,6 +1394,10 @@ _BULK = 2049
 _CALLS = 20_000
 
 
+#: A silence of ``timeout`` in a long stream is a stall only if it lasts this many times longer.
+STALL_CONFIRMATION = 3
+
+
 def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: PublisherContext) -> bool:
     """Wait for ``total`` elements on ``probe``; a stall with demand outstanding breaks ``rule``.
 
@@ -1414,10 +1418,19 @@ def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: Publ
         return lambda: done() or probe.signals != seen
 
     env = ctx.env
+    silence = ctx.settings.timeout
     while not done():
         busy = env.progress
         if not probe._wait(moved(probe.mark()), ctx.settings.timeout) and env.progress == busy:
-            break
+            # Nothing for ``timeout``. Over thousands of gaps a loaded machine pauses that long
+            # now and then, and such a pause ends; a stall (demand lost, emission not
+            # rescheduled) lasts. So the silence must last ``STALL_CONFIRMATION`` times longer.
+            confirm = ctx.settings.timeout * STALL_CONFIRMATION
+            if not probe._wait(moved(probe.mark()), confirm) and env.progress == busy:
+                silence += confirm
+                break
+            env.trace.note(f"a pause of over {ctx.settings.timeout * 1000:.0f} ms after {probe.received} "
+                           f"element(s) {what}, then the stream went on: not a stall")
         if time.monotonic() >= deadline and not done():
             ctx.env.trace.note(f"still flowing when half the test limit ran out: {probe.received} of "
                                f"{total} elements {what} checked")
@@ -1428,8 +1441,9 @@ def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: Publ
     ctx.env.check()
     raise RuleViolation(
         rule,
-        f"{total} elements {what}, none more than {ctx.settings.timeout * 1000:.0f} ms after the one before",
-        f"{probe.received} arrived, then nothing for {ctx.settings.timeout * 1000:.0f} ms with "
+        f"{total} elements {what}, the stream never silent for "
+        f"{ctx.settings.timeout * (1 + STALL_CONFIRMATION) * 1000:.0f} ms",
+        f"{probe.received} arrived, then nothing for {silence * 1000:.0f} ms with "
         f"{_outstanding(probe)} outstanding{'; then ' + probe._terminal_text() if probe.terminal else ''}",
         hint="look for an internal batch, turn, buffer or window size the stream has just crossed: the "
         "emission must carry on (reschedule, refill, request upstream again) while demand is left",
