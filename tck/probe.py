@@ -631,9 +631,15 @@ class ProbeSubscriber:
         """
         limit = self.env.settings.test_limit / 2 if limit is None else limit
         deadline = time.monotonic() + limit
+        gaps = 0
         while True:
-            if not self._wait(_progressed(self, predicate, self.mark()), timeout):
+            # Past many gaps, one pause of ``timeout`` on a loaded machine is likely, and it
+            # ends; a stall lasts: it must last STALL_CONFIRMATION times longer again.
+            if not self._wait(_progressed(self, predicate, self.mark()), timeout) and (
+                    gaps < LONG_STREAM
+                    or not self._wait(_progressed(self, predicate, self.mark()), timeout * STALL_CONFIRMATION)):
                 return False
+            gaps += 1
             if predicate():
                 return True
             if time.monotonic() >= deadline:
@@ -810,6 +816,12 @@ class ProbeSubscriber:
 
 def _no_row(row: tuple[Any, ...]) -> None:
     raise AssertionError("the fast path is closed")
+
+
+#: A silence of ``timeout`` after ``LONG_STREAM`` signals is a stall only if it lasts this many
+#: times longer again: over thousands of gaps a loaded machine pauses that long now and then.
+STALL_CONFIRMATION = 3
+LONG_STREAM = 64
 
 
 def _progressed(probe: ProbeSubscriber, predicate: Callable[[], bool], seen: int) -> Callable[[], bool]:

@@ -24,6 +24,7 @@ from ..contexts import ProcessorContext
 from ..contexts import TckFailure
 from ..errors import RuleViolation
 from ..manual import ManualPublisher
+from ..probe import STALL_CONFIRMATION
 from ..probe import ProbeSubscriber
 from ..trace import short_repr
 from . import publisher
@@ -239,11 +240,11 @@ def required_spec201_processor_must_keep_requesting_upstream_for_subscribers_at_
         progressed = moved((fast.received, slow.received))
         if not (slow._wait(progressed, timeout) or fast._wait(progressed, 0.0)):
             # A loaded machine's pause ends; a stall lasts (see the publisher's long streams).
-            if slow._wait(progressed, timeout * publisher.STALL_CONFIRMATION) or fast._wait(progressed, 0.0):
+            if slow._wait(progressed, timeout * STALL_CONFIRMATION) or fast._wait(progressed, 0.0):
                 ctx.env.trace.note(f"a pause of over {timeout * 1000:.0f} ms, then the streams went on: "
                                    "not a stall")
                 continue
-            silence = timeout * (1 + publisher.STALL_CONFIRMATION)
+            silence = timeout * (1 + STALL_CONFIRMATION)
             ctx.env.check()
             raise RuleViolation(
                 "2.1",

@@ -23,6 +23,7 @@ from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..evidence import cite
 from ..evidence import last_seq
+from ..probe import STALL_CONFIRMATION
 from ..probe import ProbeSubscriber
 from ..probe import RaisingProbe
 from ..trace import short_repr
@@ -1392,10 +1393,6 @@ _UNEVEN = (1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 25
 _BULK = 2049
 #: request(1) calls in one subscription: far past any small counter or log.
 _CALLS = 20_000
-
-
-#: A silence of ``timeout`` in a long stream is a stall only if it lasts this many times longer.
-STALL_CONFIRMATION = 3
 
 
 def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: PublisherContext) -> bool:
