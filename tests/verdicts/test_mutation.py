@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from rstck_plugins import mutation
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SOURCE = '''"""A module."""
 import threading

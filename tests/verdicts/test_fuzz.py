@@ -264,7 +264,7 @@ def test_default_run_includes_the_fuzz_verification_and_json_carries_the_scenari
 ) -> None:
     pytester.makepyfile(broken="from tests.broken.order_dependent import PUBLISHERS\n"
                                "overwrites = PUBLISHERS[2][1]\n")
-    pytester.syspathinsert(Path(__file__).resolve().parents[1])
+    pytester.syspathinsert(Path(__file__).resolve().parents[2])
     result = pytester.runpytest("-p", "no:cacheprovider", "--rs-publisher=broken:overwrites",
                                 "--rs-rules=fuzz,sanity", "--rs-report-json=out.json",
                                 "--rs-timeout-ms=500", "-v")
@@ -315,7 +315,7 @@ def test_no_example_database_is_written_unless_asked(pytester: pytest.Pytester) 
 
 
 def _load_soak() -> Any:
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "soak.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
     spec = importlib.util.spec_from_file_location("rstck_soak_fuzz", path)
     assert spec is not None
     assert spec.loader is not None

@@ -18,14 +18,14 @@ from rstck.settings import Settings
 from rstck.subjects import PublisherSubject
 from rstck.verifications import for_edition
 
-from .broken import rs_edition as broken
-from .conforming import rs_edition as conforming
+from ..broken import rs_edition as broken
+from ..conforming import rs_edition as conforming
 
 RS = EDITIONS["rs"]
 TESTS = for_edition("rs")["publisher"].tests
 BY_NAME = {t.name: t for t in TESTS}
 SETTINGS = Settings(timeout=0.5, no_signal_window=0.05, gc_window=1.0, after_cancel_limit=10_000, edition="rs")
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "editions.md"
 
 
@@ -152,7 +152,7 @@ def test_pytest_run_in_the_rs_edition(project: pytest.Pytester) -> None:
     dropped = by_test["required_spec311_dropping_the_subscription_must_make_the_publisher_eventually_stop_signalling"]
     assert (dropped["rule"], dropped["jvm_rule"]) == ("3.11", "3.12")
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((Path(__file__).resolve().parent.parent / "tck" / "schemas"
+    schema = json.loads((Path(__file__).resolve().parents[2] / "tck" / "schemas"
                          / "rs-tck-results-1.schema.json").read_text())
     jsonschema.validate(doc, schema)
     page = html.read_text()

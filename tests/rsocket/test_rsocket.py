@@ -26,7 +26,7 @@ from rstck_plugins.adapters.rsocket import ADAPTER as RSOCKET
 
 from tests.subjects import rsocket_subjects as rs
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "rsocket-py.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "rsocket-py.md"
 NOT_1_11 = ("failed", "optional_unsupported")
 MULTI = {
     "optional_spec111_may_support_multi_subscribe": (NOT_1_11, None),

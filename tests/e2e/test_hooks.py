@@ -160,7 +160,7 @@ def test_builtin_adapters_come_from_the_entry_point_group() -> None:
     from rstck_plugins import hooks
     from rstck_plugins.adapters import Adapter
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"]["rstck"]
     installed = {ep.name: ep.value for ep in entry_points(group="rstck") if ep.name in declared}
     assert installed == declared, "the installed metadata is stale: run `pip install -e .`"

@@ -393,7 +393,7 @@ def test_the_readme_names_every_dependency_pip_install_brings() -> None:
     import tomllib
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
     names = [re.split(r"[<>=!~ \[]", dep, maxsplit=1)[0] for dep in deps]
     readme = (root / "README.md").read_text()
@@ -405,7 +405,7 @@ def test_the_readme_names_every_dependency_pip_install_brings() -> None:
 def test_every_extra_install_line_says_how_to_install_from_a_clone() -> None:
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     for doc in ("README.md", "docs/campaigns.md"):
         lines = (root / doc).read_text().splitlines()
         for i, line in enumerate(lines):
@@ -583,7 +583,7 @@ def test_rs_tck_is_the_one_command_with_every_subcommand(capsys: pytest.CaptureF
 
     from rstck_plugins import cli
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"rs-tck": "rstck_plugins.cli:main"}
     with pytest.raises(SystemExit):
@@ -660,4 +660,4 @@ def test_replay_reruns_a_results_files_fuzz_failure(project: pytest.Pytester) ->
 def _root() -> str:
     from pathlib import Path
 
-    return str(Path(__file__).resolve().parent.parent)
+    return str(Path(__file__).resolve().parents[2])

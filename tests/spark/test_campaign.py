@@ -32,7 +32,7 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
 #: starts JVMs of its own anyway, runs beside them in a group of its own.
 pytestmark = pytest.mark.xdist_group("spark")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = "rstck.reference:range_publisher"
 RACY = "tests.subjects.campaign_subjects:racy_publisher"
 HOSTILE = "tests.subjects.campaign_subjects"

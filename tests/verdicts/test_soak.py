@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-SOAK = Path(__file__).resolve().parents[1] / "benchmarks" / "soak.py"
+SOAK = Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
 
 
 def _load() -> ModuleType:

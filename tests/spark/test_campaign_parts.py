@@ -36,7 +36,7 @@ from rstck_plugins.campaign.summary import repro
 from rstck_plugins.campaign.summary import rule_label
 from rstck_plugins.campaign.unit import run_unit
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = "rstck.reference:range_publisher"
 RACY = "tests.subjects.campaign_subjects:racy_publisher"
 HOSTILE = "tests.subjects.campaign_subjects"

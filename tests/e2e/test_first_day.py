@@ -157,7 +157,7 @@ def test_the_baseline_gate_refuses_an_interrupted_run(project: pytest.Pytester) 
 
 # -- 8. leaked non-daemon threads on every supported interpreter ---------------------------------
 
-THREADS_PY = Path(__file__).resolve().parent.parent / "plugins" / "threads.py"
+THREADS_PY = Path(__file__).resolve().parents[2] / "plugins" / "threads.py"
 
 #: 148 non-daemon threads sleeping 20 s, started after the snapshot, as a leaky thread pool would.
 LEAKER = '''
@@ -403,13 +403,13 @@ def test_a_subscriber_failure_shows_the_frames_of_the_users_module(project: pyte
 
 
 def test_the_readme_shows_how_to_render_a_report_later() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert "rs-tck report rs-tck-results.json" in readme
 
 
 # -- 4. and 6. installing: lean for users, complete for the project's own tests ------------------
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _sh_blocks(text: str) -> list[str]:

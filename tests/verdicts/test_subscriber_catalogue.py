@@ -440,7 +440,7 @@ def test_serial_subscription_never_overlaps_and_stops_after_close() -> None:
 def test_the_example_in_the_whitebox_docs_passes_both_verifications(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = (Path(__file__).resolve().parents[1] / "docs" / "whitebox.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "whitebox.md").read_text()
     for block in re.findall(r"```python\n(# (\w+)\.py\n.*?)```", text, flags=re.DOTALL):
         (tmp_path / f"{block[1]}.py").write_text(block[0])
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -11,7 +11,7 @@ from rstck.verifications import VERIFICATIONS
 
 from tests import mutation_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_mutation_table_is_current() -> None:

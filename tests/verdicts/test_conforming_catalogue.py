@@ -13,7 +13,7 @@ import pytest
 from rstck.engine import run_verification
 from rstck.settings import Settings
 
-from .conforming import subjects
+from ..conforming import subjects
 
 SUBJECTS = subjects()
 
@@ -63,8 +63,8 @@ def test_verdicts_cite_the_records_that_show_them_and_the_setting_they_rest_on()
     from rstck.subjects import PublisherSubject
     from rstck.subjects import SubscriberSubject
 
-    from .broken import publishers as bp
-    from .broken import subscribers as bs
+    from ..broken import publishers as bp
+    from ..broken import subscribers as bs
 
     (flood,) = run_verification("publisher", PublisherSubject(bp.factory(bp.IgnoresCancel)), rules=["1.8"])
     bp.halt_all()

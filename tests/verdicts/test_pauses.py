@@ -17,7 +17,7 @@ from rstck.reference import async_range_publisher
 from rstck.settings import Settings
 from rstck.subjects import PublisherSubject
 
-from .broken import publishers as bp
+from ..broken import publishers as bp
 
 TIMEOUT_S = 0.2
 PAUSE_AT = 600  # past it only in the long streams

@@ -31,7 +31,7 @@ from rstck.subjects import PublisherSubject
 from rstck.verifications._base import TckTest
 from rstck.verifications.publisher import TESTS
 
-from .broken import publishers as bp
+from ..broken import publishers as bp
 
 #: Short timeouts: every case waits at most a few of these, so the whole catalogue stays fast.
 #: A lower flood bound after cancel() too, so the hostile cases that ignore it end fast.
@@ -383,7 +383,7 @@ def test_conforming_publisher_passes(test: TckTest, subject: PublisherSubject,
 
 def test_every_executable_test_has_a_case() -> None:
     aimed = {_spec(c).test for c in CASES}
-    # The fuzz verification's broken cases are the order-dependent ones, in tests/test_fuzz.py.
+    # The fuzz verification's broken cases are the order-dependent ones, in tests/verdicts/test_fuzz.py.
     assert [t.name for t in EXECUTABLE if t.name not in aimed and t.level != "fuzz"] == []
 
 
