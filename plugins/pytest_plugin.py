@@ -30,6 +30,8 @@ from rstck.engine import Schedule
 from rstck.engine import select
 from rstck.environment import Environment
 from rstck.errors import SetupError
+from rstck.results import FAILING
+from rstck.results import Outcome
 from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.runner import run_test
@@ -389,9 +391,9 @@ class RsTckItem(pytest.Item):
     def runtest(self) -> None:
         result = _with_replay_command(self, _scheduled(self))
         self.stash[result_key] = result
-        if result.outcome == "skipped":
+        if result.outcome == Outcome.SKIPPED:
             pytest.skip(result.message)
-        if result.outcome in ("failed", "error"):
+        if result.outcome in FAILING:
             raise RsTckFailure(result)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],

@@ -13,6 +13,7 @@ from typing import Any
 
 import pluggy
 import pytest
+from rstck.results import Level
 from rstck.results import TestResult
 from rstck.results import document
 from rstck.settings import Settings
@@ -91,7 +92,7 @@ result_key = pytest.StashKey[TestResult]()
 def _row_of(item: pytest.Item) -> tuple[str, str]:
     """(verification, rule id or "sanity"/"fuzz") of a TCK item, as the rule table keys it."""
     test = getattr(item, "test")  # noqa: B009 - a TCK item; the plugin module is not imported here
-    return test.verification, test.rule_id or ("fuzz" if test.level == "fuzz" else "sanity")
+    return test.verification, test.rule_id or ("fuzz" if test.level == Level.FUZZ else "sanity")
 
 
 def state_of(config: pytest.Config) -> RsTckState | None:

@@ -847,3 +847,32 @@ def test_a_fuzz_search_starts_before_the_rule_tests_and_no_result_is_handed_back
     assert all(at > start for at in calls)  # the search started first
     assert sum(start < at < end for at in calls) >= 3  # the rule tests ran beside it
     assert min(handed) >= end
+
+
+# -- the results contract's types ----------------------------------------------------------------
+
+
+def test_outcomes_verdicts_and_levels_are_one_enum_each_equal_to_their_words() -> None:
+    import rstck.results
+    from rstck.results import Level
+    from rstck.results import Outcome
+    from rstck.results import Verdict
+    from rstck_plugins import verdicts
+
+    assert tuple(Verdict) == rstck.results.VERDICTS
+    assert tuple(Level) == rstck.results.LEVELS
+    assert set(verdicts.LABELS) == set(Verdict) == set(verdicts.SEVERITY)
+    assert verdicts.FAILING is rstck.results.FAILING
+    result = TestResult("required_spec309_x", "publisher", "3.9", "required", "skipped", "not_applicable", 0.5)
+    assert (type(result.level), type(result.outcome), type(result.verdict)) == (Level, Outcome, Verdict)
+    assert result.outcome == "skipped"
+    assert f"{result.verdict}" == "not_applicable"
+    # A file written without verdicts reads its outcome in their place, as before.
+    data = result.to_json()
+    # Builtin str in the record: xdist (execnet) refuses to carry a subclass from its workers.
+    assert {type(data[key]) for key in ("level", "outcome", "verdict")} == {str}
+    del data["verdict"]
+    assert TestResult.from_json(data).verdict is Outcome.SKIPPED
+    with pytest.raises(ValueError, match=r"^level 'mandatory' is not one of \('required', "):
+        TestResult("t", "publisher", None, "mandatory", "passed", "passed", 0.0)
+
