@@ -15,6 +15,8 @@ from dataclasses import field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from typing import NotRequired
+from typing import TypedDict
 from typing import TypeVar
 
 SCHEMA = "rs-tck-results/1"
@@ -219,15 +221,54 @@ def _iterations(value: Any) -> dict[str, int] | None:
     return {"ran": int(value["ran"]), "showed": int(value["showed"])}
 
 
-def summarize(results: list[TestResult]) -> dict[str, Any]:
-    by_outcome: dict[str, int] = {o: 0 for o in OUTCOMES}
-    by_verdict: dict[str, int] = {v: 0 for v in VERDICTS}
+class Summary(TypedDict):
+    """The counts of a results document: by outcome, by verdict, and the summed test time."""
+
+    total: int
+    passed: int
+    failed: int
+    skipped: int
+    error: int
+    #: Every verdict, zeros included; a file written without verdicts adds its outcomes.
+    verdicts: dict[str, int]
+    duration_s: float
+
+
+class ResultsDocument(TypedDict):
+    """A results file (schema ``rs-tck-results/1``), as ``document`` builds it and the JSON holds it.
+
+    The three trailing keys are present only when the run stopped before every selected test
+    ran: a partial run must not read like a complete one, in the file or in a gate.
+    """
+
+    schema: str
+    edition: str
+    tck_version: str
+    python: str
+    subjects: dict[str, str]
+    settings: dict[str, Any]
+    summary: Summary
+    #: One ``TestResult.to_json()`` each.
+    results: list[dict[str, Any]]
+    interrupted: NotRequired[bool]
+    #: Why the run stopped early: ``"interrupted (KeyboardInterrupt)"``, ``"stopping after 1 failures"``.
+    interrupted_reason: NotRequired[str]
+    #: How many selected tests never reached a verdict, when the host knows.
+    not_run: NotRequired[int]
+
+
+def summarize(results: list[TestResult]) -> Summary:
+    by_outcome = {o: 0 for o in Outcome}
+    by_verdict: dict[str, int] = {v.value: 0 for v in Verdict}
     for r in results:
-        by_outcome[r.outcome] = by_outcome.get(r.outcome, 0) + 1
+        by_outcome[r.outcome] += 1
         by_verdict[r.verdict] = by_verdict.get(r.verdict, 0) + 1
     return {
         "total": len(results),
-        **by_outcome,
+        "passed": by_outcome[Outcome.PASSED],
+        "failed": by_outcome[Outcome.FAILED],
+        "skipped": by_outcome[Outcome.SKIPPED],
+        "error": by_outcome[Outcome.ERROR],
         "verdicts": by_verdict,
         "duration_s": round(sum(r.duration_s for r in results), 6),
     }
@@ -235,10 +276,14 @@ def summarize(results: list[TestResult]) -> dict[str, Any]:
 
 def document(
     results: list[TestResult], *, subjects: dict[str, str], settings: dict[str, Any],
-    edition: str = "jvm-1.0.1",
-) -> dict[str, Any]:
-    """The whole results file as a JSON-able dict; ``edition`` names the rule ids its results use."""
-    return {
+    edition: str = "jvm-1.0.1", interrupted: str | None = None, not_run: int | None = None,
+) -> ResultsDocument:
+    """The whole results file; ``edition`` names the rule ids its results use.
+
+    ``interrupted`` says why the run stopped before every selected test ran (None: it did not),
+    and ``not_run`` how many selected tests it left without a verdict, if known.
+    """
+    data: ResultsDocument = {
         "schema": SCHEMA,
         "edition": edition,
         "tck_version": TCK_VERSION,
@@ -248,6 +293,12 @@ def document(
         "summary": summarize(results),
         "results": [r.to_json() for r in results],
     }
+    if interrupted:
+        data["interrupted"] = True
+        data["interrupted_reason"] = interrupted
+        if not_run is not None:
+            data["not_run"] = not_run
+    return data
 
 
 class ResultsFileError(ValueError):

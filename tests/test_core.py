@@ -876,3 +876,28 @@ def test_outcomes_verdicts_and_levels_are_one_enum_each_equal_to_their_words() -
     with pytest.raises(ValueError, match=r"^level 'mandatory' is not one of \('required', "):
         TestResult("t", "publisher", None, "mandatory", "passed", "passed", 0.0)
 
+
+def test_the_results_document_is_built_whole_and_reads_as_before(tmp_path: Path) -> None:
+    from importlib import resources
+
+    import jsonschema
+
+    failed = TestResult("required_spec309_x", "publisher", "3.9", "required", "failed", "failed", 0.5, "m")
+    skipped = TestResult("optional_spec111_y", "publisher", "1.11", "optional", "skipped",
+                         "optional_unsupported", 0.25)
+    data = document([failed, skipped], subjects={"publisher": "s"}, settings={},
+                    interrupted="stopping after 1 failures", not_run=3)
+    # Keys in the order the file always had them, the partial-run marks last.
+    assert list(data) == ["schema", "edition", "tck_version", "python", "subjects", "settings", "summary",
+                          "results", "interrupted", "interrupted_reason", "not_run"]
+    assert (data["interrupted"], data["interrupted_reason"], data["not_run"]) == (True, "stopping after 1 failures", 3)
+    text = json.dumps(data, indent=2)
+    assert '"summary": {\n    "total": 2,\n    "passed": 0,\n    "failed": 1,\n    "skipped": 1,\n    "error": 0,' in text
+    assert '"verdicts": {\n      "passed": 0,\n      "failed": 1,\n      "error": 0,\n      "optional_unsupported": 1,' in text
+    assert '"level": "optional",\n      "outcome": "skipped",\n      "verdict": "optional_unsupported",' in text
+    schema = json.loads(resources.files("rstck").joinpath("schemas/rs-tck-results-1.schema.json").read_text())
+    jsonschema.validate(json.loads(text), schema)
+    complete = document([failed], subjects={}, settings={})
+    assert "interrupted" not in complete
+    assert "not_run" not in complete
+    assert "not_run" not in document([failed], subjects={}, settings={}, interrupted="stopped early")
