@@ -13,15 +13,21 @@ do not need.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pluggy
+
+if TYPE_CHECKING:  # names for the signatures only: loading the hooks loads nothing of the core
+    from rstck.results import ResultsDocument
+    from rstck.results import TestResult
+    from rstck.settings import Settings
+    from rstck.verifications import TckTest
 
 hookspec = pluggy.HookspecMarker("rstck")
 
 
 @hookspec(firstresult=True)
-def rstck_resolve_subject(spec: str, role: str) -> Any:
+def rstck_resolve_subject(spec: str, role: str) -> object | None:
     """Turn the text of a subject option into the object it names.
 
     :param spec: the option's value, e.g. ``"mylib.streams:range_publisher"``.
@@ -37,7 +43,7 @@ def rstck_resolve_subject(spec: str, role: str) -> Any:
 
 
 @hookspec(firstresult=True)
-def rstck_adapt_subject(subject: Any, role: str, adapter: str) -> Any:
+def rstck_adapt_subject(subject: object, role: str, adapter: str) -> object | None:
     """Wrap a subject of a foreign API so it speaks the binding (``on_next``, ``request``...).
 
     :param subject: what ``rstck_resolve_subject`` returned: for a publisher, the factory.
@@ -59,7 +65,7 @@ def rstck_adapter_names() -> list[str]:
 
 
 @hookspec
-def rstck_modify_tests(verification: str, tests: list[Any], settings: Any) -> None:
+def rstck_modify_tests(verification: str, tests: list[TckTest], settings: Settings) -> None:
     """Add or veto verifications before they are collected.
 
     :param verification: ``"publisher"``, ``"subscriber_blackbox"``, ...
@@ -70,7 +76,7 @@ def rstck_modify_tests(verification: str, tests: list[Any], settings: Any) -> No
 
 
 @hookspec
-def rstck_result(result: Any) -> None:
+def rstck_result(result: TestResult) -> None:
     """Receive each verification's ``rstck.TestResult`` as soon as it is known (reporters).
 
     Read ``result.failures`` (``rstck.results.Failure``: rule, expected, observed, hint,
@@ -79,5 +85,6 @@ def rstck_result(result: Any) -> None:
 
 
 @hookspec
-def rstck_run_finished(document: dict[str, Any]) -> None:
+def rstck_run_finished(document: ResultsDocument) -> None:
     """Receive the whole results document (schema ``rs-tck-results/1``) at the end of a run."""
+

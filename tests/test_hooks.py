@@ -170,3 +170,17 @@ def test_builtin_adapters_come_from_the_entry_point_group() -> None:
         assert adapter.name == name
     source = Path(hooks.__file__).read_text()
     assert not any(name in source for name in declared), "hooks.py must not name the built-in adapters"
+
+
+def test_hookspecs_are_typed() -> None:
+    # Implementations and reporters read the contract from the signatures: none is left Any.
+    import inspect
+
+    from rstck_plugins import hookspecs
+
+    specs = {name: fn for name, fn in vars(hookspecs).items() if name.startswith("rstck_")}
+    for name, fn in specs.items():
+        annotations = [p.annotation for p in inspect.signature(fn).parameters.values()]
+        annotations.append(inspect.signature(fn).return_annotation)
+        assert not any("Any" in str(a) for a in annotations), (name, annotations)
+
