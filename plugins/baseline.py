@@ -311,7 +311,8 @@ class GateLines:
                 terminalreporter.write_line(line, red=True)
 
 
-def configure(config: pytest.Config, state: RsTckState) -> None:
+@hookimpl
+def rstck_configure(config: pytest.Config, state: RsTckState) -> None:
     """Read the baseline and register the plugin; a bad file or path is a usage error."""
     raw = config.getoption("rs_baseline", None)
     raw_write = config.getoption("rs_baseline_write", None)

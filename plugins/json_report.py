@@ -11,6 +11,7 @@ import json
 import pytest
 from rstck.results import ResultsDocument
 
+from .hooks import hookimpl
 from .outputs import configure_writer
 from .state import RsTckState
 
@@ -26,5 +27,6 @@ def render(document: ResultsDocument) -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def configure(config: pytest.Config, state: RsTckState) -> None:
+@hookimpl
+def rstck_configure(config: pytest.Config, state: RsTckState) -> None:
     configure_writer(config, state, "rs_report_json", REPORT_JSON_OPTION, render, "results file")

@@ -248,7 +248,8 @@ def files_and_problems(state: RsTckState) -> list[tuple[str, str]]:
     return out
 
 
-def configure(config: pytest.Config, state: RsTckState) -> None:
+@hookimpl
+def rstck_configure(config: pytest.Config, state: RsTckState) -> None:
     summary = TerminalSummary(state)
     state.hooks.register(summary, "rs-tck-terminal-summary")
     config.pluginmanager.register(summary, "rs-tck-terminal-summary")
