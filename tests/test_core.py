@@ -242,6 +242,11 @@ def test_results_round_trip(tmp_path: Path) -> None:
             ' "level": "required", "outcome": "exploded", "duration_s": 1}]}'),
             "outcome 'exploded' is not one of",
         ),
+        (
+            ('{"schema": "rs-tck-results/1", "results": [{"test": "t", "verification": "publisher", "rule": null,'
+            ' "level": "required", "outcome": "passed", "verdict": "great", "duration_s": 1}]}'),
+            "results[0].verdict 'great' is not one of ('passed', 'failed', 'error', 'optional_unsupported',",
+        ),
     ],
 )
 def test_malformed_results_file_is_named(tmp_path: Path, content: str | None, message: str) -> None:
