@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rstck.results import FAILING
+from rstck.results import Level
+from rstck.results import Outcome
 from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
@@ -25,7 +28,6 @@ from .files import write_atomic
 from .hooks import hookimpl
 from .outputs import requested_path
 from .state import RsTckState
-from .verdicts import FAILING
 
 BASELINE_OPTION = "--rs-baseline"
 BASELINE_WRITE_OPTION = "--rs-baseline-write"
@@ -144,7 +146,7 @@ def _passing(baseline: Baseline, results: list[TestResult]) -> list[tuple[Entry,
     out = []
     for entry in baseline.entries:
         matched = [r for r in results if entry.matches(r)]
-        passed = [r for r in matched if r.outcome == "passed"]
+        passed = [r for r in matched if r.outcome == Outcome.PASSED]
         if passed and not any(r.outcome in FAILING for r in matched):
             out.append((entry, passed))
     return out
@@ -156,12 +158,12 @@ def stale(baseline: Baseline, results: Iterable[TestResult]) -> list[Entry]:
     A stochastic test hunts races and may pass by luck, so an entry whose passing tests are all
     stochastic is not stale (see ``lucky``): the gate must not flicker with the scheduler.
     """
-    return [e for e, passed in _passing(baseline, list(results)) if any(r.level != "stochastic" for r in passed)]
+    return [e for e, passed in _passing(baseline, list(results)) if any(r.level != Level.STOCHASTIC for r in passed)]
 
 
 def lucky(baseline: Baseline, results: Iterable[TestResult]) -> list[Entry]:
     """Entries whose only passing tests are stochastic: perhaps fixed, perhaps not caught this time."""
-    return [e for e, passed in _passing(baseline, list(results)) if all(r.level == "stochastic" for r in passed)]
+    return [e for e, passed in _passing(baseline, list(results)) if all(r.level == Level.STOCHASTIC for r in passed)]
 
 
 def unmatched(baseline: Baseline, results: Iterable[TestResult]) -> list[Entry]:
@@ -309,7 +311,8 @@ class GateLines:
                 terminalreporter.write_line(line, red=True)
 
 
-def configure(config: pytest.Config, state: RsTckState) -> None:
+@hookimpl
+def rstck_configure(config: pytest.Config, state: RsTckState) -> None:
     """Read the baseline and register the plugin; a bad file or path is a usage error."""
     raw = config.getoption("rs_baseline", None)
     raw_write = config.getoption("rs_baseline_write", None)

@@ -104,6 +104,7 @@ def _error(text: str) -> int:
 
 def report_main(results_path: Path, output: Path | None) -> int:
     """Render the HTML report of a saved results file: after the run, on another machine."""
+    from rstck.results import FAILING
     from rstck.results import ResultsFileError
     from rstck.results import load
 
@@ -126,7 +127,7 @@ def report_main(results_path: Path, output: Path | None) -> int:
         html_report.write(output, data)
     except OSError as exc:
         return _error(f"{output}: cannot write the report: {exc.strerror or exc}")
-    failed = sum(1 for r in results if r.outcome in ("failed", "error"))
+    failed = sum(1 for r in results if r.outcome in FAILING)
     print(f"{output}: report of {len(results)} test(s), {failed} failed")
     return 0
 
@@ -151,6 +152,7 @@ def replay_commands(args: argparse.Namespace) -> list[list[str]]:
         if args.failed_publisher:
             words.append(f"--rs-failed-publisher={args.failed_publisher}")
         return [[*words, *(tests[role] for role in roles), f"--rs-fuzz-replay={source}"]]
+    from rstck.results import FAILING
     from rstck.verifications import VERIFICATIONS
 
     path = Path(source)
@@ -163,7 +165,7 @@ def replay_commands(args: argparse.Namespace) -> list[list[str]]:
     commands = []
     for result in data.get("results", []):
         fuzz = result.get("fuzz") if isinstance(result, dict) else None
-        if not isinstance(fuzz, dict) or result.get("outcome") not in ("failed", "error"):
+        if not isinstance(fuzz, dict) or result.get("outcome") not in FAILING:
             continue
         if fuzz.get("replay_command"):
             commands.append(shlex.split(str(fuzz["replay_command"]))[1:])

@@ -13,15 +13,25 @@ do not need.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pluggy
+
+if TYPE_CHECKING:  # names for the signatures only: loading the hooks loads nothing of the core
+    import pytest
+    from rstck.results import ResultsDocument
+    from rstck.results import TestResult
+    from rstck.settings import Settings
+    from rstck.verifications import TckTest
+
+    from .state import RsTckState
 
 hookspec = pluggy.HookspecMarker("rstck")
 
 
 @hookspec(firstresult=True)
-def rstck_resolve_subject(spec: str, role: str) -> Any:
+def rstck_resolve_subject(spec: str, role: str) -> object | None:
     """Turn the text of a subject option into the object it names.
 
     :param spec: the option's value, e.g. ``"mylib.streams:range_publisher"``.
@@ -37,7 +47,7 @@ def rstck_resolve_subject(spec: str, role: str) -> Any:
 
 
 @hookspec(firstresult=True)
-def rstck_adapt_subject(subject: Any, role: str, adapter: str) -> Any:
+def rstck_adapt_subject(subject: object, role: str, adapter: str) -> object | None:
     """Wrap a subject of a foreign API so it speaks the binding (``on_next``, ``request``...).
 
     :param subject: what ``rstck_resolve_subject`` returned: for a publisher, the factory.
@@ -59,7 +69,7 @@ def rstck_adapter_names() -> list[str]:
 
 
 @hookspec
-def rstck_modify_tests(verification: str, tests: list[Any], settings: Any) -> None:
+def rstck_modify_tests(verification: str, tests: list[TckTest], settings: Settings) -> None:
     """Add or veto verifications before they are collected.
 
     :param verification: ``"publisher"``, ``"subscriber_blackbox"``, ...
@@ -70,7 +80,7 @@ def rstck_modify_tests(verification: str, tests: list[Any], settings: Any) -> No
 
 
 @hookspec
-def rstck_result(result: Any) -> None:
+def rstck_result(result: TestResult) -> None:
     """Receive each verification's ``rstck.TestResult`` as soon as it is known (reporters).
 
     Read ``result.failures`` (``rstck.results.Failure``: rule, expected, observed, hint,
@@ -79,5 +89,31 @@ def rstck_result(result: Any) -> None:
 
 
 @hookspec
-def rstck_run_finished(document: dict[str, Any]) -> None:
+def rstck_run_finished(document: ResultsDocument) -> None:
     """Receive the whole results document (schema ``rs-tck-results/1``) at the end of a run."""
+
+
+@hookspec
+def rstck_configure(config: pytest.Config, state: RsTckState) -> None:
+    """The pytest host has resolved the run's settings and subjects: set up a ``Reporter``.
+
+    :param config: the pytest config: read your options here (add them with pytest's own
+        ``pytest_addoption``, in your ``conftest.py`` or ``pytest11`` plugin).
+    :param state: the run's ``rstck_plugins.state.RsTckState``: its settings, subjects, and
+        ``state.hooks``, the manager to register more ``rstck`` implementations in.
+
+    Called once per pytest process (the controller and each xdist worker), before collection.
+    Raise ``pytest.UsageError`` for a bad option: the run stops before any test runs.
+    """
+
+
+class Reporter(Protocol):
+    """A report of a run, registered as any ``rstck`` plugin is (entry point or ``conftest.py``).
+
+    It sets itself up in ``rstck_configure``, and takes the results from ``rstck_result`` (each
+    as it is known) and ``rstck_run_finished`` (the whole document), which it implements as it
+    needs. The TCK's own reporters (JSON and HTML files, baseline gate, terminal table) are
+    registered this way too.
+    """
+
+    def rstck_configure(self, config: pytest.Config, state: RsTckState) -> None: ...

@@ -7,10 +7,11 @@ the HTML page from it, and CI keeps it as an artifact.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
+from rstck.results import ResultsDocument
 
+from .hooks import hookimpl
 from .outputs import configure_writer
 from .state import RsTckState
 
@@ -22,9 +23,10 @@ def add_options(group: pytest.OptionGroup) -> None:
                     help="Write the results (schema rs-tck-results/1) to PATH")
 
 
-def render(document: dict[str, Any]) -> str:
+def render(document: ResultsDocument) -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def configure(config: pytest.Config, state: RsTckState) -> None:
+@hookimpl
+def rstck_configure(config: pytest.Config, state: RsTckState) -> None:
     configure_writer(config, state, "rs_report_json", REPORT_JSON_OPTION, render, "results file")

@@ -40,11 +40,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rstck.results import FAILING
+from rstck.results import Level
+from rstck.results import Outcome as TestOutcome
+
 #: The mutated modules, as file names under ``rstck/reference/``.
 REFERENCE_FILES = ("publishers.py", "subscribers.py", "processors.py", "asyncio_publishers.py")
 OPERATORS = ("relational", "arithmetic", "constant", "boolean", "statement", "lock")
 #: Levels whose failure kills a mutant: what a conforming subject must always pass.
-KILLING_LEVELS = ("required", "stochastic", "fuzz")
+KILLING_LEVELS = (Level.REQUIRED, Level.STOCHASTIC, Level.FUZZ)
 
 
 @dataclass(frozen=True)
@@ -329,7 +333,7 @@ def subjects(file: str, module: types.ModuleType) -> list[tuple[str, Any]]:
 
 
 def _kill(result: Any) -> dict[str, Any] | None:
-    if result.outcome in ("failed", "error") and result.level in KILLING_LEVELS:
+    if result.outcome in FAILING and result.level in KILLING_LEVELS:
         first = result.failures[0] if result.failures else None
         return {"verification": result.verification, "test": result.test,
                 "rule": first.rule if first is not None else result.rule, "outcome": result.outcome,
@@ -348,7 +352,7 @@ def verdict(file: str, source: str, *, fuzz: bool, label: str = "") -> Iterator[
     try:
         module = load(source, label or file)
     except Exception as exc:
-        yield {"verification": "(load)", "test": "(import)", "rule": None, "outcome": "error",
+        yield {"verification": "(load)", "test": "(import)", "rule": None, "outcome": TestOutcome.ERROR,
                "message": f"{type(exc).__name__}: {exc}"[:300]}
         return
     settings = Settings(no_fuzz=not fuzz)

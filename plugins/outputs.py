@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from rstck.results import ResultsDocument
 
 from .files import check_writable
 from .files import write_atomic
@@ -37,7 +37,7 @@ class DocumentWriter:
     survive a vanished directory or a full disk, which then cost one "not written" line.
     """
 
-    def __init__(self, path: Path, render: Callable[[dict[str, Any]], str], kind: str) -> None:
+    def __init__(self, path: Path, render: Callable[[ResultsDocument], str], kind: str) -> None:
         self.path = path
         self.render = render
         #: How the terminal names the file: "results file", "HTML report".
@@ -46,7 +46,7 @@ class DocumentWriter:
         self.problem: str | None = None
 
     @hookimpl
-    def rstck_run_finished(self, document: dict[str, Any]) -> None:
+    def rstck_run_finished(self, document: ResultsDocument) -> None:
         try:
             write_atomic(self.path, self.render(document))
         except OSError as exc:
@@ -58,7 +58,7 @@ class DocumentWriter:
 
 
 def configure_writer(config: pytest.Config, state: RsTckState, dest: str, option: str,
-                     render: Callable[[dict[str, Any]], str], kind: str) -> None:
+                     render: Callable[[ResultsDocument], str], kind: str) -> None:
     """Register a ``DocumentWriter`` for the path ``option`` names, if it names one."""
     path = requested_path(config, dest, option)
     if path is not None:

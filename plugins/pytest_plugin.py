@@ -30,6 +30,8 @@ from rstck.engine import Schedule
 from rstck.engine import select
 from rstck.environment import Environment
 from rstck.errors import SetupError
+from rstck.results import FAILING
+from rstck.results import Outcome
 from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.runner import run_test
@@ -51,6 +53,7 @@ from . import threads as rs_threads
 from .hooks import defines_hooks
 from .hooks import make_manager
 from .hooks import make_resolver
+from .hookspecs import Reporter
 from .html_report import options as html_report
 from .pytest_entry import no_subject_hint
 from .state import ResultCollector
@@ -69,8 +72,14 @@ ADAPTER_OPTION = "--rs-adapter"
 
 #: Extra seconds pytest-timeout allows beyond the TCK's own limit: it is only the backstop.
 BACKSTOP_MARGIN_S = 30.0
-#: The reporters, each configured from the run's options and state, in this order.
-REPORTERS = (json_report, html_report, rs_baseline, terminal)
+#: The TCK's own reporters, registered in the run's ``rstck`` plugin manager as anyone's are, and
+#: set up (``rstck_configure``) in this order: the files, then the gate, then the table.
+BUILTIN_REPORTERS: tuple[tuple[str, Reporter], ...] = (
+    ("rstck-reporter-json", json_report),
+    ("rstck-reporter-html", html_report),
+    ("rstck-reporter-baseline", rs_baseline),
+    ("rstck-reporter-terminal", terminal),
+)
 
 
 @dataclass(frozen=True)
@@ -178,9 +187,9 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("rs_adapter", "Adapter applied to every subject (see --rs-adapter)", default=None)
     _add_subject_options(parser, group)
-    for reporter in REPORTERS:
-        if hasattr(reporter, "add_options"):
-            reporter.add_options(group)
+    json_report.add_options(group)
+    html_report.add_options(group)
+    rs_baseline.add_options(group)
     for knob in KNOBS:
         if knob.kind == "bool":
             group.addoption(knob.option, dest=knob.ini, action="store_true", default=None,
@@ -244,6 +253,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     _seed_from_environment()
     hooks = make_manager()
+    for name, reporter in reversed(BUILTIN_REPORTERS):  # pluggy calls the last registered first
+        hooks.register(reporter, name)
     for _name, plugin in config.pluginmanager.list_name_plugin():
         _register_conftest(hooks, plugin)
     config.stash[resolver_key] = _resolver(config, hooks)
@@ -281,8 +292,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                   "rs-tck-results")
     if subjects:
         _show_skip_reasons(config)
-    for reporter in REPORTERS:
-        reporter.configure(config, state)
+    hooks.hook.rstck_configure(config=config, state=state)
 
 
 def _seed_from_environment() -> None:
@@ -389,9 +399,9 @@ class RsTckItem(pytest.Item):
     def runtest(self) -> None:
         result = _with_replay_command(self, _scheduled(self))
         self.stash[result_key] = result
-        if result.outcome == "skipped":
+        if result.outcome == Outcome.SKIPPED:
             pytest.skip(result.message)
-        if result.outcome in ("failed", "error"):
+        if result.outcome in FAILING:
             raise RsTckFailure(result)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],

@@ -13,6 +13,7 @@ from typing import Any
 
 import pluggy
 import pytest
+from rstck.results import Level
 from rstck.results import TestResult
 from rstck.results import document
 from rstck.settings import Settings
@@ -91,7 +92,7 @@ result_key = pytest.StashKey[TestResult]()
 def _row_of(item: pytest.Item) -> tuple[str, str]:
     """(verification, rule id or "sanity"/"fuzz") of a TCK item, as the rule table keys it."""
     test = getattr(item, "test")  # noqa: B009 - a TCK item; the plugin module is not imported here
-    return test.verification, test.rule_id or ("fuzz" if test.level == "fuzz" else "sanity")
+    return test.verification, test.rule_id or ("fuzz" if test.level == Level.FUZZ else "sanity")
 
 
 def state_of(config: pytest.Config) -> RsTckState | None:
@@ -137,18 +138,14 @@ class ResultCollector:
         state = self.state
         if hasattr(session.config, "workerinput") or not state.active:
             return
-        data = document(self.results, subjects=state.labels(), settings=state.settings.to_json(),
-                        edition=state.settings.edition)
         state.interrupted = self.interruption(session)
         if state.interrupted:
             # A partial run must not read like a complete one, in the file or in a gate.
-            data["interrupted"] = True
-            data["interrupted_reason"] = state.interrupted
             state.not_run = self.not_run(session)
             state.not_run_tests = [_row_of(item) for item in session.items
                                    if self.is_tck_item(item) and item.nodeid not in self.reported]
-            if state.not_run is not None:
-                data["not_run"] = state.not_run
+        data = document(self.results, subjects=state.labels(), settings=state.settings.to_json(),
+                        edition=state.settings.edition, interrupted=state.interrupted, not_run=state.not_run)
         try:
             state.hooks.hook.rstck_run_finished(document=data)
         except Exception as exc:

@@ -15,13 +15,16 @@ from rstck.catalogue import coverage
 from rstck.catalogue import edition_coverage
 from rstck.editions import DEFAULT as DEFAULT_EDITION
 from rstck.editions import display_rules
+from rstck.results import FAILING
+from rstck.results import LEVELS
+from rstck.results import Level
 from rstck.results import TestResult
+from rstck.results import Verdict
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 
 from .hooks import hookimpl
 from .state import RsTckState
-from .verdicts import FAILING
 from .verdicts import LABELS
 from .verdicts import SEVERITY
 from .verdicts import broken_rules
@@ -37,17 +40,18 @@ WIDTH = 100
 def _cell(results: list[TestResult]) -> tuple[str, str, str]:
     """(verdict, tests, colour) for one rule and one verification."""
     bad = shown(results)
-    known = bad == "failed" and all(r.baseline == "known" for r in results if verdict(r) == "failed")
+    known = bad == Verdict.FAILED and all(r.baseline == "known" for r in results if verdict(r) == Verdict.FAILED)
     text = "FAILED" if bad in FAILING and not known else LABELS.get(bad, bad)
     if known:
         text = "known deviation"
-    tests = counts((r.level for r in results), ("required", "optional", "stochastic", "untested", "fuzz"))
+    tests = counts((r.level for r in results), LEVELS)
     if len({verdict(r) for r in results}) > 1:
         tests += ": " + counts((verdict(r) for r in results), dict.fromkeys((bad, *SEVERITY)))
     races = race_count(results)
     if races:
         tests += f"; {races}"
-    colour = {"passed": "green", "failed": "red", "error": "red", "optional_unsupported": "yellow"}.get(bad, "")
+    colour = {Verdict.PASSED: "green", Verdict.FAILED: "red", Verdict.ERROR: "red",
+              Verdict.OPTIONAL_UNSUPPORTED: "yellow"}.get(bad, "")
     return text, tests, "yellow" if known else colour
 
 
@@ -72,7 +76,7 @@ def _key(r: TestResult, rules: Mapping[str, Any]) -> str:
     """The table row of a result: its rule, or "fuzz", or "sanity"."""
     if r.rule is not None and r.rule in rules:
         return r.rule
-    return "fuzz" if r.level == "fuzz" else "sanity"
+    return "fuzz" if r.level == Level.FUZZ else "sanity"
 
 
 def table(results: list[TestResult], not_run: Iterable[tuple[str, str]] = (),
@@ -217,7 +221,7 @@ def sanity_first(results: list[TestResult]) -> list[str]:
     out = []
     for name in dict.fromkeys(r.verification for r in results):
         mine = [r for r in results if r.verification == name]
-        sanity = [r for r in mine if r.rule is None and r.level != "fuzz" and r.outcome in FAILING]
+        sanity = [r for r in mine if r.rule is None and r.level != Level.FUZZ and r.outcome in FAILING]
         if not sanity:
             continue
         others = sum(1 for r in mine if r.outcome in FAILING and r not in sanity)
@@ -244,7 +248,8 @@ def files_and_problems(state: RsTckState) -> list[tuple[str, str]]:
     return out
 
 
-def configure(config: pytest.Config, state: RsTckState) -> None:
+@hookimpl
+def rstck_configure(config: pytest.Config, state: RsTckState) -> None:
     summary = TerminalSummary(state)
     state.hooks.register(summary, "rs-tck-terminal-summary")
     config.pluginmanager.register(summary, "rs-tck-terminal-summary")

@@ -8,24 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rstck.results import FAILING
+from rstck.results import Level
+from rstck.results import Outcome
 from rstck.results import TestResult
+from rstck.results import Verdict
 
 #: Worst first: the verdict a rule's cell shows when several tests verify it.
-SEVERITY = ("failed", "error", "optional_unsupported", "not_applicable", "untested", "deselected", "passed")
-LABELS = {
-    "passed": "passed",
-    "failed": "failed",
-    "error": "error",
-    "optional_unsupported": "optional unsupported",
-    "not_applicable": "not applicable",
-    "untested": "untested",
-    "deselected": "deselected",
-}
-#: Outcomes that fail a run (unless a baseline lists them).
-FAILING = ("failed", "error")
+SEVERITY = (Verdict.FAILED, Verdict.ERROR, Verdict.OPTIONAL_UNSUPPORTED, Verdict.NOT_APPLICABLE,
+            Verdict.UNTESTED, Verdict.DESELECTED, Verdict.PASSED)
+#: How people read a verdict: its word, spaced.
+LABELS: dict[str, str] = {v: v.replace("_", " ") for v in Verdict}
 
 
-def verdict(r: TestResult) -> str:
+def verdict(r: TestResult) -> Verdict | Outcome:
     """The TCK's verdict of a result, or its pytest outcome when the verdict is not one we name."""
     return r.verdict if r.verdict in LABELS else r.outcome
 
@@ -34,12 +30,12 @@ def is_failure(r: TestResult) -> bool:
     return r.verdict in FAILING or r.outcome in FAILING
 
 
-def worst(results: Iterable[TestResult]) -> str:
+def worst(results: Iterable[TestResult]) -> Verdict:
     verdicts = {verdict(r) for r in results}
-    return next((v for v in SEVERITY if v in verdicts), "passed")
+    return next((v for v in SEVERITY if v in verdicts), Verdict.PASSED)
 
 
-def shown(results: Iterable[TestResult]) -> str:
+def shown(results: Iterable[TestResult]) -> Verdict:
     """The verdict a rule's cell shows: a failure if any test failed, else passed if any passed.
 
     A cell with two passed tests and one not applicable read as "not applicable", as if the rule
@@ -49,7 +45,7 @@ def shown(results: Iterable[TestResult]) -> str:
     bad = worst(results)
     if bad in FAILING:
         return bad
-    return "passed" if any(verdict(r) == "passed" for r in results) else bad
+    return Verdict.PASSED if any(verdict(r) == Verdict.PASSED for r in results) else bad
 
 
 def counts(items: Iterable[str], order: Iterable[str] = SEVERITY) -> str:
@@ -82,7 +78,7 @@ def race_count(results: Iterable[TestResult]) -> str:
     deterministic find is said as such, never as a race rate.
     """
     results = list(results)
-    hunts = [r.iterations for r in results if r.iterations and r.level != "fuzz"
+    hunts = [r.iterations for r in results if r.iterations and r.level != Level.FUZZ
              and not (r.outcome in FAILING and not r.iterations.get("showed", 0))]
     parts = []
     if hunts:
@@ -90,7 +86,7 @@ def race_count(results: Iterable[TestResult]) -> str:
         showed = sum(c.get("showed", 0) for c in hunts)
         parts.append(f"race shown in {showed} of {ran} iteration{'' if ran == 1 else 's'}")
     for r in results:
-        if r.level != "fuzz" or not r.iterations:
+        if r.level != Level.FUZZ or not r.iterations:
             continue
         race = (r.fuzz or {}).get("race") if isinstance(r.fuzz, dict) else None
         if r.outcome in FAILING and isinstance(race, dict):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .matrix import markdown as matrix_markdown
+from .results import Level
 from .rules import RULES
 from .verifications import VERIFICATIONS
 
@@ -104,7 +105,7 @@ def verifications_markdown() -> str:
         out += ["", f"## {name} ({len(verification.tests)} tests)", ""]
         for test in verification.tests:
             rule = f"rule [{test.rule.id}]({test.rule.url})" if test.rule else \
-                "every rule it can observe (see [fuzzing](fuzzing.md))" if test.level == "fuzz" else "sanity"
+                "every rule it can observe (see [fuzzing](fuzzing.md))" if test.level == Level.FUZZ else "sanity"
             out.append(f"### `{test.test_id}`")
             out.append("")
             out.append(f"*{test.level}*, {rule}.")

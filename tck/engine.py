@@ -23,6 +23,7 @@ from .editions import EDITIONS
 from .editions import rule_ids as rule_ids_of
 from .environment import Environment
 from .errors import SetupError
+from .results import Level
 from .results import TestResult
 from .runner import run_test
 from .settings import Settings
@@ -43,7 +44,7 @@ def select(
     wanted, unwanted = set(rules), set(skip_rules)
 
     def key(test: TckTest) -> str:
-        return "fuzz" if test.level == "fuzz" else test.rule_id or "sanity"
+        return "fuzz" if test.level == Level.FUZZ else test.rule_id or "sanity"
 
     return [t for t in tests if (not wanted or key(t) in wanted) and key(t) not in unwanted]
 
@@ -57,7 +58,7 @@ LOOKAHEAD = 32
 
 #: The order tests start in: race hunts first (alone), then the fuzz searches (CPU work that fills
 #: the rule tests' windows), then the rule tests.
-_START_RANK = {"stochastic": 0, "fuzz": 1}
+_START_RANK: dict[str, int] = {Level.STOCHASTIC: 0, Level.FUZZ: 1}
 
 
 class Schedule:
@@ -157,11 +158,11 @@ class Schedule:
             # A stochastic test hunts races with tight timing over many rounds: it runs alone
             # (no other test calls, nor will until it ends), so tests beside it neither slow it
             # past its timeout nor change what it can see.
-            alone = self.tests[index].level == "stochastic"
+            alone = self.tests[index].level == Level.STOCHASTIC
             if alone and (self._active or self._parked):
                 return
             self._alone = alone
-            search = self._searches and self.tests[index].level == "fuzz"
+            search = self._searches and self.tests[index].level == Level.FUZZ
             self._searching += search
             self._started += 1
             self._running += 1
@@ -179,8 +180,8 @@ class Schedule:
                 return
 
     def _run(self, index: int) -> None:
-        slot = _Slot(self, alone=self.tests[index].level == "stochastic",
-                     search=self._searches and self.tests[index].level == "fuzz")
+        slot = _Slot(self, alone=self.tests[index].level == Level.STOCHASTIC,
+                     search=self._searches and self.tests[index].level == Level.FUZZ)
         future = self._futures[index]
         outcome: TestResult | BaseException
         try:
@@ -199,7 +200,7 @@ class Schedule:
             else:
                 future.set_result(outcome)
             with self._lock:
-                self._searching -= self._searches and self.tests[index].level == "fuzz"
+                self._searching -= self._searches and self.tests[index].level == Level.FUZZ
                 self._turn.notify_all()  # its waiter, and any waiting for the searches to end
                 self._pump()
 
@@ -215,7 +216,7 @@ def _preload(settings: Settings, tests: Sequence[TckTest]) -> None:
     names = [".fuzz"]
     if settings.loop == "asyncio":
         names.append(".loop")
-    if not settings.no_fuzz and any(t.level == "fuzz" for t in tests):
+    if not settings.no_fuzz and any(t.level == Level.FUZZ for t in tests):
         names.append(".fuzz.verify")
     for name in names:
         importlib.import_module(name, __package__)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .results import Failure
+from .results import Verdict
 from .rules import Rule
 from .rules import rule as _rule
 
@@ -67,9 +68,9 @@ class NotVerified(TckError):
     ``"optional_unsupported"`` (an optional behaviour the subject does not implement).
     """
 
-    def __init__(self, reason: str, *, kind: str = "not_applicable") -> None:
+    def __init__(self, reason: str, *, kind: Verdict | str = Verdict.NOT_APPLICABLE) -> None:
         self.reason = reason
-        self.kind = kind
+        self.kind = Verdict(kind)
         super().__init__(reason)
 
 

@@ -7,28 +7,59 @@ subjects and settings. The JSON shape is versioned by ``SCHEMA`` and described b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 from dataclasses import dataclass
 from dataclasses import field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from typing import NotRequired
+from typing import TypedDict
+from typing import TypeVar
 
 SCHEMA = "rs-tck-results/1"
 TCK_VERSION = "0.1.0"
 
-OUTCOMES = ("passed", "failed", "skipped", "error")
-#: Finer than the outcome: why a test was skipped, or that an optional one is unsupported.
-VERDICTS = (
-    "passed",
-    "failed",
-    "error",
-    "optional_unsupported",
-    "not_applicable",
-    "untested",
-    "deselected",
-)
-LEVELS = ("required", "optional", "stochastic", "untested", "fuzz")
+
+class Outcome(StrEnum):
+    """How a test ended, in pytest's words: what a CI gate counts."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+class Verdict(StrEnum):
+    """Finer than the outcome: why a test was skipped, or that an optional one is unsupported."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    OPTIONAL_UNSUPPORTED = "optional_unsupported"
+    NOT_APPLICABLE = "not_applicable"
+    UNTESTED = "untested"
+    DESELECTED = "deselected"
+
+
+class Level(StrEnum):
+    """What a test's failure means: the first word of its name (``required_spec309_...``)."""
+
+    REQUIRED = "required"
+    OPTIONAL = "optional"
+    STOCHASTIC = "stochastic"
+    UNTESTED = "untested"
+    FUZZ = "fuzz"
+
+
+# StrEnum members are their words: JSON, reports and comparisons with text read them unchanged.
+OUTCOMES = tuple(Outcome)
+VERDICTS = tuple(Verdict)
+LEVELS = tuple(Level)
+#: The outcomes (and the verdicts: the same words) that fail a run, unless a baseline lists them.
+FAILING: frozenset[str] = frozenset({Outcome.FAILED, Outcome.ERROR})
 
 
 @dataclass(frozen=True)
@@ -87,9 +118,10 @@ class TestResult:
     test: str
     verification: str
     rule: str | None
-    level: str
-    outcome: str
-    verdict: str
+    level: Level
+    outcome: Outcome
+    #: An ``Outcome`` only when read from a file written without verdicts.
+    verdict: Verdict | Outcome
     duration_s: float
     message: str = ""
     trace: list[dict[str, Any]] = field(default_factory=list)
@@ -109,14 +141,24 @@ class TestResult:
     #: In an edition other than JVM 1.0.1 (``rule`` is then the edition's own id): the JVM id.
     jvm_rule: str | None = None
 
+    def __post_init__(self) -> None:
+        # Words given as plain text become their members, so every consumer reads one type.
+        self.level = _member(Level, self.level, "level")
+        self.outcome = _member(Outcome, self.outcome, "outcome")
+        # A file written without verdicts has its outcome here; "skipped" is the one no verdict has.
+        self.verdict = (Outcome.SKIPPED if self.verdict == Outcome.SKIPPED
+                        else _member(Verdict, self.verdict, "verdict"))
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "test": self.test,
             "verification": self.verification,
             "rule": self.rule,
-            "level": self.level,
-            "outcome": self.outcome,
-            "verdict": self.verdict,
+            # Plain words, not members: xdist's execnet carries a report's result only as
+            # builtin types, and so may any consumer of the document.
+            "level": self.level.value,
+            "outcome": self.outcome.value,
+            "verdict": self.verdict.value,
             "duration_s": round(self.duration_s, 6),
             "message": self.message,
             "trace": self.trace,
@@ -159,21 +201,75 @@ class TestResult:
         )
 
 
+class _NotAWord(ValueError):
+    """A field holding a word its enum does not have; says ``field 'value' is not one of (...)``."""
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _member(kind: type[_E], value: object, name: str) -> _E:
+    """``value`` as a member of ``kind``, or an error naming the field and the words it allows."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return kind(value)
+    raise _NotAWord(f"{name} {value!r} is not one of {tuple(m.value for m in kind)}")
+
+
 def _iterations(value: Any) -> dict[str, int] | None:
     if value is None:
         return None
     return {"ran": int(value["ran"]), "showed": int(value["showed"])}
 
 
-def summarize(results: list[TestResult]) -> dict[str, Any]:
-    by_outcome = {o: 0 for o in OUTCOMES}
-    by_verdict = {v: 0 for v in VERDICTS}
+class Summary(TypedDict):
+    """The counts of a results document: by outcome, by verdict, and the summed test time."""
+
+    total: int
+    passed: int
+    failed: int
+    skipped: int
+    error: int
+    #: Every verdict, zeros included; a file written without verdicts adds its outcomes.
+    verdicts: dict[str, int]
+    duration_s: float
+
+
+class ResultsDocument(TypedDict):
+    """A results file (schema ``rs-tck-results/1``), as ``document`` builds it and the JSON holds it.
+
+    The three trailing keys are present only when the run stopped before every selected test
+    ran: a partial run must not read like a complete one, in the file or in a gate.
+    """
+
+    schema: str
+    edition: str
+    tck_version: str
+    python: str
+    subjects: dict[str, str]
+    settings: dict[str, Any]
+    summary: Summary
+    #: One ``TestResult.to_json()`` each.
+    results: list[dict[str, Any]]
+    interrupted: NotRequired[bool]
+    #: Why the run stopped early: ``"interrupted (KeyboardInterrupt)"``, ``"stopping after 1 failures"``.
+    interrupted_reason: NotRequired[str]
+    #: How many selected tests never reached a verdict, when the host knows.
+    not_run: NotRequired[int]
+
+
+def summarize(results: list[TestResult]) -> Summary:
+    by_outcome = {o: 0 for o in Outcome}
+    by_verdict: dict[str, int] = {v.value: 0 for v in Verdict}
     for r in results:
-        by_outcome[r.outcome] = by_outcome.get(r.outcome, 0) + 1
+        by_outcome[r.outcome] += 1
         by_verdict[r.verdict] = by_verdict.get(r.verdict, 0) + 1
     return {
         "total": len(results),
-        **by_outcome,
+        "passed": by_outcome[Outcome.PASSED],
+        "failed": by_outcome[Outcome.FAILED],
+        "skipped": by_outcome[Outcome.SKIPPED],
+        "error": by_outcome[Outcome.ERROR],
         "verdicts": by_verdict,
         "duration_s": round(sum(r.duration_s for r in results), 6),
     }
@@ -181,10 +277,14 @@ def summarize(results: list[TestResult]) -> dict[str, Any]:
 
 def document(
     results: list[TestResult], *, subjects: dict[str, str], settings: dict[str, Any],
-    edition: str = "jvm-1.0.1",
-) -> dict[str, Any]:
-    """The whole results file as a JSON-able dict; ``edition`` names the rule ids its results use."""
-    return {
+    edition: str = "jvm-1.0.1", interrupted: str | None = None, not_run: int | None = None,
+) -> ResultsDocument:
+    """The whole results file; ``edition`` names the rule ids its results use.
+
+    ``interrupted`` says why the run stopped before every selected test ran (None: it did not),
+    and ``not_run`` how many selected tests it left without a verdict, if known.
+    """
+    data: ResultsDocument = {
         "schema": SCHEMA,
         "edition": edition,
         "tck_version": TCK_VERSION,
@@ -194,6 +294,12 @@ def document(
         "summary": summarize(results),
         "results": [r.to_json() for r in results],
     }
+    if interrupted:
+        data["interrupted"] = True
+        data["interrupted_reason"] = interrupted
+        if not_run is not None:
+            data["not_run"] = not_run
+    return data
 
 
 class ResultsFileError(ValueError):
@@ -216,10 +322,10 @@ def load(path: str | Path) -> tuple[dict[str, Any], list[TestResult]]:
     for i, item in enumerate(data.get("results", [])):
         try:
             result = TestResult.from_json(item)
+        except _NotAWord as exc:
+            raise ResultsFileError(f"{path}: results[{i}].{exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultsFileError(f"{path}: results[{i}] is malformed: missing or bad {exc}") from None
-        if result.outcome not in OUTCOMES:
-            raise ResultsFileError(f"{path}: results[{i}].outcome {result.outcome!r} is not one of {OUTCOMES}")
         if result.baseline not in (None, "known"):
             raise ResultsFileError(f"{path}: results[{i}].baseline {result.baseline!r} is not 'known'")
         results.append(result)

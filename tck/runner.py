@@ -27,7 +27,10 @@ from .errors import NotVerified
 from .errors import RuleViolation
 from .errors import SetupError
 from .results import Failure
+from .results import Level
+from .results import Outcome
 from .results import TestResult
+from .results import Verdict
 from .rules import rule as lookup_rule
 from .settings import KNOBS_BY_NAME
 from .settings import Settings
@@ -153,13 +156,13 @@ def _result(
 ) -> TestResult:
     problems = env.problems
     primary: RuleViolation | None = None
-    verdict, outcome, message = "passed", "passed", ""
+    verdict, outcome, message = Verdict.PASSED, Outcome.PASSED, ""
     failures: list[Failure] = []
     if isinstance(error, NotVerified):
-        outcome, verdict = "skipped", error.kind
+        outcome, verdict = Outcome.SKIPPED, error.kind
         message = f"{error.kind.replace('_', ' ')}: {error.reason}"
     elif isinstance(error, SetupError):
-        outcome, verdict = "error", "error"
+        outcome, verdict = Outcome.ERROR, Verdict.ERROR
         failures = [Failure(None, "a subject the TCK can set up", str(error))]
         message = f"[setup] {error}"
     elif isinstance(error, _Stalled):
@@ -188,23 +191,23 @@ def _result(
         found += [_Found(as_violation(p, test.rule_id), p, None if isinstance(p.error, RuleViolation) else p.error)
                   for p in others]
         failures = [f.violation.failure() for f in found]
-        outcome, verdict = "failed", "failed"
+        outcome, verdict = Outcome.FAILED, Verdict.FAILED
         cited = {f.rule for f in failures}
-        if test.level == "optional" and cited <= {test.rule_id, None} and not isinstance(error, _Stalled):
+        if test.level == Level.OPTIONAL and cited <= {test.rule_id, None} and not isinstance(error, _Stalled):
             # The optional behaviour is absent; nothing the spec requires was broken.
-            outcome, verdict = "skipped", "optional_unsupported"
+            outcome, verdict = Outcome.SKIPPED, Verdict.OPTIONAL_UNSUPPORTED
         message = _failure_message(test, found, env, subject)
-        if verdict == "optional_unsupported":
+        if verdict == Verdict.OPTIONAL_UNSUPPORTED:
             message = "optional, not supported: " + message
     records = env.trace.records()
     rule = test.rule_id
-    if test.level == "fuzz" and primary is not None and primary.rule is not None:
+    if test.level == Level.FUZZ and primary is not None and primary.rule is not None:
         rule = primary.rule.id  # a fuzz test verifies no single rule: it reports the one broken
     return TestResult(
         test=test.name,
         verification=test.verification,
         rule=rule,
-        level=test.level,
+        level=Level(test.level),
         outcome=outcome,
         verdict=verdict,
         duration_s=duration,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rstck.errors import SetupError
+from rstck.results import FAILING
 from rstck.settings import KNOBS
 from rstck.settings import metavar
 
@@ -350,7 +351,7 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
         finally:
             if owned:
                 spark.stop()
-    bad = counts.get("failed", 0) + counts.get("error", 0)
+    bad = sum(counts.get(outcome, 0) for outcome in FAILING)
     print(f"{PROG} campaign {cid}: {sum(counts.values())} test executions: "
           + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
           + f"; wrote {out / 'summary.json'} and {out / 'report.html'}")

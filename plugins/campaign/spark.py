@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
+from rstck.results import FAILING
+
 from .plan import UsageError
 from .unit import COLUMNS
 from .unit import ROW_FIELDS
@@ -289,7 +291,7 @@ def run_units(
             rows = [_executor_error(json.loads(unit_json), exc)]
         _spool(spool, rows)
         done.add(1)
-        failing.add(sum(1 for r in rows if r["outcome"] in ("failed", "error")))
+        failing.add(sum(1 for r in rows if r["outcome"] in FAILING))
         return [tuple(r.get(c) for c in columns) for r in rows]
 
     run_udf = F.udf(run, ArrayType(row_schema()), useArrow=False).asNondeterministic()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
+from rstck.results import Level
 from rstck.settings import KNOBS_BY_NAME
 from rstck.settings import Settings
 
@@ -46,7 +47,7 @@ def rule_label(verification: str, test: str, cited: str | None = None) -> str:
     kind = VERIFICATIONS.get(verification)
     for t in kind.tests if kind is not None else ():
         if t.name == test:
-            return "fuzz" if t.level == "fuzz" else t.rule_id or "sanity"
+            return "fuzz" if t.level == Level.FUZZ else t.rule_id or "sanity"
     if test.startswith("fuzz_"):
         return "fuzz"
     return cited or "sanity"

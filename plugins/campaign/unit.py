@@ -23,6 +23,7 @@ import uuid
 from typing import Any
 
 from rstck.results import TCK_VERSION
+from rstck.results import Outcome
 
 #: Columns of the results dataset, in order, with their Spark SQL types.
 ROW_FIELDS: tuple[tuple[str, str], ...] = (
@@ -88,9 +89,9 @@ def synthetic_row(base: dict[str, Any], test: str, outcome: str, message: str, s
                "hint": "", "evidence": [], "setting": None}
     result = {
         "verification": base["verification"], "test": test, "rule": rule, "level": level,
-        "outcome": outcome, "verdict": "error" if outcome == "error" else "untested",
+        "outcome": outcome, "verdict": "error" if outcome == Outcome.ERROR else "untested",
         "duration_s": max(0.0, now - started), "message": message,
-        "failures": [failure] if outcome == "error" else [], "started_at": started, "finished_at": now,
+        "failures": [failure] if outcome == Outcome.ERROR else [], "started_at": started, "finished_at": now,
     }
     return result_row(result, base)
 

@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from rstck.results import Failure
+from rstck.results import Level
 from rstck.results import TestResult
+from rstck.results import Verdict
 from rstck.rules import RULES
 from rstck.rules import Rule
 from rstck.settings import KNOBS_BY_NAME
@@ -109,13 +111,13 @@ def _dl(facts: list[tuple[str, str, str]]) -> str:
 def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any],
                     rules: Mapping[str, Rule] = RULES) -> str:
     known = r.baseline == "known"
-    kind = "error" if _verdict(r) == "error" else "failed"
+    kind = Verdict.ERROR if _verdict(r) == Verdict.ERROR else Verdict.FAILED
     facts = [("rule", "", _rule_text(r.rule, rules) if r.rule is not None and r.rule in rules else "sanity check of the factory")]
     facts.append(("test", "", (f'<code>{esc(r.verification)}::{esc(r.test)}</code> ({esc(r.level)}, '
                                f"{r.duration_s * 1000:.1f} ms)")))
     if r.subject:
         facts.append(("subject", "", esc(r.subject)))
-    if r.iterations is not None and r.level == "fuzz":
+    if r.iterations is not None and r.level == Level.FUZZ:
         facts.append(("scenarios", "", esc(race_count([r]))))
     elif r.iterations is not None and r.iterations["showed"]:  # failed for another reason: no race
         ran, showed = r.iterations["ran"], r.iterations["showed"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ..hooks import hookimpl
 from ..outputs import configure_writer
 from ..state import RsTckState
 from .page import render
@@ -16,5 +17,6 @@ def add_options(group: pytest.OptionGroup) -> None:
                     help="Write a self-contained HTML report (conformance table, failures, signal traces) to PATH")
 
 
-def configure(config: pytest.Config, state: RsTckState) -> None:
+@hookimpl
+def rstck_configure(config: pytest.Config, state: RsTckState) -> None:
     configure_writer(config, state, "rs_report_html", REPORT_HTML_OPTION, render, "HTML report")

@@ -20,7 +20,9 @@ from rstck.editions import DEFAULT as DEFAULT_EDITION
 from rstck.editions import EDITIONS
 from rstck.editions import display_rules
 from rstck.results import SCHEMA
+from rstck.results import Level
 from rstck.results import TestResult
+from rstck.results import Verdict
 from rstck.rules import SPEC_URL
 from rstck.rules import Rule
 from rstck.verifications import VERIFICATIONS
@@ -73,7 +75,7 @@ def _test_item(r: TestResult, anchors: Mapping[int, str], show_reason: bool) -> 
     if id(r) in anchors:
         name = f'<a href="#{anchors[id(r)]}">{name}</a>'
     reason = ""
-    if show_reason and verdict != "passed" and r.message:
+    if show_reason and verdict != Verdict.PASSED and r.message:
         cls = "reason fail" if _is_failure(r) else "reason"
         reason = f'<div class="{cls}">{esc(reason_line(r))}</div>'
     return (f'<li><span class="lvl">{esc(r.level)}</span>{badge(verdict, r.baseline == "known")} {name} '
@@ -107,16 +109,16 @@ def _cell(results: list[TestResult], covered: bool, anchors: Mapping[int, str], 
         return (f'<td class="cell"><span class="none" title="no test of this verification checks rule {esc(rid)}">'
                 f"—</span>{note}</td>")
     worst = _shown(results)
-    known = worst == "failed" and all(r.baseline == "known" for r in results if _verdict(r) == "failed")
+    known = worst == Verdict.FAILED and all(r.baseline == "known" for r in results if _verdict(r) == Verdict.FAILED)
     parts = [badge(worst, known)]
     if len(results) == 1:
         r = results[0]
         name = esc(r.test)
         if id(r) in anchors:
             name = f'<a href="#{anchors[id(r)]}">{name}</a>'
-        if r.level != worst:
+        if str(r.level) != worst:  # one word, said once: an untested test's verdict
             parts.append(f' <span class="lvl">{esc(r.level)}</span>')
-        if worst != "passed" and r.message:
+        if worst != Verdict.PASSED and r.message:
             cls = "reason fail" if _is_failure(r) else "reason"
             parts.append(f'<div class="{cls}">{esc(reason_line(r))}</div>')
         parts.append(f'<div class="reason mono">{name}</div>')
@@ -132,7 +134,7 @@ def _rule_row(rule: Rule, by_verification: Mapping[str, list[TestResult]], colum
               covered: Mapping[str, list[str]], anchors: Mapping[int, str],
               elsewhere: Mapping[str, list[TestResult]], interrupted: bool = False) -> str:
     mine = [r for v in columns for r in by_verification.get(v, [])]
-    clean = (not mine or _worst(mine) == "passed") and not any(elsewhere.values())
+    clean = (not mine or _worst(mine) == Verdict.PASSED) and not any(elsewhere.values())
     cells = "".join(
         _cell(list(by_verification.get(v, [])), v in covered, anchors, rule.id, list(elsewhere.get(v, [])),
               interrupted)
@@ -160,7 +162,7 @@ def wall_time(results: Iterable[TestResult]) -> float:
 def failure_order(r: TestResult, rules: Mapping[str, Rule]) -> tuple[Any, ...]:
     """By rule; within a rule the simplest evidence first: one problem, a short trace, no fuzz."""
     rule = rules[r.rule].sort_key if r.rule is not None and r.rule in rules else (0, 0)
-    return (rule, r.level == "fuzz", len(r.failures), r.trace_total, r.verification, r.test)
+    return (rule, r.level == Level.FUZZ, len(r.failures), r.trace_total, r.verification, r.test)
 
 
 def _results(doc: Mapping[str, Any]) -> list[TestResult]:
@@ -247,9 +249,9 @@ def render(doc: Mapping[str, Any]) -> str:
              f'<div class="card" id="wall-time"><b>{wall_time(results):.2f} s</b><span>wall time</span></div>',
              (f'<div class="card" id="summed-time"><b>{summed:.2f} s</b><span>summed test time (tests '
              "overlap)</span></div>")]
-    for verdict in ("passed", "failed", "error", "optional_unsupported", "not_applicable", "untested", "deselected"):
-        if counts.get(verdict) or verdict in ("passed", "failed"):
-            extra = f" ({known} known)" if verdict == "failed" and known else ""
+    for verdict in Verdict:
+        if counts.get(verdict) or verdict in (Verdict.PASSED, Verdict.FAILED):
+            extra = f" ({known} known)" if verdict == Verdict.FAILED and known else ""
             cards.append(f'<div class="card c-{verdict}"><b>{counts.get(verdict, 0)}</b>'
                          f"<span>{esc(LABELS[verdict])}{extra}</span></div>")
 

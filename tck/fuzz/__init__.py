@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import NotVerified
+from ..results import Verdict
 
 
 def deselected(settings: Any) -> None:
     """Skip a fuzz verification switched off, before Hypothesis is even imported (a third of
     a second that a run with ``--rs-no-fuzz`` should not pay)."""
     if settings.no_fuzz:
-        raise NotVerified("fuzzing is switched off (--rs-no-fuzz)", kind="deselected")
+        raise NotVerified("fuzzing is switched off (--rs-no-fuzz)", kind=Verdict.DESELECTED)

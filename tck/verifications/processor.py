@@ -26,6 +26,7 @@ from ..errors import RuleViolation
 from ..manual import ManualPublisher
 from ..probe import STALL_CONFIRMATION
 from ..probe import ProbeSubscriber
+from ..results import Level
 from ..trace import short_repr
 from . import publisher
 from . import subscriber_whitebox
@@ -46,7 +47,7 @@ _PROPAGATE_OR_RECOVER = (
 # The publisher and whitebox tests, unchanged and under their own names, each on its view.
 tck_test.include(publisher.TESTS, via=ProcessorContext.publisher_view)
 # The processor is fuzzed as a publisher; its subscriber side through a downstream is not.
-tck_test.include([t for t in subscriber_whitebox.TESTS if t.level != "fuzz"],
+tck_test.include([t for t in subscriber_whitebox.TESTS if t.level != Level.FUZZ],
                  via=ProcessorContext.subscriber_view)
 
 

@@ -26,6 +26,7 @@ from ..evidence import last_seq
 from ..probe import STALL_CONFIRMATION
 from ..probe import ProbeSubscriber
 from ..probe import RaisingProbe
+from ..results import Verdict
 from ..trace import short_repr
 from ._base import Registry
 from ._base import aggressive_switching
@@ -152,7 +153,7 @@ def stochastic_spec103_must_signal_on_methods_sequentially(ctx: PublisherContext
     fails, check that signals from several threads are serialised (a lock or a serial queue).
     """
     if ctx.settings.skip_stochastic:
-        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
     elements = min(10, ctx.settings.max_elements)
     if elements < 2:
         raise NotVerified("needs a publisher of at least 2 elements (max_elements)")
@@ -202,7 +203,7 @@ def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_
     lock (or atomically), on the emission path as well as in request().
     """
     if ctx.settings.skip_stochastic:
-        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
     each = 8
     total = 2 * each
     if ctx.settings.max_elements < total + 1:

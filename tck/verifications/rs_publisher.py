@@ -22,6 +22,7 @@ from ..contexts.rs_publisher import RsPublisherBridge
 from ..contexts.rs_publisher import RsPublisherContext
 from ..editions import EDITIONS
 from ..probe import ProbeSubscriber
+from ..results import Level
 from ..rules import RULES
 from . import publisher as jvm
 from ._base import TckTest
@@ -53,7 +54,7 @@ class EditionTest(TckTest):
 
     @property
     def test_id(self) -> str:
-        if self.level == "fuzz":
+        if self.level == Level.FUZZ:
             return f"{self.name}[fuzz]"
         return f"{self.name}[{self.own_rule or 'sanity'}]"
 

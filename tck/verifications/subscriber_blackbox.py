@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..contexts import BlackboxContext
 from ..contexts import TckFailure
 from ..errors import NotVerified
+from ..results import Verdict
 from ._base import RIVAL_HOLD_S
 from ._base import Registry
 from ._base import aggressive_switching
@@ -190,7 +191,7 @@ def stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_p
     that request and cancel are made from one thread at a time (a serial worker or a lock).
     """
     if ctx.settings.skip_stochastic:
-        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
     subscriber, upstream = ctx.stage(yield_s=0.0005, hold_s=RIVAL_HOLD_S)
     ctx.requested(subscriber, upstream)
     with aggressive_switching():

@@ -16,6 +16,7 @@ from ..contexts import TckFailure
 from ..contexts import WhiteboxStages
 from ..errors import NotVerified
 from ..errors import RuleViolation
+from ..results import Verdict
 from ..whitebox import WhiteboxProbe
 from ..worker import Worker
 from ._base import RIVAL_HOLD_S
@@ -208,7 +209,7 @@ def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from
     (the puppet's included) are made from one thread at a time: a serial worker, or a lock.
     """
     if ctx.settings.skip_stochastic:
-        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind="deselected")
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
     ctx.needs_demand()
     stage = ctx.stage(yield_s=0.0005, hold_s=RIVAL_HOLD_S)
     sent = []

@@ -170,3 +170,79 @@ def test_builtin_adapters_come_from_the_entry_point_group() -> None:
         assert adapter.name == name
     source = Path(hooks.__file__).read_text()
     assert not any(name in source for name in declared), "hooks.py must not name the built-in adapters"
+
+
+def test_hookspecs_are_typed() -> None:
+    # Implementations and reporters read the contract from the signatures: none is left Any.
+    import inspect
+
+    from rstck_plugins import hookspecs
+
+    specs = {name: fn for name, fn in vars(hookspecs).items() if name.startswith("rstck_")}
+    assert "rstck_configure" in specs
+    for name, fn in specs.items():
+        annotations = [p.annotation for p in inspect.signature(fn).parameters.values()]
+        annotations.append(inspect.signature(fn).return_annotation)
+        assert not any("Any" in str(a) for a in annotations), (name, annotations)
+
+
+TALLY = '''
+import json
+
+import pytest
+from rstck.results import Verdict
+
+
+class Tally:
+    """One run's counts of each verdict, written where --tally says when the run ends."""
+
+    def __init__(self, path):
+        self.path = path
+        self.verdicts = {}
+
+    def rstck_result(self, result):
+        self.verdicts[result.verdict] = self.verdicts.get(result.verdict, 0) + 1
+
+    def rstck_run_finished(self, document):
+        with open(self.path, "w") as out:
+            json.dump({"verdicts": self.verdicts, "total": document["summary"]["total"],
+                       "passed": self.verdicts.get(Verdict.PASSED, 0)}, out)
+
+
+class TallyReporter:
+    def rstck_configure(self, config, state):
+        path = config.getoption("tally")
+        if path == "-":
+            raise pytest.UsageError("--tally: give a file")
+        if path:
+            state.hooks.register(Tally(path), "tally-run")
+
+
+REPORTER = TallyReporter()
+'''
+
+
+def test_third_party_reporter_from_an_entry_point(pytester: pytest.Pytester) -> None:
+    # Registered as an adapter is, with its own option; the TCK's reporters keep working beside it.
+    pytester.makepyfile(tally=TALLY)
+    pytester.makeconftest('''
+        def pytest_addoption(parser):
+            parser.addoption("--tally", dest="tally")
+    ''')
+    dist = pytester.path / "tally-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: tally\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[rstck]\ntally = tally:REPORTER\n")
+    pytester.syspathinsert()
+    args = ["--rs-publisher=rstck.reference:range_publisher", "--rs-rules=3.9,1.11"]
+    result = pytester.runpytest(*args, "--tally=tally.json", "--rs-report-json=results.json")
+    outcomes = result.parseoutcomes()
+    tally = json.loads((pytester.path / "tally.json").read_text())
+    document = json.loads((pytester.path / "results.json").read_text())
+    assert tally["total"] == document["summary"]["total"] == sum(tally["verdicts"].values()) > 4
+    assert tally["verdicts"] == {v: n for v, n in document["summary"]["verdicts"].items() if n}
+    assert tally["passed"] == outcomes["passed"] >= 4
+    result.stdout.fnmatch_lines(["*rs-tck: results file written to results.json*"])
+    refused = pytester.runpytest(*args, "--tally=-")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--tally: give a file" in refused.stderr.str()

@@ -242,6 +242,11 @@ def test_results_round_trip(tmp_path: Path) -> None:
             ' "level": "required", "outcome": "exploded", "duration_s": 1}]}'),
             "outcome 'exploded' is not one of",
         ),
+        (
+            ('{"schema": "rs-tck-results/1", "results": [{"test": "t", "verification": "publisher", "rule": null,'
+            ' "level": "required", "outcome": "passed", "verdict": "great", "duration_s": 1}]}'),
+            "results[0].verdict 'great' is not one of ('passed', 'failed', 'error', 'optional_unsupported',",
+        ),
     ],
 )
 def test_malformed_results_file_is_named(tmp_path: Path, content: str | None, message: str) -> None:
@@ -848,3 +853,57 @@ def test_a_fuzz_search_starts_before_the_rule_tests_and_no_result_is_handed_back
     assert all(at > start for at in calls)  # the search started first
     assert sum(start < at < end for at in calls) >= 3  # the rule tests ran beside it
     assert min(handed) >= end
+
+
+# -- the results contract's types ----------------------------------------------------------------
+
+
+def test_outcomes_verdicts_and_levels_are_one_enum_each_equal_to_their_words() -> None:
+    import rstck.results
+    from rstck.results import Level
+    from rstck.results import Outcome
+    from rstck.results import Verdict
+    from rstck_plugins import verdicts
+
+    assert tuple(Verdict) == rstck.results.VERDICTS
+    assert tuple(Level) == rstck.results.LEVELS
+    assert set(verdicts.LABELS) == set(Verdict) == set(verdicts.SEVERITY)
+    assert verdicts.FAILING is rstck.results.FAILING
+    result = TestResult("required_spec309_x", "publisher", "3.9", "required", "skipped", "not_applicable", 0.5)
+    assert (type(result.level), type(result.outcome), type(result.verdict)) == (Level, Outcome, Verdict)
+    assert result.outcome == "skipped"
+    assert f"{result.verdict}" == "not_applicable"
+    # A file written without verdicts reads its outcome in their place, as before.
+    data = result.to_json()
+    # Builtin str in the record: xdist (execnet) refuses to carry a subclass from its workers.
+    assert {type(data[key]) for key in ("level", "outcome", "verdict")} == {str}
+    del data["verdict"]
+    assert TestResult.from_json(data).verdict is Outcome.SKIPPED
+    with pytest.raises(ValueError, match=r"^level 'mandatory' is not one of \('required', "):
+        TestResult("t", "publisher", None, "mandatory", "passed", "passed", 0.0)
+
+
+def test_the_results_document_is_built_whole_and_reads_as_before(tmp_path: Path) -> None:
+    from importlib import resources
+
+    import jsonschema
+
+    failed = TestResult("required_spec309_x", "publisher", "3.9", "required", "failed", "failed", 0.5, "m")
+    skipped = TestResult("optional_spec111_y", "publisher", "1.11", "optional", "skipped",
+                         "optional_unsupported", 0.25)
+    data = document([failed, skipped], subjects={"publisher": "s"}, settings={},
+                    interrupted="stopping after 1 failures", not_run=3)
+    # Keys in the order the file always had them, the partial-run marks last.
+    assert list(data) == ["schema", "edition", "tck_version", "python", "subjects", "settings", "summary",
+                          "results", "interrupted", "interrupted_reason", "not_run"]
+    assert (data["interrupted"], data["interrupted_reason"], data["not_run"]) == (True, "stopping after 1 failures", 3)
+    text = json.dumps(data, indent=2)
+    assert '"summary": {\n    "total": 2,\n    "passed": 0,\n    "failed": 1,\n    "skipped": 1,\n    "error": 0,' in text
+    assert '"verdicts": {\n      "passed": 0,\n      "failed": 1,\n      "error": 0,\n      "optional_unsupported": 1,' in text
+    assert '"level": "optional",\n      "outcome": "skipped",\n      "verdict": "optional_unsupported",' in text
+    schema = json.loads(resources.files("rstck").joinpath("schemas/rs-tck-results-1.schema.json").read_text())
+    jsonschema.validate(json.loads(text), schema)
+    complete = document([failed], subjects={}, settings={})
+    assert "interrupted" not in complete
+    assert "not_run" not in complete
+    assert "not_run" not in document([failed], subjects={}, settings={}, interrupted="stopped early")
