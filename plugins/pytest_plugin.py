@@ -30,6 +30,8 @@ from rstck.engine import Schedule
 from rstck.engine import select
 from rstck.environment import Environment
 from rstck.errors import SetupError
+from rstck.fuzz import check_replay
+from rstck.registry import TckTest
 from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.runner import run_test
@@ -42,7 +44,6 @@ from rstck.subjects import smoke_check
 from rstck.subjects import smoke_check_subject
 from rstck.verifications import VERIFICATIONS
 from rstck.verifications import for_edition
-from rstck.verifications._base import TckTest
 
 from . import baseline as rs_baseline
 from . import json_report
@@ -214,9 +215,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
             explicit.add(knob.name)
             break
     try:
-        return Settings(**values, explicit=frozenset(explicit))
+        settings = Settings(**values, explicit=frozenset(explicit))
+        check_replay(settings)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    return settings
 
 
 def _rule_list(config: pytest.Config, dest: str, option: str, edition: str = DEFAULT_EDITION) -> list[str]:

@@ -23,13 +23,14 @@ from .editions import EDITIONS
 from .editions import rule_ids as rule_ids_of
 from .environment import Environment
 from .errors import SetupError
+from .fuzz import check_replay
+from .registry import TckTest
 from .results import TestResult
 from .runner import run_test
 from .settings import Settings
 from .subjects import PublisherSubject
 from .verifications import for_edition
 from .verifications import publisher
-from .verifications._base import TckTest
 
 
 def select(
@@ -301,6 +302,7 @@ def run_verification(
     ``concurrency`` (default: the ``concurrency`` setting) is how many tests may run at once.
     """
     settings = settings or Settings()
+    check_replay(settings)
     edition = EDITIONS[settings.edition]
     kinds = for_edition(settings.edition)
     if name not in kinds and not edition.is_jvm:

@@ -26,13 +26,13 @@ from .environment import as_violation
 from .errors import NotVerified
 from .errors import RuleViolation
 from .errors import SetupError
+from .registry import TckTest
 from .results import Failure
 from .results import TestResult
 from .rules import rule as lookup_rule
 from .settings import KNOBS_BY_NAME
 from .settings import Settings
 from .trace import short_repr
-from .verifications._base import TckTest
 from .worker import Worker
 
 #: How often the watchdog looks at a running verification (it wakes at once when it ends).

@@ -25,10 +25,10 @@ from ..contexts import TckFailure
 from ..errors import RuleViolation
 from ..manual import ManualPublisher
 from ..probe import ProbeSubscriber
+from ..registry import Registry
 from ..trace import short_repr
 from . import publisher
 from . import subscriber_whitebox
-from ._base import Registry
 
 VERIFICATION = "processor"
 tck_test = Registry(VERIFICATION)

@@ -25,9 +25,9 @@ from ..evidence import cite
 from ..evidence import last_seq
 from ..probe import ProbeSubscriber
 from ..probe import RaisingProbe
+from ..registry import Registry
 from ..trace import short_repr
-from ._base import Registry
-from ._base import aggressive_switching
+from ._racing import aggressive_switching
 
 VERIFICATION = "publisher"
 tck_test = Registry(VERIFICATION)
