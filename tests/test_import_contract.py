@@ -2,12 +2,20 @@
 
 Each package is a tower of layers, bottom first; a module imports its own layer and those below,
 never one above (loading the runner must not load the rule catalogue, nor settings the fuzzer).
-Every module is placed in a layer, so a new one has to be placed before the suite passes.
+Every module is placed in a layer, so a new one has to be placed before the suite passes. The
+core imports no test framework and nothing of the plugins, and nothing outside the core imports
+one of its private modules: the public ones are listed in ``rstck.PUBLIC_MODULES``.
+
+``tests/`` and ``benchmarks/`` are exempt from the last rule: they test and time the private
+modules themselves (a catalogue runs one rule test through ``rstck.runner`` to pin its verdict,
+a benchmark times the probe), which is what a user of the kit never does.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -34,6 +42,27 @@ RSTCK_LAYERS: list[tuple[str, list[str]]] = [
     ("engine", ["rstck.engine", "rstck.catalogue"]),
     ("front doors", ["rstck", "rstck.__main__"]),
 ]
+
+
+#: The layers of ``rstck_plugins``, bottom first: the pytest host on top, so that no reporter or
+#: campaign module can import the pytest plugin (it imports them), only its entry point.
+PLUGIN_LAYERS: list[tuple[str, list[str]]] = [
+    ("shared", ["rstck_plugins", "rstck_plugins.hookspecs", "rstck_plugins.hooks", "rstck_plugins.files",
+                "rstck_plugins.threads", "rstck_plugins.verdicts", "rstck_plugins.state",
+                "rstck_plugins.outputs"]),
+    ("adapters", ["rstck_plugins.adapters", "rstck_plugins.adapters.*"]),
+    ("reports", ["rstck_plugins.json_report", "rstck_plugins.html_report", "rstck_plugins.html_report.*",
+                 "rstck_plugins.baseline", "rstck_plugins.terminal", "rstck_plugins.mutation"]),
+    ("campaign", ["rstck_plugins.campaign", "rstck_plugins.campaign.*"]),
+    ("command line", ["rstck_plugins.cli", "rstck_plugins.__main__"]),
+    ("pytest host", ["rstck_plugins.pytest_plugin", "rstck_plugins.pytest_entry"]),
+]
+
+#: What the core never imports: a test framework, the cluster, or the plugins built on it.
+CORE_NEVER_IMPORTS = ("pytest", "_pytest", "pluggy", "pyspark", "rstck_plugins")
+
+#: Private modules the pytest plugin still imports, until it goes through the run API.
+NOT_YET_PUBLIC = {"rstck.contexts", "rstck.environment", "rstck.runner"}
 
 
 def _modules() -> dict[str, Path]:
@@ -109,8 +138,79 @@ def layer_violations(graph: Mapping[str, set[str]], package: str,
     return problems
 
 
+def _is_in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def foreign_violations(graph: Mapping[str, set[str]], package: str, never: Iterable[str]) -> list[str]:
+    """One line per import of ``package`` of something it must never import."""
+    return [f"{module} imports {target}, which {package} never imports"
+            for module in sorted(graph) if _is_in(module, package)
+            for target in sorted(graph[module]) if any(_is_in(target, n) for n in never)]
+
+
+def private_violations(graph: Mapping[str, set[str]], package: str, public: Iterable[str]) -> list[str]:
+    """One line per import of a private module of ``package`` from outside it."""
+    public = set(public)
+    return [f"{module} imports {target}, a private module of {package} (public: rstck.PUBLIC_MODULES)"
+            for module in sorted(graph) if not _is_in(module, package)
+            for target in sorted(graph[module]) if _is_in(target, package) and target not in public]
+
+
 def test_no_module_of_rstck_imports_a_layer_above_its_own() -> None:
-    assert layer_violations(import_graph(), "rstck", RSTCK_LAYERS) == []
+    problems = layer_violations(import_graph(), "rstck", RSTCK_LAYERS)
+    assert not problems, "\n".join(problems)
+
+
+def test_no_module_of_rstck_plugins_imports_a_layer_above_its_own() -> None:
+    problems = layer_violations(import_graph(), "rstck_plugins", PLUGIN_LAYERS)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_core_imports_no_test_framework_nor_the_plugins() -> None:
+    problems = foreign_violations(import_graph(), "rstck", CORE_NEVER_IMPORTS)
+    assert not problems, "\n".join(problems)
+
+
+def test_nothing_outside_the_core_imports_a_private_module_of_it() -> None:
+    import rstck
+
+    problems = private_violations(import_graph(), "rstck", {*rstck.PUBLIC_MODULES, *NOT_YET_PUBLIC})
+    assert not problems, "\n".join(problems)
+
+
+def test_every_public_module_exists_and_is_named_in_the_package_docstring() -> None:
+    import rstck
+
+    modules = _modules()
+    assert rstck.__doc__ is not None
+    for name in rstck.PUBLIC_MODULES:
+        assert name in modules, f"rstck.PUBLIC_MODULES names {name}, which is no module"
+        assert f"``{name}``" in rstck.__doc__, f"the rstck docstring does not name the public module {name}"
+
+
+def test_loading_the_core_loads_no_test_framework() -> None:
+    """What the source shows, checked once at run time too: a library the core loads loads none."""
+    code = (
+        "import sys, rstck, rstck.engine, rstck.runner, rstck.reference, rstck.catalogue\n"
+        f"bad = [m for m in {CORE_NEVER_IMPORTS!r} if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_forbidden_and_a_private_import_are_caught() -> None:
+    known = ["core", "core.public", "core.private", "outside"]
+    graph = {
+        "core": imports_of("core", "import pytest\nfrom . import public\n", known, is_package=True),
+        "core.public": set(),
+        "core.private": set(),
+        "outside": imports_of("outside", "from core import public\nfrom core.private import x\n", known),
+    }
+    assert foreign_violations(graph, "core", ["pytest"]) == ["core imports pytest, which core never imports"]
+    assert private_violations(graph, "core", ["core", "core.public"]) == [
+        "outside imports core.private, a private module of core (public: rstck.PUBLIC_MODULES)",
+    ]
 
 
 def test_an_upward_import_and_an_unplaced_module_are_caught() -> None:
