@@ -1,15 +1,17 @@
 """Reactive Streams TCK for Python: rule-by-rule conformance verification.
 
-The core runs without pytest: ``run_publisher_verification(subject)`` returns one result per
-rule test. The pytest plugin (``pytest --rs-publisher=module:factory``) is a thin front end
-over the same engine.
+The core runs without pytest: ``Run("publisher", subject).results()`` yields one result per
+rule test (``run_verification`` lists them). The pytest plugin (``pytest
+--rs-publisher=module:factory``) and the campaign's work units are front ends over the same
+``Run``.
 
 Public: the names in ``__all__`` and these modules (``PUBLIC_MODULES``), which the plugins,
 the campaign and users may import:
 
 - ``rstck`` these names; ``rstck.__main__`` the ``python -m rstck`` command line
 - ``rstck.api`` the Reactive Streams interfaces a subject implements
-- ``rstck.engine`` running whole verifications: ``run_verification``, ``Schedule``
+- ``rstck.engine`` the run API: ``Run`` (select the tests, apply the subject's declared
+  settings, schedule, results and their document), ``run_verification``, ``Schedule``
 - ``rstck.subjects`` subject records and their loading; ``rstck.reference`` conforming
   implementations; ``rstck.whitebox`` the probe a whitebox subscriber reports to
 - ``rstck.settings`` the knobs; ``rstck.results`` the results document; ``rstck.errors``
@@ -27,6 +29,7 @@ from .api import Processor
 from .api import Publisher
 from .api import Subscriber
 from .api import Subscription
+from .engine import Run
 from .engine import run_publisher_verification
 from .engine import run_verification
 from .errors import NotVerified
@@ -66,6 +69,7 @@ __all__ = [
     "Puppet",
     "Rule",
     "RuleViolation",
+    "Run",
     "Settings",
     "SetupError",
     "Subscriber",

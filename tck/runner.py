@@ -1,4 +1,4 @@
-"""The engine: runs one verification against one subject, with no test framework involved.
+"""Runs one rule test against a fresh subject and turns what happened into its ``TestResult``.
 
 The body of a verification runs on a TCK-owned daemon thread; this thread only watches it.
 A subject that blocks inside a call (neither returning nor signalling), or a verification that

@@ -61,10 +61,6 @@ PLUGIN_LAYERS: list[tuple[str, list[str]]] = [
 #: What the core never imports: a test framework, the cluster, or the plugins built on it.
 CORE_NEVER_IMPORTS = ("pytest", "_pytest", "pluggy", "pyspark", "rstck_plugins")
 
-#: Private modules the pytest plugin still imports, until it goes through the run API.
-NOT_YET_PUBLIC = {"rstck.contexts", "rstck.environment", "rstck.runner"}
-
-
 def _modules() -> dict[str, Path]:
     """Every module of the two packages by import name."""
     out: dict[str, Path] = {}
@@ -175,7 +171,7 @@ def test_the_core_imports_no_test_framework_nor_the_plugins() -> None:
 def test_nothing_outside_the_core_imports_a_private_module_of_it() -> None:
     import rstck
 
-    problems = private_violations(import_graph(), "rstck", {*rstck.PUBLIC_MODULES, *NOT_YET_PUBLIC})
+    problems = private_violations(import_graph(), "rstck", rstck.PUBLIC_MODULES)
     assert not problems, "\n".join(problems)
 
 
