@@ -241,3 +241,77 @@ def test_a_kernel_module_does_not_reach_up(module: str, unwanted: str) -> None:
         seen.add(name)
         todo += graph[name]
     assert not {m for m in seen if m == unwanted or m.startswith(unwanted + ".")}
+
+
+def architecture_map(text: str) -> dict[str, dict[str, str]]:
+    """Per package, each module the map in docs/architecture.md lists and the layer it is under.
+
+    A map block opens with ``<package> (<folder>/)``; a layer heading is indented two spaces and
+    ends in a colon; an entry is indented four, its first word the module's path in the folder
+    (``name/`` for a package's ``__init__.py``). Deeper lines continue the one above.
+    """
+    found: dict[str, dict[str, str]] = {}
+    entries: dict[str, str] | None = None
+    layer = ""
+    folder = ""
+    for line in text.splitlines():
+        head = line.split(" (", 1)
+        if line and not line[0].isspace() and len(head) == 2 and head[0] in PACKAGES.values():
+            entries = found.setdefault(head[0], {})
+            folder = head[1].split("/", 1)[0]
+            continue
+        if entries is None:
+            continue
+        if line.startswith("```"):
+            entries = None
+        elif line.startswith("  ") and not line.startswith("   ") and line.rstrip().endswith(":"):
+            layer = line.strip()[:-1]
+        elif line.startswith("    ") and not line.startswith("     "):
+            path = line.split()[0]
+            path = path + "__init__.py" if path.endswith("/") else path
+            entries[f"{folder}/{path}"] = layer
+    return found
+
+
+def map_problems(listed: Mapping[str, Mapping[str, str]], files: Mapping[str, str],
+                 layers: Mapping[str, Sequence[tuple[str, list[str]]]]) -> list[str]:
+    """One line per difference between the map and the code: ``files`` is path -> module name."""
+    problems = []
+    for package, tower in layers.items():
+        entries = listed.get(package, {})
+        for file, name in sorted(files.items()):
+            if name.split(".")[0] == package and file not in entries:
+                problems.append(f"{file} ({name}) is missing from the map in docs/architecture.md")
+        for file, layer in sorted(entries.items()):
+            if file not in files:
+                problems.append(f"docs/architecture.md lists {file}, which is no module")
+                continue
+            index = layer_of(files[file], tower)
+            actual = tower[index][0] if index is not None else None
+            if layer != actual:
+                problems.append(f"docs/architecture.md lists {file} under {layer!r}; its layer is {actual!r}")
+    return problems
+
+
+def test_the_architecture_map_lists_every_module_under_its_layer() -> None:
+    listed = architecture_map((ROOT / "docs" / "architecture.md").read_text())
+    files = {str(path.relative_to(ROOT)): name for name, path in _modules().items()}
+    problems = map_problems(listed, files, {"rstck": RSTCK_LAYERS, "rstck_plugins": PLUGIN_LAYERS})
+    assert not problems, "\n".join(problems)
+
+
+def test_the_map_check_catches_a_missing_module_a_stale_entry_and_a_wrong_layer() -> None:
+    text = ("```\nrstck (tck/), bottom layer first\n  vocabulary:\n    api.py   the binding\n"
+            "    gone.py  removed long ago\n      (a continuation line.py)\n  fuzz:\n    fuzz/    the package\n"
+            "    trace.py  misplaced\n```\n")
+    listed = architecture_map(text)
+    assert listed == {"rstck": {"tck/api.py": "vocabulary", "tck/gone.py": "vocabulary",
+                                "tck/fuzz/__init__.py": "fuzz", "tck/trace.py": "fuzz"}}
+    files = {"tck/api.py": "rstck.api", "tck/trace.py": "rstck.trace", "tck/fuzz/__init__.py": "rstck.fuzz",
+             "tck/new.py": "rstck.new"}
+    layers = [("vocabulary", ["rstck.api", "rstck.trace", "rstck.new"]), ("fuzz", ["rstck.fuzz"])]
+    assert map_problems(listed, files, {"rstck": layers}) == [
+        "tck/new.py (rstck.new) is missing from the map in docs/architecture.md",
+        "docs/architecture.md lists tck/gone.py, which is no module",
+        "docs/architecture.md lists tck/trace.py under 'fuzz'; its layer is 'vocabulary'",
+    ]
