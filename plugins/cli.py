@@ -136,8 +136,8 @@ def replay_commands(args: argparse.Namespace) -> list[list[str]]:
     """The pytest argument lists that replay what ``args.source`` names; ValueError if nothing."""
     source = str(args.source)
     if source.startswith("rsfz"):
-        from rstck.fuzz.scenario import ReplayError
-        from rstck.fuzz.scenario import decode
+        from rstck.fuzz import ReplayError
+        from rstck.fuzz import decode
 
         try:
             side, _scenario = decode(source)

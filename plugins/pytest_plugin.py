@@ -23,18 +23,17 @@ from _pytest._code.code import ReprFileLocation
 from _pytest._code.code import ReprTraceback
 from _pytest._code.code import TerminalRepr
 from rstck import editions
-from rstck.contexts import Context
 from rstck.editions import DEFAULT as DEFAULT_EDITION
-from rstck.editions import EDITIONS
+from rstck.engine import Run
 from rstck.engine import Schedule
-from rstck.engine import select
-from rstck.environment import Environment
+from rstck.engine import settings_for
 from rstck.errors import SetupError
+from rstck.fuzz import check_replay
+from rstck.registry import TckTest
 from rstck.results import FAILING
 from rstck.results import Outcome
 from rstck.results import TestResult
 from rstck.rules import RULES
-from rstck.runner import run_test
 from rstck.settings import KNOBS
 from rstck.settings import Settings
 from rstck.settings import metavar
@@ -43,8 +42,6 @@ from rstck.subjects import load_publisher_subject
 from rstck.subjects import smoke_check
 from rstck.subjects import smoke_check_subject
 from rstck.verifications import VERIFICATIONS
-from rstck.verifications import for_edition
-from rstck.verifications._base import TckTest
 
 from . import baseline as rs_baseline
 from . import json_report
@@ -100,7 +97,7 @@ def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
     if not spec:
         return None
     subject = load_publisher_subject(spec, failed_spec, resolve=config.stash[resolver_key])
-    applied = subject.apply(settings)
+    applied = settings_for(subject, settings)
     smoke_check(subject, timeout=max(5.0, applied.timeout), elements=min(1, applied.max_elements),
                 loop=applied.loop)
     return subject
@@ -145,7 +142,7 @@ def _subject_loader(
         if not spec:
             return None
         subject = load(spec, resolve=config.stash[resolver_key])
-        smoke_check_subject(subject, option, timeout=max(5.0, subject.apply(settings).timeout))
+        smoke_check_subject(subject, option, timeout=max(5.0, settings_for(subject, settings).timeout))
         return subject
 
     return loader
@@ -223,9 +220,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
             explicit.add(knob.name)
             break
     try:
-        return Settings(**values, explicit=frozenset(explicit))
+        settings = Settings(**values, explicit=frozenset(explicit))
+        check_replay(settings)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    return settings
 
 
 def _rule_list(config: pytest.Config, dest: str, option: str, edition: str = DEFAULT_EDITION) -> list[str]:
@@ -234,7 +233,8 @@ def _rule_list(config: pytest.Config, dest: str, option: str, edition: str = DEF
         return []
     ids = [part.strip() for part in raw.split(",") if part.strip()]
     if edition != DEFAULT_EDITION:
-        return editions.rule_ids(edition, ids, option)
+        editions.rule_ids(edition, ids, option)  # checked here; the run selects by the edition's ids
+        return ids
     unknown = [i for i in ids if i not in RULES and i not in ("sanity", "fuzz")]
     if unknown or not ids:
         raise pytest.UsageError(
@@ -393,7 +393,7 @@ class RsTckItem(pytest.Item):
         ]
         self.add_marker(pytest.mark.rs_tck(rule=rule, level=test.level, verification=test.verification))
         if self.config.pluginmanager.hasplugin("timeout"):  # absent under `-p no:timeout`
-            limit = state.settings_for(test.verification).test_limit
+            limit = state.runs[test.verification].settings.test_limit
             self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
 
     def runtest(self) -> None:
@@ -426,26 +426,18 @@ def _scheduled(item: RsTckItem) -> TestResult:
     items it is given, one at a time.
     """
     config, name = item.config, item.test.verification
-    state = config.stash[state_key]
-    verification, subject = for_edition(state.settings.edition)[name], state.subjects[name]
-    edition = EDITIONS[state.settings.edition]
-
-    def make_context(env: Environment) -> Context:
-        return verification.make_context(env, subject)
-
-    settings, label = state.settings_for(name), state.labels()[name]
+    run = config.stash[state_key].runs[name]
     if hasattr(config, "workerinput"):
-        return edition.present(run_test(item.test, make_context, settings, subject_label=label))
+        return run.run_one(item.test)
     schedules = config.stash.setdefault(schedules_key, {})
     entry = schedules.get(name)
     if entry is None or item.nodeid not in entry[1]:
         peers = [i for i in item.session.items if isinstance(i, RsTckItem) and i.test.verification == name]
         peers = peers[peers.index(item):] if item in peers else [item]
-        entry = (Schedule([p.test for p in peers], make_context, settings, subject_label=label),
-                 {p.nodeid: k for k, p in enumerate(peers)})
+        entry = (run.schedule([p.test for p in peers]), {p.nodeid: k for k, p in enumerate(peers)})
         schedules[name] = entry
     schedule, index = entry
-    return edition.present(schedule.result(index.pop(item.nodeid)))
+    return run.present(schedule.result(index.pop(item.nodeid)))
 
 
 def replay_prefix(config: pytest.Config) -> list[str]:
@@ -521,9 +513,10 @@ def _make_items(session: pytest.Session, selectors: list[str] | None = None) -> 
     for name in state.subjects:
         if selectors and not any(_selector_parts(s)[0] == name for s in selectors):
             continue
-        tests = select(for_edition(state.settings.edition)[name].tests, rules=state.rules,
-                       skip_rules=state.skip_rules)
-        state.hooks.hook.rstck_modify_tests(verification=name, tests=tests, settings=state.settings_for(name))
+        run = state.runs[name] = Run(name, state.subjects[name], state.settings, rules=state.rules,
+                                     skip_rules=state.skip_rules)
+        tests = list(run.tests)
+        state.hooks.hook.rstck_modify_tests(verification=name, tests=tests, settings=run.settings)
         collector = RsTckCollector.from_parent(session, name=name, nodeid=name, tests=tests)
         collected = collector.collect()
         if selectors:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pluggy
 import pytest
+from rstck.engine import Run
 from rstck.results import Level
 from rstck.results import TestResult
 from rstck.results import document
@@ -51,15 +52,13 @@ class RsTckState:
         self.selectors: list[str] = []
         #: Problems of the end-of-run hooks, other than the report files', one line each.
         self.finish_problems: list[str] = []
+        #: Each collected verification's run: its selected tests, its settings with the subject's
+        #: declarations applied, its schedules.
+        self.runs: dict[str, Run] = {}
 
     @property
     def active(self) -> bool:
         return bool(self.subjects)
-
-    def settings_for(self, verification: str) -> Settings:
-        """Settings with the subject's declared capabilities applied."""
-        apply = getattr(self.subjects[verification], "apply", None)
-        return apply(self.settings) if callable(apply) else self.settings
 
     def labels(self) -> dict[str, str]:
         out: dict[str, str] = {}

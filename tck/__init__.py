@@ -1,8 +1,25 @@
 """Reactive Streams TCK for Python: rule-by-rule conformance verification.
 
-The core runs without pytest: ``run_publisher_verification(subject)`` returns one result per
-rule test. The pytest plugin (``pytest --rs-publisher=module:factory``) is a thin front end
-over the same engine.
+The core runs without pytest: ``Run("publisher", subject).results()`` yields one result per
+rule test (``run_verification`` lists them). The pytest plugin (``pytest
+--rs-publisher=module:factory``) and the campaign's work units are front ends over the same
+``Run``.
+
+Public: the names in ``__all__`` and these modules (``PUBLIC_MODULES``), which the plugins,
+the campaign and users may import:
+
+- ``rstck`` these names; ``rstck.__main__`` the ``python -m rstck`` command line
+- ``rstck.api`` the Reactive Streams interfaces a subject implements
+- ``rstck.engine`` the run API: ``Run`` (select the tests, apply the subject's declared
+  settings, schedule, results and their document), ``run_verification``, ``Schedule``
+- ``rstck.subjects`` subject records and their loading; ``rstck.reference`` conforming
+  implementations; ``rstck.whitebox`` the probe a whitebox subscriber reports to
+- ``rstck.settings`` the knobs; ``rstck.results`` the results document; ``rstck.errors``
+- ``rstck.rules``, ``rstck.editions`` the rules and their numberings; ``rstck.catalogue`` the
+  generated rule tables
+- ``rstck.verifications`` the verification kinds; ``rstck.registry`` the test record
+  (``TckTest``) they hold; ``rstck.fuzz`` the replay token's check
+Every other module is private: it may change in any release.
 """
 
 from __future__ import annotations
@@ -12,6 +29,7 @@ from .api import Processor
 from .api import Publisher
 from .api import Subscriber
 from .api import Subscription
+from .engine import Run
 from .engine import run_publisher_verification
 from .engine import run_verification
 from .errors import NotVerified
@@ -31,8 +49,16 @@ from .whitebox import WhiteboxProbe
 
 __version__ = "0.1.0"
 
+#: The modules outside code may import; tests/test_import_contract.py holds the plugins to them.
+PUBLIC_MODULES = (
+    "rstck", "rstck.__main__", "rstck.api", "rstck.catalogue", "rstck.editions", "rstck.engine",
+    "rstck.errors", "rstck.fuzz", "rstck.reference", "rstck.registry", "rstck.results",
+    "rstck.rules", "rstck.settings", "rstck.subjects", "rstck.verifications", "rstck.whitebox",
+)
+
 __all__ = [
     "MAX_DEMAND",
+    "PUBLIC_MODULES",
     "RULES",
     "Failure",
     "NotVerified",
@@ -43,6 +69,7 @@ __all__ = [
     "Puppet",
     "Rule",
     "RuleViolation",
+    "Run",
     "Settings",
     "SetupError",
     "Subscriber",

@@ -25,6 +25,7 @@ from .results import TestResult
 from .rules import RULES
 from .rules import Rule
 from .rules import Strength
+from .rules import add_edition_rules
 from .rules import rule as lookup_rule
 
 #: The edition the kit verifies unless told otherwise: the normative one.
@@ -222,6 +223,7 @@ _OWN: dict[str, dict[str, str]] = {
 EDITION_ONLY: dict[str, Rule] = {
     r.id: r for e in EDITIONS.values() for r in e.rules.values() if r.jvm_id is None
 }
+add_edition_rules(EDITION_ONLY)
 
 
 def edition(name: str) -> Edition:

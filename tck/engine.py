@@ -1,4 +1,6 @@
-"""Running whole verifications without a test framework (campaigns, scripts, other runners).
+"""The core's front door and its scheduler: ``Run`` is one verification of one subject, made
+ready (tests selected, the subject's declared settings applied) and run through a ``Schedule``.
+The pytest plugin, the campaign's work units and scripts all run verifications through it.
 
 Tests call their subjects one at a time, but their waits overlap: while a test waits out a
 no-signal window (a claim that nothing more arrives) it only watches its subject, and the next
@@ -15,6 +17,7 @@ import importlib
 import threading
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,14 +26,17 @@ from .editions import EDITIONS
 from .editions import rule_ids as rule_ids_of
 from .environment import Environment
 from .errors import SetupError
+from .fuzz import check_replay
+from .registry import TckTest
 from .results import Level
+from .results import ResultsDocument
 from .results import TestResult
+from .results import document
 from .runner import run_test
 from .settings import Settings
 from .subjects import PublisherSubject
 from .verifications import for_edition
 from .verifications import publisher
-from .verifications._base import TckTest
 
 
 def select(
@@ -287,6 +293,82 @@ class _Slot:
             s._pump()
 
 
+def settings_for(subject: Any, settings: Settings) -> Settings:
+    """``settings`` with what ``subject`` declares (its capabilities, its loop) applied."""
+    apply = getattr(subject, "apply", None)
+    return apply(settings) if callable(apply) else settings
+
+
+class Run:
+    """One verification of one subject, ready to run: the core's one front door.
+
+    It checks the settings, applies what the subject declares, selects the tests (rule ids as
+    the edition spells them), and runs them through one ``Schedule``, results shown in the
+    edition's own ids. The pytest plugin, the campaign's child process and
+    ``run_verification`` all go through it, so they cannot differ on what runs or how.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        subject: Any,
+        settings: Settings | None = None,
+        *,
+        rules: Iterable[str] = (),
+        skip_rules: Iterable[str] = (),
+        concurrency: int | None = None,
+    ) -> None:
+        requested = settings or Settings()
+        check_replay(requested)
+        self.edition = EDITIONS[requested.edition]
+        kinds = for_edition(requested.edition)
+        if name not in kinds and not self.edition.is_jvm:
+            raise SetupError(f"--rs-edition={requested.edition} verifies {', '.join(kinds)} subjects only, "
+                             f"not {name}")
+        self.verification = kinds[name]
+        self.subject = subject
+        #: The settings as given, before the subject's declarations: the results document's.
+        self.requested = requested
+        #: The settings the tests run with.
+        self.settings = settings_for(subject, requested)
+        self.label = str(getattr(subject, "label", "") or subject)
+        self.concurrency = concurrency
+        if not self.edition.is_jvm:  # the edition's own ids, as the kit runs them
+            rules = rule_ids_of(requested.edition, list(rules), "rules") if rules else ()
+            skip_rules = rule_ids_of(requested.edition, list(skip_rules), "skip_rules") if skip_rules else ()
+        #: The selected tests, in the verification's order.
+        self.tests = select(self.verification.tests, rules=rules, skip_rules=skip_rules)
+
+    def make_context(self, env: Environment) -> Context:
+        """What a test body of this verification receives, for this subject."""
+        return self.verification.make_context(env, self.subject)
+
+    def schedule(self, tests: Sequence[TckTest] | None = None) -> Schedule:
+        """A schedule of ``tests`` (default: the selected ones); its results are the runner's."""
+        return Schedule(self.tests if tests is None else tests, self.make_context, self.settings,
+                        subject_label=self.label, concurrency=self.concurrency)
+
+    def run_one(self, test: TckTest) -> TestResult:
+        """Run ``test`` alone, now, on this thread's watch (no other test beside it)."""
+        return self.present(run_test(test, self.make_context, self.settings, subject_label=self.label))
+
+    def present(self, result: TestResult) -> TestResult:
+        """A result as the edition shows it (its own rule ids)."""
+        return self.edition.present(result)
+
+    def results(self, on_result: Callable[[TestResult], None] | None = None) -> Iterator[TestResult]:
+        """Every selected test's result, in test order, as each becomes final."""
+        for result in map(self.present, self.schedule().results()):
+            if on_result is not None:
+                on_result(result)
+            yield result
+
+    def document(self, results: Iterable[TestResult]) -> ResultsDocument:
+        """The results document of this run (rstck-results/1, as the JSON report writes)."""
+        return document(list(results), subjects={self.verification.name: self.label},
+                        settings=self.requested.to_json(), edition=self.requested.edition)
+
+
 def run_verification(
     name: str,
     subject: Any,
@@ -301,32 +383,8 @@ def run_verification(
 
     ``concurrency`` (default: the ``concurrency`` setting) is how many tests may run at once.
     """
-    settings = settings or Settings()
-    edition = EDITIONS[settings.edition]
-    kinds = for_edition(settings.edition)
-    if name not in kinds and not edition.is_jvm:
-        raise SetupError(f"--rs-edition={settings.edition} verifies {', '.join(kinds)} subjects only, not {name}")
-    verification = kinds[name]
-    apply = getattr(subject, "apply", None)
-    if callable(apply):
-        settings = apply(settings)
-    label = str(getattr(subject, "label", "") or subject)
-    if not edition.is_jvm:  # the edition's own ids, as the kit runs them
-        rules = rule_ids_of(settings.edition, list(rules), "rules") if rules else ()
-        skip_rules = rule_ids_of(settings.edition, list(skip_rules), "skip_rules") if skip_rules else ()
-    schedule = Schedule(
-        select(verification.tests, rules=rules, skip_rules=skip_rules),
-        lambda env: verification.make_context(env, subject),
-        settings,
-        subject_label=label,
-        concurrency=concurrency,
-    )
-    results = []
-    for result in map(edition.present, schedule.results()):
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-    return results
+    run = Run(name, subject, settings, rules=rules, skip_rules=skip_rules, concurrency=concurrency)
+    return list(run.results(on_result))
 
 
 def run_publisher_verification(

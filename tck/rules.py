@@ -95,14 +95,21 @@ _RULES = [
 #: Every rule, keyed by id, in specification order.
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}
 
+#: The rules of other editions' own (``rs:1.11``), added by ``rstck.editions`` as it loads: such
+#: an id exists only once that module has made it, and this table stays free of imports.
+_EDITION_ONLY: dict[str, Rule] = {}
+
+
+def add_edition_rules(rules: dict[str, Rule]) -> None:
+    """Let ``rule`` find an edition's own rules by their internal ids."""
+    _EDITION_ONLY.update(rules)
+
 
 def rule(rule_id: str) -> Rule:
     """Look a rule up by its id ("3.9"), with a message listing the valid ids on a miss."""
     try:
         return RULES[rule_id]
     except KeyError:
-        from .editions import EDITION_ONLY  # an edition's own rule, cited as "rs:1.11"
-
-        if rule_id in EDITION_ONLY:
-            return EDITION_ONLY[rule_id]
+        if rule_id in _EDITION_ONLY:  # an edition's own rule, cited as "rs:1.11"
+            return _EDITION_ONLY[rule_id]
         raise KeyError(f"unknown rule id {rule_id!r}; valid ids are 1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2") from None

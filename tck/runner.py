@@ -1,4 +1,4 @@
-"""The engine: runs one verification against one subject, with no test framework involved.
+"""Runs one rule test against a fresh subject and turns what happened into its ``TestResult``.
 
 The body of a verification runs on a TCK-owned daemon thread; this thread only watches it.
 A subject that blocks inside a call (neither returning nor signalling), or a verification that
@@ -26,6 +26,7 @@ from .environment import as_violation
 from .errors import NotVerified
 from .errors import RuleViolation
 from .errors import SetupError
+from .registry import TckTest
 from .results import Failure
 from .results import Level
 from .results import Outcome
@@ -35,7 +36,6 @@ from .rules import rule as lookup_rule
 from .settings import KNOBS_BY_NAME
 from .settings import Settings
 from .trace import short_repr
-from .verifications._base import TckTest
 from .worker import Worker
 
 #: How often the watchdog looks at a running verification (it wakes at once when it ends).

@@ -107,6 +107,7 @@ class Settings:
     no_fuzz: bool = False
     fuzz_examples: int = 100
     fuzz_steps: int = 2
+    #: A replay token, kept as given: ``rstck.fuzz.check_replay`` decodes it, where fuzzing is known.
     fuzz_replay: str = ""
     fuzz_db: str = ""
     concurrency: int = 1
@@ -137,10 +138,6 @@ class Settings:
         if not 0 <= self.fuzz_steps <= MAX_FUZZ_STEPS:
             raise ValueError(f"--rs-fuzz-steps must be 0 to {MAX_FUZZ_STEPS} (each step more multiplies the "
                              f"scenarios by about 50), got {self.fuzz_steps}")
-        if self.fuzz_replay:
-            from .fuzz.scenario import decode
-
-            decode(self.fuzz_replay)  # a damaged token is a usage error, named before anything runs
         if self.concurrency < 1:
             raise ValueError(f"--rs-concurrency must be >= 1, got {self.concurrency}")
         if self.stochastic_iterations < 1:

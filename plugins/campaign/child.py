@@ -1,6 +1,6 @@
 """The process one work unit runs in: ``python -m rstck_plugins.campaign.child FD``.
 
-It reads the unit from stdin, runs the verification through the core engine and writes one
+It reads the unit from stdin, runs the verification through the core's ``Run`` and writes one
 JSON line per event to file descriptor FD: the selected tests first, then each result as it
 completes, so the parent knows which test was in flight if this process dies or hangs.
 """
@@ -58,11 +58,9 @@ def main(argv: list[str]) -> int:
         if entry not in sys.path:
             sys.path.insert(0, entry)
 
-    from rstck.engine import run_verification
-    from rstck.engine import select
+    from rstck.engine import Run
     from rstck.errors import SetupError
     from rstck.settings import Settings
-    from rstck.verifications import VERIFICATIONS
 
     try:
         subject = load_subject(unit, task.get("adapter"))
@@ -71,14 +69,12 @@ def main(argv: list[str]) -> int:
         return 0
     module = sys.modules.get(unit["subject"].partition(":")[0])
     settings = Settings(**task["knobs"], explicit=frozenset(task["knobs"]))
-    tests = select(VERIFICATIONS[unit["verification"]].tests, rules=task["rules"], skip_rules=task["skip_rules"])
-    send({"tests": [t.name for t in tests], "pid": os.getpid(), "origin": getattr(module, "__file__", None)})
+    run = Run(unit["verification"], subject, settings, rules=task["rules"], skip_rules=task["skip_rules"])
+    send({"tests": [t.name for t in run.tests], "pid": os.getpid(), "origin": getattr(module, "__file__", None)})
     # The unit's seed drives the subject's own randomness, so a rerun with it takes the same path.
     random.seed(unit["seed"])
-    run_verification(
-        unit["verification"], subject, settings, rules=task["rules"], skip_rules=task["skip_rules"],
-        on_result=lambda result: send({"result": result.to_json(), "peak_mb": peak_mb()}),
-    )
+    for result in run.results():
+        send({"result": result.to_json(), "peak_mb": peak_mb()})
     send({"done": True})
     return 0
 

@@ -16,6 +16,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from rstck.fuzz import check_replay
 from rstck.rules import RULES
 from rstck.settings import KNOBS
 from rstck.settings import KNOBS_BY_NAME
@@ -188,7 +189,7 @@ def parse_knobs(raw: dict[str, Any], where: str) -> dict[str, Any]:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     try:
-        Settings(**out)
+        check_replay(Settings(**out))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return out

@@ -10,6 +10,8 @@ from typing import Any
 
 from ..errors import NotVerified
 from ..results import Verdict
+from .scenario import ReplayError
+from .scenario import decode
 
 
 def deselected(settings: Any) -> None:
@@ -17,3 +19,16 @@ def deselected(settings: Any) -> None:
     a second that a run with ``--rs-no-fuzz`` should not pay)."""
     if settings.no_fuzz:
         raise NotVerified("fuzzing is switched off (--rs-no-fuzz)", kind=Verdict.DESELECTED)
+
+
+def check_replay(settings: Any) -> None:
+    """Raise ``ReplayError`` (a ValueError naming the problem) for a damaged replay token.
+
+    Every front door calls it before any test runs, so a bad token is a one-line usage error;
+    ``Settings`` keeps the token as text, since the token's format is the fuzzer's.
+    """
+    if settings.fuzz_replay:
+        decode(settings.fuzz_replay)
+
+
+__all__ = ["ReplayError", "check_replay", "decode", "deselected"]

@@ -17,6 +17,8 @@ from ..contexts import ProcessorContext
 from ..contexts import PublisherContext
 from ..contexts import WhiteboxContext
 from ..environment import Environment
+from ..registry import Registry
+from ..registry import TckTest
 from ..subjects import load_processor_subject
 from ..subjects import load_publisher_subject
 from ..subjects import load_subscriber_subject
@@ -25,8 +27,6 @@ from . import processor
 from . import publisher
 from . import subscriber_blackbox
 from . import subscriber_whitebox
-from ._base import Registry
-from ._base import TckTest
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,11 @@ from ..errors import RuleViolation
 from ..manual import ManualPublisher
 from ..probe import STALL_CONFIRMATION
 from ..probe import ProbeSubscriber
+from ..registry import Registry
 from ..results import Level
 from ..trace import short_repr
 from . import publisher
 from . import subscriber_whitebox
-from ._base import Registry
 
 VERIFICATION = "processor"
 tck_test = Registry(VERIFICATION)

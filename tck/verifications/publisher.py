@@ -26,10 +26,10 @@ from ..evidence import last_seq
 from ..probe import STALL_CONFIRMATION
 from ..probe import ProbeSubscriber
 from ..probe import RaisingProbe
+from ..registry import Registry
 from ..results import Verdict
 from ..trace import short_repr
-from ._base import Registry
-from ._base import aggressive_switching
+from ._racing import aggressive_switching
 
 VERIFICATION = "publisher"
 tck_test = Registry(VERIFICATION)

@@ -22,10 +22,10 @@ from ..contexts.rs_publisher import RsPublisherBridge
 from ..contexts.rs_publisher import RsPublisherContext
 from ..editions import EDITIONS
 from ..probe import ProbeSubscriber
+from ..registry import TckTest
 from ..results import Level
 from ..rules import RULES
 from . import publisher as jvm
-from ._base import TckTest
 
 EDITION = EDITIONS["rs"]
 

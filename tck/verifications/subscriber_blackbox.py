@@ -13,10 +13,10 @@ from __future__ import annotations
 from ..contexts import BlackboxContext
 from ..contexts import TckFailure
 from ..errors import NotVerified
+from ..registry import Registry
 from ..results import Verdict
-from ._base import RIVAL_HOLD_S
-from ._base import Registry
-from ._base import aggressive_switching
+from ._racing import RIVAL_HOLD_S
+from ._racing import aggressive_switching
 
 VERIFICATION = "subscriber_blackbox"
 tck_test = Registry(VERIFICATION)

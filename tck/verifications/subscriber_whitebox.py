@@ -16,12 +16,12 @@ from ..contexts import TckFailure
 from ..contexts import WhiteboxStages
 from ..errors import NotVerified
 from ..errors import RuleViolation
+from ..registry import Registry
 from ..results import Verdict
 from ..whitebox import WhiteboxProbe
 from ..worker import Worker
-from ._base import RIVAL_HOLD_S
-from ._base import Registry
-from ._base import aggressive_switching
+from ._racing import RIVAL_HOLD_S
+from ._racing import aggressive_switching
 
 VERIFICATION = "subscriber_whitebox"
 tck_test = Registry(VERIFICATION)

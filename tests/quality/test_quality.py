@@ -1,4 +1,5 @@
-"""Project hygiene that keeps its promises checkable: lint, types, layering, generated docs."""
+"""Project hygiene that keeps its promises checkable: lint, types, generated docs (layering:
+test_import_contract.py)."""
 
 from __future__ import annotations
 
@@ -31,15 +32,6 @@ def test_types_are_clean(tmp_path: Path) -> None:
         cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_core_never_imports_pytest() -> None:
-    code = (
-        "import sys, rstck, rstck.engine, rstck.runner, rstck.reference, rstck.catalogue\n"
-        "bad = [m for m in ('pytest', '_pytest', 'pluggy', 'pyspark') if m in sys.modules]\n"
-        "assert not bad, bad\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_readme_rule_table_is_current() -> None:
@@ -75,29 +67,3 @@ def test_every_package_directory_is_packaged() -> None:
         for init in (ROOT / top).rglob("__init__.py")
     }
     assert found == packages, "pyproject.toml [tool.setuptools] packages must list every package"
-
-
-def _imported_modules(path: Path) -> set[str]:
-    """Every module a source file imports, relative imports resolved to their last name."""
-    import ast
-
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            names.add(base)
-            names |= {f"{base}.{alias.name}".lstrip(".") for alias in node.names}
-    return names
-
-
-def test_no_plugin_module_imports_the_pytest_plugin() -> None:
-    # The pytest plugin imports the reporters; state they share lives in rstck_plugins.state.
-    offenders = sorted(
-        str(path.relative_to(ROOT))
-        for path in (ROOT / "plugins").rglob("*.py")
-        if path.name not in ("pytest_plugin.py", "pytest_entry.py")  # the entry point loads it
-        and any(name.split(".")[-1] == "pytest_plugin" for name in _imported_modules(path))
-    )
-    assert not offenders, f"these modules import the pytest plugin back: {offenders}"

@@ -705,7 +705,7 @@ def _schedule_log(bodies: list[tuple[str, Any]], concurrency: int = 1,
     """Run ``bodies`` (level, body(ctx, log)) through a Schedule; every body logs what it does."""
     from rstck.contexts import Context
     from rstck.engine import Schedule
-    from rstck.verifications._base import TckTest
+    from rstck.registry import TckTest
 
     log: list[tuple[str, str, float]] = []
     lock = threading.Lock()
@@ -823,7 +823,7 @@ def test_a_fuzz_search_starts_before_the_rule_tests_and_no_result_is_handed_back
     thread: CPython 3.11 does not allow both at once)."""
     from rstck.contexts import Context
     from rstck.engine import Schedule
-    from rstck.verifications._base import TckTest
+    from rstck.registry import TckTest
 
     log: list[tuple[str, str, float]] = []
 

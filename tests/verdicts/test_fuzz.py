@@ -38,7 +38,7 @@ from rstck.subjects import PublisherSubject
 from rstck.subjects import SubscriberSubject
 from rstck.subjects import WhiteboxSubject
 from rstck.verifications import VERIFICATIONS
-from rstck.verifications._base import aggressive_switching
+from rstck.verifications._racing import aggressive_switching
 
 from tests.broken import order_dependent as od
 
@@ -225,6 +225,19 @@ def test_replay_tokens_round_trip_and_bad_ones_are_named() -> None:
     for bad in ("nonsense", "rsfz1-elsewhere-abc", "rsfz1-publisher-!!!"):
         with pytest.raises(ReplayError, match="--rs-fuzz-replay"):
             decode(bad)
+
+
+def test_a_damaged_token_stops_a_run_before_any_test_while_settings_keep_it_as_text() -> None:
+    from rstck.engine import run_verification
+    from rstck.fuzz import check_replay
+
+    settings = Settings(fuzz_replay="rsfz1-publisher-AAAA")  # the token's format is the fuzzer's
+    with pytest.raises(ReplayError, match="the token is damaged"):
+        check_replay(settings)
+    seen: list[TestResult] = []
+    with pytest.raises(ReplayError, match="the token is damaged"):
+        run_verification("publisher", PublisherSubject(range_publisher), settings, on_result=seen.append)
+    assert seen == []
 
 
 def test_generated_scenarios_reach_every_kind_of_step() -> None:

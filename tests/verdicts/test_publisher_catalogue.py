@@ -25,10 +25,10 @@ from rstck.contexts import PublisherContext
 from rstck.reference import async_range_publisher
 from rstck.reference import failed_publisher
 from rstck.reference import range_publisher
+from rstck.registry import TckTest
 from rstck.runner import run_test
 from rstck.settings import Settings
 from rstck.subjects import PublisherSubject
-from rstck.verifications._base import TckTest
 from rstck.verifications.publisher import TESTS
 
 from ..broken import publishers as bp

@@ -1,48 +1,27 @@
-"""What every verification is made of: a registry of rule tests, each a function of a context."""
+"""The test record and the registry every verification kind fills: a rule test is a function of a
+context, registered with the rule it verifies and its level.
+
+Low in the tower on purpose: the runner and the scheduler run ``TckTest`` records without
+loading the rule catalogue that defines them (``rstck.verifications``).
+"""
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import re
-import sys
 from collections.abc import Callable
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import NotVerified
-from ..results import LEVELS
-from ..rules import Rule
-from ..rules import rule as lookup_rule
+from .errors import NotVerified
+from .results import LEVELS
+from .results import Level
+from .rules import Rule
+from .rules import rule as lookup_rule
 
 _NAME = re.compile(rf"^({'|'.join(LEVELS)})_(spec(\d)(\d\d)|sanity)_[a-z0-9_]+$")
 #: Fuzz tests check every rule they can observe, so they name none: ``fuzz_<what>``.
 _FUZZ_NAME = re.compile(r"^fuzz_[a-z0-9_]+$")
-
-
-#: The thread switch interval while a test hunts a race. The interpreter's default (5 ms) lets
-#: one thread run a whole signal method before another gets the lock, hiding most overlaps;
-#: 10 us interleaves them. The runner restores the previous interval even if a test is abandoned.
-RACE_SWITCH_INTERVAL = 1e-5
-
-
-#: How long a call on the TCK's subscription from one of the subject's own threads waits for a
-#: rival thread in the 2.7 tests (it ends the moment one enters). Two threads released together
-#: are then caught even when the scheduler wakes the second late: with a 0.5 ms pause alone, a
-#: processor that splits each request across two threads passed one run in six on an idle machine.
-RIVAL_HOLD_S = 0.005
-
-
-@contextlib.contextmanager
-def aggressive_switching(interval: float = RACE_SWITCH_INTERVAL) -> Iterator[None]:
-    """Switch threads as often as ``interval`` for the duration (never less often than now)."""
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(min(previous, interval))
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
 
 
 @dataclass(frozen=True)
@@ -64,7 +43,7 @@ class TckTest:
     @property
     def test_id(self) -> str:
         """The id shown to users, carrying the rule: ``required_spec309_...[3.9]``, ``fuzz_...[fuzz]``."""
-        if self.level == "fuzz":
+        if self.level == Level.FUZZ:
             return f"{self.name}[fuzz]"
         return f"{self.name}[{self.rule.id if self.rule else 'sanity'}]"
 
@@ -105,7 +84,7 @@ class Registry:
 
     def _add(self, name: str, rule_id: str | None, level: str, func: Callable[[Any], None], doc: str,
              untested_reason: str = "") -> None:
-        if level == "fuzz":
+        if level == Level.FUZZ:
             if not _FUZZ_NAME.match(name) or rule_id is not None:
                 raise ValueError(f"fuzz test name {name!r} must start with 'fuzz_' and name no rule")
             if any(t.name == name for t in self.tests):

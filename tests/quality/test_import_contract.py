@@ -1,0 +1,317 @@
+"""The import contract: which module may import which, read from the source.
+
+Each package is a tower of layers, bottom first; a module imports its own layer and those below,
+never one above (loading the runner must not load the rule catalogue, nor settings the fuzzer).
+Every module is placed in a layer, so a new one has to be placed before the suite passes. The
+core imports no test framework and nothing of the plugins, and nothing outside the core imports
+one of its private modules: the public ones are listed in ``rstck.PUBLIC_MODULES``.
+
+``tests/`` and ``benchmarks/`` are exempt from the last rule: they test and time the private
+modules themselves (a catalogue runs one rule test through ``rstck.runner`` to pin its verdict,
+a benchmark times the probe), which is what a user of the kit never does.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Source folder -> the package it installs as.
+PACKAGES = {"tck": "rstck", "plugins": "rstck_plugins"}
+
+#: The layers of ``rstck``, bottom first. A name covers the module and, with ``.*``, a package's
+#: modules. docs/architecture.md walks the same tower.
+RSTCK_LAYERS: list[tuple[str, list[str]]] = [
+    ("vocabulary", ["rstck.api", "rstck.results", "rstck.rules", "rstck.trace", "rstck.worker"]),
+    ("tables", ["rstck.editions", "rstck.matrix", "rstck.settings", "rstck.errors", "rstck.evidence"]),
+    ("one test", ["rstck.environment", "rstck.registry"]),
+    ("instruments", ["rstck.probe", "rstck.manual", "rstck.whitebox", "rstck.loop"]),
+    ("subjects", ["rstck.subjects", "rstck.reference", "rstck.reference.*"]),
+    ("contexts", ["rstck.contexts", "rstck.contexts.*"]),
+    ("runner", ["rstck.runner"]),
+    ("fuzz", ["rstck.fuzz", "rstck.fuzz.*"]),
+    ("verifications", ["rstck.verifications", "rstck.verifications.*"]),
+    ("engine", ["rstck.engine", "rstck.catalogue"]),
+    ("front doors", ["rstck", "rstck.__main__"]),
+]
+
+
+#: The layers of ``rstck_plugins``, bottom first: the pytest host on top, so that no reporter or
+#: campaign module can import the pytest plugin (it imports them), only its entry point.
+PLUGIN_LAYERS: list[tuple[str, list[str]]] = [
+    ("shared", ["rstck_plugins", "rstck_plugins.hookspecs", "rstck_plugins.hooks", "rstck_plugins.files",
+                "rstck_plugins.threads", "rstck_plugins.verdicts", "rstck_plugins.state",
+                "rstck_plugins.outputs"]),
+    ("adapters", ["rstck_plugins.adapters", "rstck_plugins.adapters.*"]),
+    ("reports", ["rstck_plugins.json_report", "rstck_plugins.html_report", "rstck_plugins.html_report.*",
+                 "rstck_plugins.baseline", "rstck_plugins.terminal", "rstck_plugins.mutation"]),
+    ("campaign", ["rstck_plugins.campaign", "rstck_plugins.campaign.*"]),
+    ("command line", ["rstck_plugins.cli", "rstck_plugins.__main__"]),
+    ("pytest host", ["rstck_plugins.pytest_plugin", "rstck_plugins.pytest_entry"]),
+]
+
+#: What the core never imports: a test framework, the cluster, or the plugins built on it.
+CORE_NEVER_IMPORTS = ("pytest", "_pytest", "pluggy", "pyspark", "rstck_plugins")
+
+def _modules() -> dict[str, Path]:
+    """Every module of the two packages by import name."""
+    out: dict[str, Path] = {}
+    for folder, package in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def imports_of(module: str, source: str, known: Iterable[str], *, is_package: bool = False) -> set[str]:
+    """The modules ``source`` imports, anywhere in it (a function's lazy import counts too).
+
+    ``from a import b`` names ``a.b`` when that is a module of ``known``, else ``a``; relative
+    imports are resolved against ``module``.
+    """
+    known = set(known)
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in known else target)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {
+        name: imports_of(name, path.read_text(), modules, is_package=path.name == "__init__.py")
+        for name, path in modules.items()
+    }
+
+
+def layer_of(module: str, layers: Sequence[tuple[str, list[str]]]) -> int | None:
+    for index, (_name, patterns) in enumerate(layers):
+        for pattern in patterns:
+            if module == pattern or (pattern.endswith(".*") and module.startswith(pattern[:-1])):
+                return index
+    return None
+
+
+def layer_violations(graph: Mapping[str, set[str]], package: str,
+                     layers: Sequence[tuple[str, list[str]]]) -> list[str]:
+    """One line per broken rule of ``package``'s tower: an unplaced module, an arrow upwards."""
+    problems = []
+    for module in sorted(graph):
+        if module != package and not module.startswith(package + "."):
+            continue
+        own = layer_of(module, layers)
+        if own is None:
+            problems.append(f"{module} is in no layer: place it in the tower")
+            continue
+        for target in sorted(graph[module]):
+            if target != package and not target.startswith(package + "."):
+                continue
+            theirs = layer_of(target, layers)
+            if theirs is not None and theirs > own:
+                problems.append(f"{module} ({layers[own][0]}) imports {target} ({layers[theirs][0]}), "
+                                "a layer above it")
+    return problems
+
+
+def _is_in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def foreign_violations(graph: Mapping[str, set[str]], package: str, never: Iterable[str]) -> list[str]:
+    """One line per import of ``package`` of something it must never import."""
+    return [f"{module} imports {target}, which {package} never imports"
+            for module in sorted(graph) if _is_in(module, package)
+            for target in sorted(graph[module]) if any(_is_in(target, n) for n in never)]
+
+
+def private_violations(graph: Mapping[str, set[str]], package: str, public: Iterable[str]) -> list[str]:
+    """One line per import of a private module of ``package`` from outside it."""
+    public = set(public)
+    return [f"{module} imports {target}, a private module of {package} (public: rstck.PUBLIC_MODULES)"
+            for module in sorted(graph) if not _is_in(module, package)
+            for target in sorted(graph[module]) if _is_in(target, package) and target not in public]
+
+
+def test_no_module_of_rstck_imports_a_layer_above_its_own() -> None:
+    problems = layer_violations(import_graph(), "rstck", RSTCK_LAYERS)
+    assert not problems, "\n".join(problems)
+
+
+def test_no_module_of_rstck_plugins_imports_a_layer_above_its_own() -> None:
+    problems = layer_violations(import_graph(), "rstck_plugins", PLUGIN_LAYERS)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_core_imports_no_test_framework_nor_the_plugins() -> None:
+    problems = foreign_violations(import_graph(), "rstck", CORE_NEVER_IMPORTS)
+    assert not problems, "\n".join(problems)
+
+
+def test_nothing_outside_the_core_imports_a_private_module_of_it() -> None:
+    import rstck
+
+    problems = private_violations(import_graph(), "rstck", rstck.PUBLIC_MODULES)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_public_module_exists_and_is_named_in_the_package_docstring() -> None:
+    import rstck
+
+    modules = _modules()
+    assert rstck.__doc__ is not None
+    for name in rstck.PUBLIC_MODULES:
+        assert name in modules, f"rstck.PUBLIC_MODULES names {name}, which is no module"
+        assert f"``{name}``" in rstck.__doc__, f"the rstck docstring does not name the public module {name}"
+
+
+def test_loading_the_core_loads_no_test_framework() -> None:
+    """What the source shows, checked once at run time too: a library the core loads loads none."""
+    code = (
+        "import sys, rstck, rstck.engine, rstck.runner, rstck.reference, rstck.catalogue\n"
+        f"bad = [m for m in {CORE_NEVER_IMPORTS!r} if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_forbidden_and_a_private_import_are_caught() -> None:
+    known = ["core", "core.public", "core.private", "outside"]
+    graph = {
+        "core": imports_of("core", "import pytest\nfrom . import public\n", known, is_package=True),
+        "core.public": set(),
+        "core.private": set(),
+        "outside": imports_of("outside", "from core import public\nfrom core.private import x\n", known),
+    }
+    assert foreign_violations(graph, "core", ["pytest"]) == ["core imports pytest, which core never imports"]
+    assert private_violations(graph, "core", ["core", "core.public"]) == [
+        "outside imports core.private, a private module of core (public: rstck.PUBLIC_MODULES)",
+    ]
+
+
+def test_an_upward_import_and_an_unplaced_module_are_caught() -> None:
+    layers = [("low", ["pkg.low"]), ("high", ["pkg.high", "pkg.sub.*"])]
+    known = ["pkg.low", "pkg.high", "pkg.sub.a"]
+    lazy = "def f():\n    from .high import thing\n"
+    graph = {
+        "pkg.low": imports_of("pkg.low", lazy, known),
+        "pkg.high": imports_of("pkg.high", "from . import low\n", known),
+        "pkg.sub.a": imports_of("pkg.sub.a", "from ..low import x\n", known),
+        "pkg.stray": set(),
+    }
+    assert layer_violations(graph, "pkg", layers) == [
+        "pkg.low (low) imports pkg.high (high), a layer above it",
+        "pkg.stray is in no layer: place it in the tower",
+    ]
+
+
+@pytest.mark.parametrize(("module", "unwanted"), [
+    ("rstck.runner", "rstck.verifications"),
+    ("rstck.settings", "rstck.fuzz"),
+    ("rstck.rules", "rstck.editions"),
+])
+def test_a_kernel_module_does_not_reach_up(module: str, unwanted: str) -> None:
+    """What a module needs, followed import by import, stops below the tower's upper floors."""
+    graph = import_graph()
+    seen, todo = set(), [module]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in graph:
+            continue
+        seen.add(name)
+        todo += graph[name]
+    assert not {m for m in seen if m == unwanted or m.startswith(unwanted + ".")}
+
+
+def architecture_map(text: str) -> dict[str, dict[str, str]]:
+    """Per package, each module the map in docs/architecture.md lists and the layer it is under.
+
+    A map block opens with ``<package> (<folder>/)``; a layer heading is indented two spaces and
+    ends in a colon; an entry is indented four, its first word the module's path in the folder
+    (``name/`` for a package's ``__init__.py``). Deeper lines continue the one above.
+    """
+    found: dict[str, dict[str, str]] = {}
+    entries: dict[str, str] | None = None
+    layer = ""
+    folder = ""
+    for line in text.splitlines():
+        head = line.split(" (", 1)
+        if line and not line[0].isspace() and len(head) == 2 and head[0] in PACKAGES.values():
+            entries = found.setdefault(head[0], {})
+            folder = head[1].split("/", 1)[0]
+            continue
+        if entries is None:
+            continue
+        if line.startswith("```"):
+            entries = None
+        elif line.startswith("  ") and not line.startswith("   ") and line.rstrip().endswith(":"):
+            layer = line.strip()[:-1]
+        elif line.startswith("    ") and not line.startswith("     "):
+            path = line.split()[0]
+            path = path + "__init__.py" if path.endswith("/") else path
+            entries[f"{folder}/{path}"] = layer
+    return found
+
+
+def map_problems(listed: Mapping[str, Mapping[str, str]], files: Mapping[str, str],
+                 layers: Mapping[str, Sequence[tuple[str, list[str]]]]) -> list[str]:
+    """One line per difference between the map and the code: ``files`` is path -> module name."""
+    problems = []
+    for package, tower in layers.items():
+        entries = listed.get(package, {})
+        for file, name in sorted(files.items()):
+            if name.split(".")[0] == package and file not in entries:
+                problems.append(f"{file} ({name}) is missing from the map in docs/architecture.md")
+        for file, layer in sorted(entries.items()):
+            if file not in files:
+                problems.append(f"docs/architecture.md lists {file}, which is no module")
+                continue
+            index = layer_of(files[file], tower)
+            actual = tower[index][0] if index is not None else None
+            if layer != actual:
+                problems.append(f"docs/architecture.md lists {file} under {layer!r}; its layer is {actual!r}")
+    return problems
+
+
+def test_the_architecture_map_lists_every_module_under_its_layer() -> None:
+    listed = architecture_map((ROOT / "docs" / "architecture.md").read_text())
+    files = {str(path.relative_to(ROOT)): name for name, path in _modules().items()}
+    problems = map_problems(listed, files, {"rstck": RSTCK_LAYERS, "rstck_plugins": PLUGIN_LAYERS})
+    assert not problems, "\n".join(problems)
+
+
+def test_the_map_check_catches_a_missing_module_a_stale_entry_and_a_wrong_layer() -> None:
+    text = ("```\nrstck (tck/), bottom layer first\n  vocabulary:\n    api.py   the binding\n"
+            "    gone.py  removed long ago\n      (a continuation line.py)\n  fuzz:\n    fuzz/    the package\n"
+            "    trace.py  misplaced\n```\n")
+    listed = architecture_map(text)
+    assert listed == {"rstck": {"tck/api.py": "vocabulary", "tck/gone.py": "vocabulary",
+                                "tck/fuzz/__init__.py": "fuzz", "tck/trace.py": "fuzz"}}
+    files = {"tck/api.py": "rstck.api", "tck/trace.py": "rstck.trace", "tck/fuzz/__init__.py": "rstck.fuzz",
+             "tck/new.py": "rstck.new"}
+    layers = [("vocabulary", ["rstck.api", "rstck.trace", "rstck.new"]), ("fuzz", ["rstck.fuzz"])]
+    assert map_problems(listed, files, {"rstck": layers}) == [
+        "tck/new.py (rstck.new) is missing from the map in docs/architecture.md",
+        "docs/architecture.md lists tck/gone.py, which is no module",
+        "docs/architecture.md lists tck/trace.py under 'fuzz'; its layer is 'vocabulary'",
+    ]
