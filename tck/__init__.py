@@ -24,28 +24,32 @@ Every other module is private: it may change in any release.
 
 from __future__ import annotations
 
-from .api import MAX_DEMAND
-from .api import Processor
-from .api import Publisher
-from .api import Subscriber
-from .api import Subscription
-from .engine import Run
-from .engine import run_publisher_verification
-from .engine import run_verification
-from .errors import NotVerified
-from .errors import RuleViolation
-from .errors import SetupError
-from .results import Failure
-from .results import TestResult
-from .rules import RULES
-from .rules import Rule
-from .settings import Settings
-from .subjects import ProcessorSubject
-from .subjects import PublisherSubject
-from .subjects import SubscriberSubject
-from .subjects import WhiteboxSubject
-from .whitebox import Puppet
-from .whitebox import WhiteboxProbe
+from typing import TYPE_CHECKING
+from typing import Any
+
+if TYPE_CHECKING:
+    from .api import MAX_DEMAND
+    from .api import Processor
+    from .api import Publisher
+    from .api import Subscriber
+    from .api import Subscription
+    from .engine import Run
+    from .engine import run_publisher_verification
+    from .engine import run_verification
+    from .errors import NotVerified
+    from .errors import RuleViolation
+    from .errors import SetupError
+    from .results import Failure
+    from .results import TestResult
+    from .rules import RULES
+    from .rules import Rule
+    from .settings import Settings
+    from .subjects import ProcessorSubject
+    from .subjects import PublisherSubject
+    from .subjects import SubscriberSubject
+    from .subjects import WhiteboxSubject
+    from .whitebox import Puppet
+    from .whitebox import WhiteboxProbe
 
 __version__ = "0.1.0"
 
@@ -55,6 +59,45 @@ PUBLIC_MODULES = (
     "rstck.errors", "rstck.fuzz", "rstck.reference", "rstck.registry", "rstck.results",
     "rstck.rules", "rstck.settings", "rstck.subjects", "rstck.verifications", "rstck.whitebox",
 )
+
+#: Where each public name lives: loaded on first use, so that importing one module of the
+#: core (``rstck.runner``, ``rstck.probe``) does not load the rule catalogue and the engine.
+_LAZY = {
+    "MAX_DEMAND": "api",
+    "Processor": "api",
+    "Publisher": "api",
+    "Subscriber": "api",
+    "Subscription": "api",
+    "Run": "engine",
+    "run_publisher_verification": "engine",
+    "run_verification": "engine",
+    "NotVerified": "errors",
+    "RuleViolation": "errors",
+    "SetupError": "errors",
+    "Failure": "results",
+    "TestResult": "results",
+    "RULES": "rules",
+    "Rule": "rules",
+    "Settings": "settings",
+    "ProcessorSubject": "subjects",
+    "PublisherSubject": "subjects",
+    "SubscriberSubject": "subjects",
+    "WhiteboxSubject": "subjects",
+    "Puppet": "whitebox",
+    "WhiteboxProbe": "whitebox",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rstck' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "MAX_DEMAND",

@@ -315,3 +315,14 @@ def test_the_map_check_catches_a_missing_module_a_stale_entry_and_a_wrong_layer(
         "docs/architecture.md lists tck/gone.py, which is no module",
         "docs/architecture.md lists tck/trace.py under 'fuzz'; its layer is 'vocabulary'",
     ]
+
+
+def test_loading_one_module_of_the_core_does_not_load_the_catalogue() -> None:
+    """The package's public names load on first use: the runner alone stays below the catalogue."""
+    code = ("import sys, rstck.runner\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('rstck.verifications', 'rstck.engine', "
+            "'rstck.fuzz'))))\n"
+            "import rstck\nassert rstck.Run.__module__ == 'rstck.engine'\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
