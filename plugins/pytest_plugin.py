@@ -389,9 +389,9 @@ class RsTckItem(pytest.Item):
         state = self.config.stash[state_key]
         rule = getattr(test, "own_rule", None) or test.rule_id or "sanity"  # an edition's own id
         self.user_properties += [
-            ("rs_rule", rule), ("rs_level", test.level), ("rs_verification", test.verification),
+            ("rs_rule", rule), ("rs_level", str(test.level)), ("rs_verification", test.verification),
         ]
-        self.add_marker(pytest.mark.rs_tck(rule=rule, level=test.level, verification=test.verification))
+        self.add_marker(pytest.mark.rs_tck(rule=rule, level=str(test.level), verification=test.verification))
         if self.config.pluginmanager.hasplugin("timeout"):  # absent under `-p no:timeout`
             limit = state.runs[test.verification].settings.test_limit
             self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))

@@ -31,10 +31,13 @@ class TckTest:
     name: str
     verification: str
     rule: Rule | None
-    level: str
+    level: Level
     func: Callable[[Any], None]
     doc: str
     untested_reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "level", Level(self.level))  # a word given is its member
 
     @property
     def rule_id(self) -> str | None:
@@ -89,7 +92,7 @@ class Registry:
                 raise ValueError(f"fuzz test name {name!r} must start with 'fuzz_' and name no rule")
             if any(t.name == name for t in self.tests):
                 raise ValueError(f"duplicate test name {name!r}")
-            self.tests.append(TckTest(name, self.verification, None, level, func, _dedent(doc)))
+            self.tests.append(TckTest(name, self.verification, None, Level(level), func, _dedent(doc)))
             return
         match = _NAME.match(name)
         if level not in LEVELS or not match or match.group(1) != level:
@@ -101,7 +104,8 @@ class Registry:
         if any(t.name == name for t in self.tests):
             raise ValueError(f"duplicate test name {name!r}")
         rule = lookup_rule(rule_id) if rule_id is not None else None
-        self.tests.append(TckTest(name, self.verification, rule, level, func, _dedent(doc), untested_reason))
+        self.tests.append(TckTest(name, self.verification, rule, Level(level), func, _dedent(doc),
+                                  untested_reason))
 
 
 def _through(via: Callable[[Any], Any], func: Callable[[Any], None]) -> Callable[[Any], None]:

@@ -77,7 +77,7 @@ def _rule_of(test: str, verification: str) -> tuple[str | None, str]:
 
     for t in VERIFICATIONS[verification].tests:
         if t.name == test:
-            return t.rule_id, t.level
+            return t.rule_id, str(t.level)
     return None, "required"
 
 

@@ -77,7 +77,7 @@ def _bridged(test: TckTest) -> EditionTest:
 def _own(name: str, own: str, level: str, func: Callable[[Any], None], doc: str) -> EditionTest:
     rule = EDITION.rules[own]
     return EditionTest(name, jvm.VERIFICATION, rule if rule.jvm_id is None else _jvm_rule(rule.jvm_id),
-                       level, func, doc, own_rule=own)
+                       Level(level), func, doc, own_rule=own)
 
 
 def _jvm_rule(rid: str) -> Any:
