@@ -1,0 +1,167 @@
+"""The schedule: windows overlap, calls never do; turns, race hunts and the fuzz search."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from typing import Any
+
+from rstck.results import TestResult
+from rstck.settings import Settings
+
+
+def _schedule_log(bodies: list[tuple[str, Any]], concurrency: int = 1,
+                  settings: Settings | None = None) -> tuple[list[TestResult], list[tuple[str, str, float]]]:
+    """Run ``bodies`` (level, body(ctx, log)) through a Schedule; every body logs what it does."""
+    from rstck.contexts import Context
+    from rstck.engine import Schedule
+    from rstck.registry import TckTest
+
+    log: list[tuple[str, str, float]] = []
+    lock = threading.Lock()
+
+    def note(name: str, what: str) -> None:
+        with lock:
+            log.append((name, what, time.monotonic()))
+
+    tests = [TckTest(f"{level}_t{i}", "publisher", None, level, (lambda ctx, b=body, n=f"t{i}": b(ctx, n, note)), "")
+             for i, (level, body) in enumerate(bodies)]
+    schedule = Schedule(tests, Context, settings or Settings(no_fuzz=True), concurrency=concurrency)
+    return list(schedule.results()), log
+
+
+def _intervals(log: list[tuple[str, str, float]], start: str, end: str) -> dict[str, list[tuple[float, float]]]:
+    found: dict[str, list[tuple[float, float]]] = {}
+    opened: dict[str, float] = {}
+    for name, what, at in log:
+        if what == start:
+            opened[name] = at
+        elif what == end:
+            found.setdefault(name, []).append((opened.pop(name), at))
+    return found
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def test_the_default_schedule_overlaps_windows_but_never_two_tests_calls() -> None:
+    def body(ctx: Any, name: str, note: Any) -> None:
+        def work() -> None:
+            note(name, "call")
+            time.sleep(0.01)  # the subject working, inside the TCK's call
+            note(name, "returned")
+
+        ctx.call("request(1)", work)
+        with ctx.env.aside():  # a no-signal window
+            note(name, "window")
+            time.sleep(0.1)
+            note(name, "window over")
+        ctx.call("request(1)", work)
+
+    results, log = _schedule_log([("required", body)] * 6)
+    assert [r.outcome for r in results] == ["passed"] * 6
+    calls = [(name, span) for name, spans in _intervals(log, "call", "returned").items() for span in spans]
+    assert not [(a, b) for (a, x), (b, y) in itertools.combinations(calls, 2) if _overlap(x, y)]
+    windows = [span for spans in _intervals(log, "window", "window over").values() for span in spans]
+    assert any(_overlap(x, y) for x, y in itertools.combinations(windows, 2))
+
+
+def test_waiting_for_the_turn_back_is_not_held_against_a_tests_limit() -> None:
+    # A test back from a window waits while other tests call (long streams, say): that is not its
+    # time. Its own calls take 0.6 s of its 2 s limit (slack for a loaded machine); the two
+    # others keep it waiting 1.8 s or more.
+    def waiting(ctx: Any, name: str, note: Any) -> None:
+        ctx.call("request(1)", lambda: time.sleep(0.3))
+        with ctx.env.aside():
+            time.sleep(0.05)
+        note(name, "back")
+        ctx.call("request(1)", lambda: time.sleep(0.3))
+
+    def busy(ctx: Any, name: str, note: Any) -> None:
+        ctx.call("request(1)", lambda: time.sleep(1.8))
+
+    settings = Settings(no_fuzz=True, test_limit=2.0)
+    results, _log = _schedule_log([("required", waiting), ("required", busy), ("required", busy)],
+                                 settings=settings)
+    assert [r.outcome for r in results] == ["passed"] * 3, [r.message for r in results]
+    assert results[0].duration_s > settings.test_limit  # it did wait past its limit
+
+
+def test_a_window_inside_a_call_into_the_subject_keeps_the_turn() -> None:
+    # The subject's code is on the stack (perhaps holding its lock): another test calling now
+    # could deadlock against it, so a window taken there is not given up.
+    def lingering(ctx: Any, name: str, note: Any) -> None:
+        def subscribe() -> None:
+            with ctx.env.aside():
+                note(name, "window")
+                time.sleep(0.1)
+                note(name, "window over")
+
+        ctx.call("subscribe()", subscribe)
+
+    def other(ctx: Any, name: str, note: Any) -> None:
+        ctx.call("request(1)", lambda: note(name, "call"))
+
+    results, log = _schedule_log([("required", lingering), ("required", other), ("required", other)])
+    assert [r.outcome for r in results] == ["passed"] * 3
+    ((start, end),) = _intervals(log, "window", "window over")["t0"]
+    assert all(not start < at < end for name, what, at in log if what == "call")
+
+
+def test_a_race_hunting_test_runs_with_no_other_test_calling() -> None:
+    def windowed(ctx: Any, name: str, note: Any) -> None:
+        with ctx.env.aside():
+            time.sleep(0.05)
+        ctx.call("request(1)", lambda: note(name, "call"))
+
+    def racing(ctx: Any, name: str, note: Any) -> None:
+        note(name, "race")
+        with ctx.env.aside():  # its waits keep the turn too
+            time.sleep(0.1)
+        note(name, "race over")
+
+    results, log = _schedule_log([("required", windowed)] * 3 + [("stochastic", racing)] + [("required", windowed)] * 3,
+                                 concurrency=4)
+    assert [r.outcome for r in results] == ["passed"] * 7
+    ((start, end),) = _intervals(log, "race", "race over")["t3"]
+    assert all(not start < at < end for name, what, at in log if what == "call")
+
+
+def test_a_fuzz_search_starts_before_the_rule_tests_and_no_result_is_handed_back_beside_it() -> None:
+    """The search computes while the rule tests wait out their windows; the caller reports no
+    result meanwhile (pytest parses source to report, and so may Hypothesis on the search's
+    thread: CPython 3.11 does not allow both at once)."""
+    from rstck.contexts import Context
+    from rstck.engine import Schedule
+    from rstck.registry import TckTest
+
+    log: list[tuple[str, str, float]] = []
+
+    def rule(ctx: Any, name: str) -> None:
+        with ctx.env.aside():  # a no-signal window
+            time.sleep(0.05)
+        ctx.call("request(1)", lambda: log.append((name, "call", time.monotonic())))
+
+    def search(ctx: Any, name: str) -> None:
+        log.append((name, "search", time.monotonic()))
+        for _ in range(8):
+            ctx.call("request(1)", lambda: time.sleep(0.01))
+            with ctx.env.aside():  # a scenario's settle
+                time.sleep(0.02)
+        log.append((name, "search over", time.monotonic()))
+
+    levels = ["required"] * 4 + ["fuzz"] + ["required"] * 3
+    tests = [TckTest(f"{level}_t{i}", "publisher", None, level,
+                     (lambda ctx, b=(search if level == "fuzz" else rule), n=f"t{i}": b(ctx, n)), "")
+             for i, level in enumerate(levels)]
+    handed: list[float] = []
+    for result in Schedule(tests, Context, Settings()).results():
+        assert result.outcome == "passed", result.message
+        handed.append(time.monotonic())
+    ((start, end),) = _intervals(log, "search", "search over")["t4"]
+    calls = [at for name, what, at in log if what == "call"]
+    assert all(at > start for at in calls)  # the search started first
+    assert sum(start < at < end for at in calls) >= 3  # the rule tests ran beside it
+    assert min(handed) >= end

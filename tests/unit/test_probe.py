@@ -1,0 +1,261 @@
+"""The probe subscriber: what it records, the rules it flags live, its fast path."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+from rstck import MAX_DEMAND
+from rstck.environment import Environment
+from rstck.errors import RuleViolation
+from rstck.probe import ProbeSubscriber
+
+from .support import NullSubscription
+from .support import fast_probe
+from .support import overlap_of
+from .support import rules_flagged
+
+
+def test_probe_flags_each_protocol_violation_as_it_happens(env: Environment) -> None:
+    probe = ProbeSubscriber(env, yield_s=None)
+    probe.on_next(1)  # before on_subscribe
+    assert rules_flagged(env) == ["1.9"]
+    second = NullSubscription()
+    probe.on_subscribe(NullSubscription())
+    probe.on_subscribe(second)  # second on_subscribe: flagged, and cancelled as rule 2.5 asks
+    assert rules_flagged(env)[-1] == "1.9"
+    assert second.cancels == 1
+    probe.request(1)
+    probe.on_next(None)  # None element
+    assert "2.13" in rules_flagged(env)
+    probe.on_next(3)  # beyond demand
+    assert rules_flagged(env)[-1] == "1.1"
+    probe.on_complete()
+    probe.on_error(ValueError("late"))  # after a terminal signal
+    assert rules_flagged(env)[-1] == "1.7"
+    assert [r.signal for r in env.trace.records() if r.actor == "probe"][-2:] == ["on_complete", "on_error"]
+
+
+def test_probe_records_demand_at_each_signal(env: Environment) -> None:
+    probe = ProbeSubscriber(env)
+    probe.on_subscribe(NullSubscription())
+    probe.request(2)
+    probe.on_next("a")
+    probe.on_next("b")
+    probe.request(MAX_DEMAND)
+    probe.on_next("c")
+    demands = [(r.signal, r.demand) for r in env.trace.records() if r.actor == "probe"]
+    assert demands == [
+        ("on_subscribe", 0), ("request", 2), ("on_next", 2), ("on_next", 1),
+        ("request", MAX_DEMAND), ("on_next", MAX_DEMAND),
+    ]
+    assert env.problems == []
+
+
+def test_probe_sees_two_threads_inside_at_once(env: Environment) -> None:
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(p: ProbeSubscriber, element: Any) -> None:
+        if element == "first":
+            inside.set()
+            release.wait(2)
+
+    probe = ProbeSubscriber(env, on_next=hold)
+    probe.on_subscribe(NullSubscription())
+    probe.request(2)
+    first = threading.Thread(target=probe.on_next, args=("first",), name="emitter-1")
+    first.start()
+    assert inside.wait(2)
+    second = threading.Thread(target=probe.on_next, args=("second",), name="emitter-2")
+    second.start()
+    second.join(2)
+    release.set()
+    first.join(2)
+    violation = env.problems[0].error
+    assert isinstance(violation, RuleViolation)
+    assert violation.rule is not None
+    assert violation.rule.id == "1.3"
+    assert "emitter-2" in str(violation)
+    assert "emitter-1" in str(violation)
+
+
+def test_a_call_handed_over_from_inside_a_signal_may_signal_on_its_thread_but_no_other(env: Environment) -> None:
+    # The fuzz verification's "from on_subscribe: from another thread (waited for)": the waiting
+    # thread runs nothing, so the JVM RangePublisher's synchronous on_next on the calling thread
+    # nests as it would on one thread; an emitter thread of the publisher's own does not.
+    results: dict[str, int] = {}
+
+    def hand_over(p: ProbeSubscriber, s: Any) -> None:
+        waiting = threading.get_ident()
+
+        def call() -> None:
+            with p.acting_for(waiting):
+                p.on_next("delivered by the call")
+            results["after call"] = len(env.problems)
+            emitter = threading.Thread(target=p.on_next, args=("from its own thread",), name="emitter")
+            emitter.start()
+            emitter.join(2)
+
+        caller = threading.Thread(target=call, name="caller")
+        caller.start()
+        caller.join(2)
+
+    def ask(p: ProbeSubscriber, s: Any) -> None:
+        p.request(2)
+        hand_over(p, s)
+
+    probe = ProbeSubscriber(env, on_subscribe=ask)
+    probe.on_subscribe(NullSubscription())
+    assert results["after call"] == 0
+    (problem,) = env.problems
+    assert isinstance(problem.error, RuleViolation)
+    assert problem.error.rule is not None
+    assert problem.error.rule.id == "1.3"
+    assert "emitter" in str(problem.error)
+
+
+def test_same_thread_nesting_is_not_concurrency(env: Environment) -> None:
+    subscription = NullSubscription()
+
+    def nest(p: ProbeSubscriber, element: int) -> None:
+        if element < 3:
+            p.on_next(element + 1)  # what a synchronous, non-trampolined publisher does
+
+    probe = ProbeSubscriber(env, on_next=nest)
+    probe.on_subscribe(subscription)
+    probe.request(10)
+    probe.on_next(0)
+    assert env.problems == []
+    assert probe.max_depth == 4
+
+
+def test_the_fast_path_records_thread_demand_time_and_element(env: Environment) -> None:
+    probe = fast_probe(env, keep_elements=True)
+    probe.on_next("text")
+    probe.on_next(1 << 300)  # an int whose text is cut, as short_repr cuts it
+    records = env.trace.records()
+    assert len(records) == 2 * env.settings.trace_keep  # bounded
+    last = records[-3:]
+    assert [r.detail for r in last] == ["199", "'text'", repr(1 << 300)[:77] + "..."]
+    assert {(r.thread, r.actor, r.signal, r.demand) for r in last} == {
+        (threading.current_thread().name, "probe", "on_next", MAX_DEMAND)}
+    assert all(a.t <= b.t for a, b in itertools.pairwise(records))
+    assert [r.seq for r in records][-1] == env.trace.total - 1 == 2 * env.settings.trace_keep + 3
+    assert probe.received == 2 * env.settings.trace_keep + 2 == len(probe.elements)
+    assert env.problems == []
+
+
+def test_the_fast_path_counts_demand_down_and_hands_excess_to_the_full_path(env: Environment) -> None:
+    probe = fast_probe(env, demand=250, elements=250)
+    assert probe.demand == 0
+    probe.on_next(250)
+    assert rules_flagged(env) == ["1.1"]
+    assert "on_next #251 (250) with no outstanding demand" in str(env.problems[0].error)
+    assert [r.demand for r in env.trace.records() if r.signal == "on_next"][-3:] == [2, 1, 0]
+    assert probe._fast_owner is None  # beyond demand once: the full path from now on
+
+
+def test_a_second_thread_arriving_during_the_fast_path_is_a_1_3_overlap(env: Environment) -> None:
+    probe = fast_probe(env)
+    closed = threading.Event()
+
+    class Slow:
+        def __repr__(self) -> str:  # runs inside the fast path, while "emitter-2" arrives
+            rival.start()
+            closed.wait(5)  # the rival closed the fast path and now looks for us inside it
+            return "Slow()"
+
+    def watch() -> None:
+        while probe._fast_owner is not None:
+            threading.Event().wait(0.001)
+        threading.Event().wait(0.05)
+        closed.set()
+
+    rival = threading.Thread(target=probe.on_next, args=(7,), name="emitter-2")
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    probe.on_next(Slow())
+    rival.join(5)
+    watcher.join(5)
+    violation = overlap_of(env)
+    assert (f"on_next entered on thread emitter-2 while on_next was running on thread "
+            f"{threading.current_thread().name}, in the same subscriber") in str(violation)
+    by_seq = {r.seq: r for r in env.trace.records()}
+    assert [(by_seq[s].thread, by_seq[s].detail) for s in violation.evidence] == [
+        (threading.current_thread().name, "Slow()"), ("emitter-2", "7")]
+    assert probe._fast_owner is None
+    probe.on_next(8)  # two threads seen: the full path, which pauses for races, from now on
+    assert probe._fast_owner is None
+    assert probe._racy
+
+
+def test_the_fast_paths_thread_arriving_while_another_is_inside_is_a_1_3_overlap(env: Environment) -> None:
+    probe = fast_probe(env, yield_s=0.5)  # the rival pauses 0.5 s inside on_next
+    rival = threading.Thread(target=probe.on_next, args=(7,), name="emitter-2")
+    rival.start()
+    while not probe._sections:
+        threading.Event().wait(0.001)
+    probe.on_next(8)
+    rival.join(5)
+    violation = overlap_of(env)
+    assert (f"on_next entered on thread {threading.current_thread().name} while on_next was "
+            "running on thread emitter-2, in the same subscriber") in str(violation)
+
+
+def test_a_request_from_another_thread_closes_the_fast_path(env: Environment) -> None:
+    probe = fast_probe(env, demand=300, elements=200)
+    helper = threading.Thread(target=probe.request, args=(5,))
+    helper.start()
+    helper.join(5)
+    assert probe._fast_owner is None
+    assert probe.demand == 105
+    for i in range(105):
+        probe.on_next(i)
+    assert env.problems == []
+    assert probe._fast_owner is not None  # the full path opened it again: one thread signals
+    probe.on_next(0)
+    assert rules_flagged(env) == ["1.1"]
+
+
+def test_a_hook_set_later_still_sees_every_nested_on_next(env: Environment) -> None:
+    probe = fast_probe(env)
+    depths: list[int] = []
+
+    def nest(p: ProbeSubscriber, element: int) -> None:
+        depths.append(p.depth())
+        if element < 3:
+            p.on_next(element + 1)  # a synchronous, non-trampolined publisher
+
+    probe.on_next_hook = nest
+    assert probe._fast_owner is None
+    probe.on_next(0)
+    assert depths == [1, 2, 3, 4]
+    assert probe.max_depth == 4
+    assert env.problems == []
+
+
+def test_cancel_and_terminal_signals_close_the_fast_path(env: Environment) -> None:
+    probe = fast_probe(env)
+    probe.cancelled = True  # as a test that cancels through its own calls declares it
+    assert probe._fast_owner is None
+    probe.on_next(1)
+    assert probe.after_cancel == 1
+    other = fast_probe(env, name="sub2")
+    other.on_complete()
+    other.on_next(1)
+    assert rules_flagged(env) == ["1.7"]
+
+
+def test_a_wait_on_another_thread_is_woken_by_the_fast_path(env: Environment) -> None:
+    probe = fast_probe(env)
+    start = probe.received
+    woke: list[bool] = []
+    waiter = threading.Thread(target=lambda: woke.append(probe._wait(lambda: probe.received >= start + 50, 5)))
+    waiter.start()
+    while not probe._waiters:
+        threading.Event().wait(0.001)
+    for i in range(100):
+        probe.on_next(i)
+    waiter.join(2)
+    assert woke == [True]

@@ -1,0 +1,192 @@
+"""One rule test run under its watchdog: failures as data, deadlines, setup errors."""
+
+from __future__ import annotations
+
+import threading
+import types
+from typing import Any
+
+import pytest
+from rstck.results import TestResult
+from rstck.settings import Settings
+
+# -- the structured failure record ---------------------------------------------------------------
+
+
+def _run(subscription: type, rule: str, **settings: Any) -> list[TestResult]:
+    from rstck.engine import run_publisher_verification
+    from rstck.subjects import PublisherSubject
+
+    from tests.broken.publishers import factory
+
+    return run_publisher_verification(
+        PublisherSubject(factory(subscription)), Settings(timeout=0.5, **settings), rules=[rule]
+    )
+
+
+def test_a_live_violation_is_a_failure_citing_the_trace_records_that_show_it() -> None:
+    from tests.broken.publishers import ExtraElement
+
+    result = next(r for r in _run(ExtraElement, "1.1") if r.outcome == "failed")
+    headline = result.failures[0]
+    assert headline.rule == "1.1"
+    assert "no outstanding demand" in headline.observed
+    cited = [r for r in result.trace if r["seq"] in headline.evidence]
+    assert cited
+    assert all(r["signal"] == "on_next" for r in cited)
+    assert result.message.startswith(headline.headline())
+    assert f"#{headline.evidence[0]}" in result.message
+    assert 0 < result.started_at <= result.finished_at
+    assert result.finished_at - result.started_at >= result.duration_s * 0.5
+
+
+def test_every_problem_a_test_collected_is_a_failure_of_its_own() -> None:
+    from tests.broken.publishers import ExtraElement
+
+    result = next(r for r in _run(ExtraElement, "1.1") if r.outcome == "failed")
+    assert len(result.failures) >= 2
+    assert f"also    : {len(result.failures) - 1} more problem(s)" in result.message
+    for failure in result.failures[1:]:
+        assert failure.headline() in result.message
+
+
+def test_a_timed_verdict_names_the_setting_it_rests_on() -> None:
+    from tests.broken.publishers import Noop
+
+    failed = [r for r in _run(Noop, "1.2") if r.outcome == "failed"]
+    assert failed
+    assert failed[0].failures[0].setting == "timeout"
+    assert "setting : timeout (--rs-timeout-ms)" in failed[0].message
+
+
+def test_a_stochastic_test_counts_the_rounds_that_showed_the_race() -> None:
+    from tests.broken.publishers import ConcurrentOnNext
+    from tests.broken.publishers import RangeSubscription
+
+    passed = _run(RangeSubscription, "1.3", stochastic_iterations=6)[0]
+    assert passed.outcome == "passed"
+    assert passed.failures == []
+    assert passed.iterations == {"ran": 6, "showed": 0}
+    racy = _run(ConcurrentOnNext, "1.3")[0]
+    assert racy.outcome == "failed"
+    assert racy.iterations is not None
+    assert racy.iterations["showed"] == 1
+    assert 1 <= racy.iterations["ran"] <= 100
+    assert racy.failures[0].rule == "1.3"
+    inside = {r["seq"]: r for r in racy.trace}
+    threads = {inside[seq]["thread"] for seq in racy.failures[0].evidence if seq in inside}
+    assert len(threads) == 2  # the signal already inside, and the one that entered beside it
+
+
+def test_a_worker_is_abandoned_at_its_deadline_and_keeps_what_it_raised() -> None:
+    from rstck.worker import Worker
+
+    release = threading.Event()
+    stuck = Worker(lambda: release.wait(5), "stuck")
+    assert not stuck.wait(0.05)
+    assert stuck.thread.daemon
+    release.set()
+    assert stuck.wait(2)
+    assert stuck.result() is True
+
+    def fail() -> None:
+        raise KeyError("boom")
+
+    failing = Worker(fail, "failing")
+    assert failing.wait(2)
+    assert isinstance(failing.error, KeyError)
+    with pytest.raises(KeyError):
+        failing.result()
+
+
+def test_an_included_test_keeps_its_name_and_rule_and_runs_on_the_view_given() -> None:
+    from rstck.verifications import Registry
+
+    seen: list[object] = []
+    source = Registry("publisher")
+
+    @source("1.2", "required")
+    def required_spec102_x(ctx: object) -> None:
+        """Doc."""
+        seen.append(ctx)
+
+    target = Registry("processor")
+    target.include(source.tests, via=lambda ctx: ("view of", ctx))
+    (test,) = target.tests
+    assert (test.name, test.rule_id, test.level, test.verification, test.doc) == (
+        "required_spec102_x", "1.2", "required", "processor", "Doc.")
+    test.func("ctx")
+    assert seen == [("view of", "ctx")]
+
+
+def test_a_setup_error_is_a_failure_citing_no_rule() -> None:
+    from rstck.engine import run_publisher_verification
+    from rstck.subjects import PublisherSubject
+
+    def factory(n: int) -> object:
+        raise OSError("no database")
+
+    result = run_publisher_verification(PublisherSubject(factory), Settings(timeout=0.2), rules=["1.2"])[0]
+    assert result.outcome == "error"
+    (failure,) = result.failures
+    assert failure.rule is None
+    assert "raised OSError" in failure.observed
+
+
+def test_a_starved_process_is_not_taken_for_a_blocking_subject(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watchdog wakes 5 s late once (the machine starved the process): that is not the
+    subject's silence. A request that truly never returns is still caught."""
+    import time as real_time
+
+    from rstck import runner
+    from rstck.engine import run_publisher_verification
+    from rstck.subjects import PublisherSubject
+
+    class SlowRequest:
+        """Answers each request after 0.3 s, while the clock jumps."""
+
+        def __init__(self, n: int, block: bool = False) -> None:
+            self.n, self.block = n, block
+
+        def subscribe(self, subscriber: Any) -> None:
+            publisher = self
+            sent = [0]
+
+            class Subscription:
+                def request(self, k: int) -> None:
+                    if publisher.block:
+                        threading.Event().wait(3.0)
+                        return
+                    real_time.sleep(0.3)
+                    for _ in range(min(k, publisher.n - sent[0])):
+                        sent[0] += 1
+                        subscriber.on_next(sent[0])
+                    if sent[0] == publisher.n:
+                        subscriber.on_complete()
+
+                def cancel(self) -> None:
+                    pass
+
+            subscriber.on_subscribe(Subscription())
+
+    jump, looks = [0.0], [0]
+    real_monotonic = real_time.monotonic
+
+    def monotonic() -> float:
+        if threading.current_thread().name != "rs-tck-body":
+            looks[0] += 1
+            if looks[0] == 6:  # the watchdog's fourth look, while a request is running
+                jump[0] = 5.0
+        return real_monotonic() + jump[0]
+
+    clock = types.SimpleNamespace(monotonic=monotonic, time=real_time.time)
+    monkeypatch.setattr(runner, "time", clock)
+    settings = Settings(timeout=0.5, no_signal_window=0.02, test_limit=20.0)
+    (slow,) = run_publisher_verification(PublisherSubject(SlowRequest), settings,
+                                         rules=["1.2"])[:1]
+    assert slow.verdict == "passed", slow.message
+    monkeypatch.undo()
+    (blocked,) = run_publisher_verification(PublisherSubject(lambda n: SlowRequest(n, block=True)),
+                                            settings, rules=["1.2"])[:1]
+    assert blocked.verdict in ("failed", "error")
+    assert "neither returned nor signalled" in blocked.message
