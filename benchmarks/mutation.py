@@ -59,11 +59,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="only the first N mutants of each file")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--resume", action="store_true", help="keep the verdicts already in --out")
-    parser.add_argument("--rerun-survivors", nargs="*", default=[], metavar="FILE",
-                        help="with --resume: run these files' survivors again with fuzzing off (after the "
+    parser.add_argument("--rerun-survivors", nargs="*", default=None, metavar="FILE",
+                        help="with --resume: run these files' (no FILE: every file's) survivors again with fuzzing off (after the "
                         "kit gained fixed tests; the fuzz verdicts are kept for those that survive again)")
+    parser.add_argument("--with-fuzz", action="store_true",
+                        help="with --rerun-survivors: run those that survive again in the default mode too "
+                        "(after the fuzz verification changed)")
     args = parser.parse_args(argv)
 
+    if args.rerun_survivors == []:
+        args.rerun_survivors = list(args.files)
     _preload()
     sources = {f: mutation.reference_source(f) for f in args.files}
     old: dict[str, Any] = {}
@@ -73,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         for record in old.values():
             if record["file"] in args.rerun_survivors and mutation.final_status(record) == "survived":
                 record["fuzz_off"] = None
+                if args.with_fuzz:
+                    record["fuzz_on"] = None
     records: dict[str, dict[str, Any]] = {}
     for file in args.files:
         found = mutation.mutants(sources[file], file)
