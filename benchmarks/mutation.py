@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-fuzz", action="store_true",
                         help="with --rerun-survivors: run those that survive again in the default mode too "
                         "(after the fuzz verification changed)")
+    parser.add_argument("--mutants", nargs="+", default=[], metavar="ID",
+                        help="with --resume: run these mutants again, in both modes (to confirm kills "
+                        "after the kit was sharpened)")
     args = parser.parse_args(argv)
 
     if args.rerun_survivors == []:
@@ -80,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
                 record["fuzz_off"] = None
                 if args.with_fuzz:
                     record["fuzz_on"] = None
+    unknown = sorted(set(args.mutants) - set(old))
+    if unknown:
+        parser.error(f"--mutants: not in {args.out} (run it with --resume first): {', '.join(unknown)}")
+    for mutant_id in args.mutants:
+        old[mutant_id]["fuzz_off"] = old[mutant_id]["fuzz_on"] = None
     records: dict[str, dict[str, Any]] = {}
     for file in args.files:
         found = mutation.mutants(sources[file], file)
@@ -128,11 +136,12 @@ def main(argv: list[str] | None = None) -> int:
                 if r[mode] is None and (not fuzz or (r["fuzz_off"] or {}).get("status") == "survived")]
         phase = time.monotonic()
         mutation.run(todo, parallel=args.parallel, deadline=args.deadline, on_done=record(mode))
-        key = "rerun_" if args.rerun_survivors else ""
+        key = "rerun_" if args.rerun_survivors or args.mutants else ""
         data["run"][f"{key}{mode}_s"] = round(time.monotonic() - phase, 1)
         data["run"][f"{key}{mode}_mutants"] = len(todo)
         _save(args.out, data)
-    data["run"]["rerun_seconds" if args.rerun_survivors else "seconds"] = round(time.monotonic() - started, 1)
+    data["run"]["rerun_seconds" if args.rerun_survivors or args.mutants else "seconds"] = round(
+        time.monotonic() - started, 1)
     _save(args.out, data)
     for file in args.files:
         mine = [r for r in records.values() if r["file"] == file]
