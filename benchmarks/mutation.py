@@ -10,6 +10,8 @@ in ``benchmarks/mutation-classes.json``: equivalent, and why, or a miss).
     python benchmarks/mutation.py                       # the whole run, 2 processes
     python benchmarks/mutation.py --files publishers.py --limit 20 --out /tmp/m.json
     python benchmarks/mutation.py --resume              # only what the results file lacks
+    python benchmarks/mutation.py --resume --rerun-survivors --with-fuzz   # survivors, on a sharper kit
+    python benchmarks/mutation.py --resume --files publishers.py --mutants ID...   # confirm kills
     python -m tests.mutation_table --update docs/mutation-table.md
 
 The unmutated modules run first, in both modes, as a control: a kit that fails its own
@@ -99,11 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     mutants = {r["id"]: mutation.Mutant(r["file"], r["index"], r["line"], int(r["id"].split(":")[2]),
                                         r["operator"], r["original"], r["replacement"]) for r in records.values()}
     previous = json.loads(args.out.read_text(encoding="utf-8"))["run"] if old else {}
+    # A narrower --files keeps the other files' verdicts: the results stay one whole run.
+    others = [r for r in old.values() if r["file"] not in args.files]
+    files = [f for f in mutation.REFERENCE_FILES if f in args.files or f in previous.get("files", [])]
     data: dict[str, Any] = {
         "run": {**previous, "python": platform.python_version(), "tck_version": TCK_VERSION,
                 "cpus": os.cpu_count(), "parallel": args.parallel, "deadline_s": args.deadline,
-                "files": args.files},
-        "controls": {}, "mutants": list(records.values())}
+                "files": files},
+        "controls": {}, "mutants": list(records.values()) + others}
     started = time.monotonic()
 
     def control(job: mutation.Job, outcome: mutation.Outcome) -> None:
@@ -136,12 +141,11 @@ def main(argv: list[str] | None = None) -> int:
                 if r[mode] is None and (not fuzz or (r["fuzz_off"] or {}).get("status") == "survived")]
         phase = time.monotonic()
         mutation.run(todo, parallel=args.parallel, deadline=args.deadline, on_done=record(mode))
-        key = "rerun_" if args.rerun_survivors or args.mutants else ""
+        key = "confirm_" if args.mutants else "rerun_" if args.rerun_survivors else ""
         data["run"][f"{key}{mode}_s"] = round(time.monotonic() - phase, 1)
         data["run"][f"{key}{mode}_mutants"] = len(todo)
         _save(args.out, data)
-    data["run"]["rerun_seconds" if args.rerun_survivors or args.mutants else "seconds"] = round(
-        time.monotonic() - started, 1)
+    data["run"][f"{key}seconds"] = round(time.monotonic() - started, 1)
     _save(args.out, data)
     for file in args.files:
         mine = [r for r in records.values() if r["file"] == file]
