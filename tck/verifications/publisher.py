@@ -1104,9 +1104,12 @@ def required_spec308_a_cancel_must_not_starve_another_subscriber(ctx: PublisherC
     fast.request(_HELD_BACK)
     slow.wait_for_signal()
     deadline = time.monotonic() + ctx.settings.timeout
+
+    def moved(seen: int) -> Callable[[], bool]:
+        return lambda: fast.signals != seen
+
     while fast.received < _HELD_BACK and fast.terminal is None and time.monotonic() < deadline:
-        seen = fast.mark()
-        if not fast._wait(lambda seen=seen: fast.signals != seen, ctx.settings.no_signal_window):
+        if not fast._wait(moved(fast.mark()), ctx.settings.no_signal_window):
             break  # held back by the slow one's queue, or done
     slow.cancel()
     if _stalled(fast, _HELD_BACK, "3.8", f"for sub2's request({_HELD_BACK}) once sub1, which asked for "
