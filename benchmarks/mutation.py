@@ -10,6 +10,8 @@ in ``benchmarks/mutation-classes.json``: equivalent, and why, or a miss).
     python benchmarks/mutation.py                       # the whole run, 2 processes
     python benchmarks/mutation.py --files publishers.py --limit 20 --out /tmp/m.json
     python benchmarks/mutation.py --resume              # only what the results file lacks
+    python benchmarks/mutation.py --resume --rerun-survivors --with-fuzz   # survivors, on a sharper kit
+    python benchmarks/mutation.py --resume --files publishers.py --mutants ID...   # confirm kills
     python -m tests.mutation_table --update docs/mutation-table.md
 
 The unmutated modules run first, in both modes, as a control: a kit that fails its own
@@ -59,11 +61,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="only the first N mutants of each file")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--resume", action="store_true", help="keep the verdicts already in --out")
-    parser.add_argument("--rerun-survivors", nargs="*", default=[], metavar="FILE",
-                        help="with --resume: run these files' survivors again with fuzzing off (after the "
+    parser.add_argument("--rerun-survivors", nargs="*", default=None, metavar="FILE",
+                        help="with --resume: run these files' (no FILE: every file's) survivors again with fuzzing off (after the "
                         "kit gained fixed tests; the fuzz verdicts are kept for those that survive again)")
+    parser.add_argument("--with-fuzz", action="store_true",
+                        help="with --rerun-survivors: run those that survive again in the default mode too "
+                        "(after the fuzz verification changed)")
+    parser.add_argument("--mutants", nargs="+", default=[], metavar="ID",
+                        help="with --resume: run these mutants again, in both modes (to confirm kills "
+                        "after the kit was sharpened)")
     args = parser.parse_args(argv)
 
+    if args.rerun_survivors == []:
+        args.rerun_survivors = list(args.files)
     _preload()
     sources = {f: mutation.reference_source(f) for f in args.files}
     old: dict[str, Any] = {}
@@ -73,6 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         for record in old.values():
             if record["file"] in args.rerun_survivors and mutation.final_status(record) == "survived":
                 record["fuzz_off"] = None
+                if args.with_fuzz:
+                    record["fuzz_on"] = None
+    unknown = sorted(set(args.mutants) - set(old))
+    if unknown:
+        parser.error(f"--mutants: not in {args.out} (run it with --resume first): {', '.join(unknown)}")
+    for mutant_id in args.mutants:
+        old[mutant_id]["fuzz_off"] = old[mutant_id]["fuzz_on"] = None
     records: dict[str, dict[str, Any]] = {}
     for file in args.files:
         found = mutation.mutants(sources[file], file)
@@ -84,11 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     mutants = {r["id"]: mutation.Mutant(r["file"], r["index"], r["line"], int(r["id"].split(":")[2]),
                                         r["operator"], r["original"], r["replacement"]) for r in records.values()}
     previous = json.loads(args.out.read_text(encoding="utf-8"))["run"] if old else {}
+    # A narrower --files keeps the other files' verdicts: the results stay one whole run.
+    others = [r for r in old.values() if r["file"] not in args.files]
+    files = [f for f in mutation.REFERENCE_FILES if f in args.files or f in previous.get("files", [])]
     data: dict[str, Any] = {
         "run": {**previous, "python": platform.python_version(), "tck_version": TCK_VERSION,
                 "cpus": os.cpu_count(), "parallel": args.parallel, "deadline_s": args.deadline,
-                "files": args.files},
-        "controls": {}, "mutants": list(records.values())}
+                "files": files},
+        "controls": {}, "mutants": list(records.values()) + others}
     started = time.monotonic()
 
     def control(job: mutation.Job, outcome: mutation.Outcome) -> None:
@@ -121,11 +141,11 @@ def main(argv: list[str] | None = None) -> int:
                 if r[mode] is None and (not fuzz or (r["fuzz_off"] or {}).get("status") == "survived")]
         phase = time.monotonic()
         mutation.run(todo, parallel=args.parallel, deadline=args.deadline, on_done=record(mode))
-        key = "rerun_" if args.rerun_survivors else ""
+        key = "confirm_" if args.mutants else "rerun_" if args.rerun_survivors else ""
         data["run"][f"{key}{mode}_s"] = round(time.monotonic() - phase, 1)
         data["run"][f"{key}{mode}_mutants"] = len(todo)
         _save(args.out, data)
-    data["run"]["rerun_seconds" if args.rerun_survivors else "seconds"] = round(time.monotonic() - started, 1)
+    data["run"][f"{key}seconds"] = round(time.monotonic() - started, 1)
     _save(args.out, data)
     for file in args.files:
         mine = [r for r in records.values() if r["file"] == file]

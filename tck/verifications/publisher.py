@@ -269,10 +269,14 @@ def required_spec104_must_signal_on_error_when_failing(ctx: PublisherContext) ->
 
 @tck_test("1.5", "required")
 def required_spec105_must_signal_on_complete_when_finite_stream_terminates(ctx: PublisherContext) -> None:
-    """A 3-element stream, requested one at a time, must end with on_complete.
+    """A 3-element stream, requested one at a time, must end with on_complete; so must streams
+    of 64, 1000 and 1024 elements, each asked for in one request of exactly its length.
 
-    If this fails, check that on_complete is signalled once the last element was delivered,
-    even when it is requested separately.
+    The long ones end with no demand left exactly where a batch or turn of a size dividing
+    their length ends (16 to 1024, 100, 125, 200, 250, 500): on_complete needs no demand, so
+    nothing else comes to restart an emission that stopped there. If this fails, check that
+    on_complete is signalled once the last element was delivered, even when it is requested
+    separately, and that a turn ending at the last element still looks for the end.
     """
     probe = ctx.subscribed(3, completes=True)
     for _ in range(3):
@@ -281,6 +285,15 @@ def required_spec105_must_signal_on_complete_when_finite_stream_terminates(ctx: 
     probe.request(1)
     probe.expect_completion()
     ctx.closing_quiet(probe, after="after on_complete")
+    lengths = [n for n in _BOUNDARY_LENGTHS if n <= ctx.settings.max_elements]
+    exact = [ctx.subscribed(n, completes=True, name=f"exactly{n}", keep_elements=False, yield_s=None)
+             for n in lengths]
+    for long, n in zip(exact, lengths, strict=True):
+        long.request(n)
+    for long, n in zip(exact, lengths, strict=True):
+        if _stalled(long, n, "1.5", f"for one request({n}) on a stream of {n}", ctx):
+            long.expect_completion(rule="1.5")
+            ctx.closing_quiet(long, after="after on_complete")
 
 
 @tck_test("1.5", "optional")
@@ -1073,8 +1086,12 @@ def required_spec308_a_cancel_must_not_starve_another_subscriber(ctx: PublisherC
 
     The other one's subscription is not cancelled, so its demand must bring an element, or
     the stream must end for it with on_error or on_complete. A publisher that stops a shared
-    source on any cancel and tells nobody leaves it waiting forever. If this fails, check what
-    one subscriber's cancel does to the others.
+    source on any cancel and tells nobody leaves it waiting forever. Then a slow subscriber
+    (request(1)) and a fast one (request(600)) share a stream; once the fast one stops
+    (a buffer bounded by the slow one's queue may hold it back, as 1.1 allows) the slow one
+    cancels, and the fast one's demand must be served from there. If this fails, check what
+    one subscriber's cancel does to the others: the room its queue held must be asked for
+    upstream again.
     """
     first, second = _multicast(ctx, 3, False, 2)
     first.cancel()
@@ -1082,6 +1099,30 @@ def required_spec308_a_cancel_must_not_starve_another_subscriber(ctx: PublisherC
     _served_or_told(ctx, second, "second's request(1) to bring an element or a terminal signal after "
                     "first cancelled")
     ctx.closing_drain(second)
+    if ctx.settings.max_elements < _HELD_BACK + 1:
+        return
+    slow, fast = _multicast(ctx, _HELD_BACK + 1, False, 2)
+    slow.request(1)
+    fast.request(_HELD_BACK)
+    slow.wait_for_signal()
+    deadline = time.monotonic() + ctx.settings.timeout
+
+    def moved(seen: int) -> Callable[[], bool]:
+        return lambda: fast.signals != seen
+
+    while fast.received < _HELD_BACK and fast.terminal is None and time.monotonic() < deadline:
+        if not fast._wait(moved(fast.mark()), ctx.settings.no_signal_window):
+            break  # held back by the slow one's queue, or done
+    slow.cancel()
+    if _stalled(fast, _HELD_BACK, "3.8", f"for sub2's request({_HELD_BACK}) once sub1, which asked for "
+                "one, cancelled", ctx):
+        fast.cancel()
+        ctx.closing_drain(fast)
+
+
+#: The fast subscriber's demand when a slow one holds a shared buffer back: past the usual
+#: multicast buffers (16 to 256).
+_HELD_BACK = 600
 
 
 @tck_test("3.8", "required")
@@ -1248,7 +1289,10 @@ def required_spec309_request_zero_from_inside_on_next_must_signal_value_error(ct
 
     Made while the publisher is delivering, where a re-entrant request() often takes a short
     path that only adds demand. After the on_error, a further request(5) yields nothing
-    (rules 1.6, 1.7). If this fails, check that request() validates n on every path.
+    (rules 1.6, 1.7). Then request(n) and request(0) from on_next #n, for n of 64, 1000 and
+    1024: the on_error is owed, with no demand left, exactly where a batch or turn of a size
+    dividing n ends. If this fails, check that request() validates n on every path, and that
+    a turn ending with an error pending still delivers it.
     """
 
     def zero(p: ProbeSubscriber, e: Any) -> None:
@@ -1261,6 +1305,21 @@ def required_spec309_request_zero_from_inside_on_next_must_signal_value_error(ct
     mark = probe.mark()
     probe.request(5)
     ctx.closing_quiet(probe, after="after the on_error that answered request(0)", since=mark)
+
+    def zero_at(n: int) -> Callable[[ProbeSubscriber, Any], None]:
+        def hook(p: ProbeSubscriber, e: Any) -> None:
+            if p.received == n:
+                p.request(0)
+        return hook
+
+    lengths = [n for n in _BOUNDARY_LENGTHS if n + 1 <= ctx.settings.max_elements]
+    late = [ctx.subscribed(n + 1, name=f"zero-at-{n}", keep_elements=False, yield_s=None, on_next=zero_at(n))
+            for n in lengths]
+    for long, n in zip(late, lengths, strict=True):
+        long.request(n)
+    for long, n in zip(late, lengths, strict=True):
+        if _stalled(long, n, "3.9", f"for request({n}), then request(0) from on_next #{n}", ctx):
+            long.expect_error(ValueError, rule="3.9")
 
 
 # -- 2.13 from the publisher's side: subscribers that raise ---------------------------------------
@@ -1277,8 +1336,8 @@ def required_spec309_request_zero_from_inside_on_next_must_signal_value_error(ct
 #    not held against a synchronous publisher; neither is it escaping a publisher's own thread.
 
 
-def _raising(ctx: PublisherContext, name: str, signal: str, at: int = 1) -> RaisingProbe:
-    probe = RaisingProbe(ctx.env, name, raise_on=signal, at=at)
+def _raising(ctx: PublisherContext, name: str, signal: str, at: int = 1, **options: Any) -> RaisingProbe:
+    probe = RaisingProbe(ctx.env, name, raise_on=signal, at=at, **options)
     ctx.keep(probe)
     return probe
 
@@ -1344,15 +1403,24 @@ def required_spec213_publisher_must_consider_the_subscription_cancelled_when_a_t
     After a raising on_subscribe nothing is requested: the JVM's own RangePublisher only logs
     such a failure and would serve a request made afterwards, and a subscriber requesting after
     its own on_subscribe failed is at fault twice; what is judged there is that subscribe()
-    returns (1.9) and signals nothing unasked. If this fails, check that every call of a
-    subscriber's method is guarded: a raise from on_complete or on_error ends the stream as it
-    was ending anyway, and none turns into an exception of the publisher's own.
+    returns (1.9) and signals nothing unasked. A second on_subscribe requests 3 and then
+    raises: what request() delivered before the raise is fine, an element after it is not (the
+    demand belongs to a subscription that now counts as cancelled). If this fails, check that
+    every call of a subscriber's method is guarded: a raise from on_subscribe cancels what it
+    requested, one from on_complete or on_error ends the stream as it was ending anyway, and
+    none turns into an exception of the publisher's own.
     """
     probes = []
     subscribing = _raising(ctx, "raising-on-subscribe", "on_subscribe")
     ctx.subscribe(ctx.publisher(min(3, ctx.settings.max_elements)), subscribing)
     subscribing.expect_subscription()
     probes.append((subscribing, "on_subscribe"))
+    if ctx.settings.max_elements >= 1:
+        asking = _raising(ctx, "requesting-then-raising-on-subscribe", "on_subscribe",
+                          on_subscribe=lambda p, s: p.request(3))
+        ctx.subscribe(ctx.publisher(min(6, ctx.settings.max_elements)), asking)
+        asking.expect_subscription()
+        probes.append((asking, "on_subscribe"))
     if ctx.settings.can_complete and ctx.settings.max_elements >= 1:
         completing = _raising(ctx, "raising-on-complete", "on_complete")
         ctx.subscribe(ctx.publisher(1, completes=True), completing)
@@ -1392,6 +1460,9 @@ _UNEVEN = (1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 25
 #: One bulk request: one more than every power of two up to 2048 divides (so a batched
 #: emission ends owing exactly one element), past the usual 1024-element prefetch.
 _BULK = 2049
+#: Streams asked for in one request of exactly their length, where a terminal signal is owed
+#: with no demand left: their divisors are the usual batch sizes (16 to 1024, 100, 125, 250).
+_BOUNDARY_LENGTHS = (64, 1000, 1024)
 #: request(1) calls in one subscription: far past any small counter or log.
 _CALLS = 20_000
 

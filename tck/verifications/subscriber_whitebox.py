@@ -420,11 +420,14 @@ tck_test.untested(
 def required_spec308_whitebox_request_must_register_given_number_elements_to_be_produced(
     ctx: WhiteboxStages,
 ) -> None:
-    """puppet.request(2) must let two elements through, and then puppet.request(3) three more.
+    """puppet.request(2) must let two elements through, and then puppet.request(3) three more;
+    then puppet.request(300), and the 300 elements sent back to back must all be processed.
 
     The subscriber may request in smaller parts (for example one more as each element is
-    processed), as long as the demand it signals adds up to what it was asked for. If this
-    fails, check that requested demand is forwarded in full, not dropped or capped.
+    processed), as long as the demand it signals adds up to what it was asked for. The burst
+    leaves a subscriber that hands signals to a worker with a backlog far past its turn or
+    batch size. If this fails, check that requested demand is forwarded in full, not dropped
+    or capped, and that a worker that yields after a turn comes back for the rest.
     """
     ctx.needs_demand()
     stage = ctx.stage()
@@ -433,7 +436,15 @@ def required_spec308_whitebox_request_must_register_given_number_elements_to_be_
         for _ in range(asked):
             x = stage.send_next(rule="3.8")
             stage.probe.expect_next(x, rule="3.8")
+    stage.request(_BURST)
+    burst = [stage.send_next(rule="3.8") for _ in range(_BURST)]
+    for x in burst:
+        stage.probe.expect_next(x, rule="3.8")
     ctx.at_close(stage.upstream.settle)
+
+
+#: Elements sent back to back after one puppet.request: past any worker's turn or batch size.
+_BURST = 300
 
 
 @tck_test("3.10", "required")

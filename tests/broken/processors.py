@@ -375,3 +375,26 @@ class FixedWindowFilter(IdentityProcessor):
             downstream.drain()
 
     _downstream_type = _ForgetsFreedRoom
+
+
+class ForgetsTheRoomALeaverHeld(IdentityProcessor):
+    """Rule 3.8: when a subscriber leaves, the room its full queue held back is not asked for.
+
+    Upstream demand is bounded by the fullest queue (a buffer of 32 here). A slow subscriber
+    that asked for one element and cancels leaves the fast one, which asked for hundreds,
+    waiting: upstream is asked again only on the next request or element, and none comes.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(buffer_size=32)
+
+    def _left(self, downstream: _Downstream, *, terminated: bool = False) -> None:
+        with self._lock:
+            if downstream in self._downstreams:
+                self._downstreams.remove(downstream)
+            shut_down = not terminated and not self._downstreams and self._ended is None
+            if shut_down:
+                self._ended = ("on_error", RuntimeError("shut down: the last subscriber cancelled"))
+            upstream = self._upstream
+        if shut_down and upstream is not None:
+            upstream.cancel()

@@ -1554,3 +1554,60 @@ class UnlockedEmission(RangeSubscription):
         except Exception:
             self.stop()
         return False
+
+
+# -- terminal signals owed where a turn ends; demand of a raising on_subscribe -------------------
+
+
+class IdleAfterATurnWithNothingOwed(RangeSubscription):
+    """Emits in turns of ``TURN`` signals; after a full turn with no demand left it goes idle.
+
+    "Nothing owed, nothing to do", so the work count goes back to 0 (every call that came
+    during the turn only added demand, and that has been served): but a terminal signal may be
+    due exactly there (the last element ended the turn, or on_next #TURN requested 0), and it
+    needs no demand, so no request comes to restart the emission.
+    """
+
+    TURN = 128
+
+    def drain(self) -> None:
+        missed = 1
+        while True:
+            sent = 0
+            while self.step():
+                sent += 1
+                if sent % self.TURN == 0:
+                    with self.lock:
+                        if self.demand == 0:
+                            self.wip = 0
+                            return
+            with self.lock:
+                self.wip -= missed
+                missed = self.wip
+                if missed == 0:
+                    return
+
+
+class NoCompleteWhenATurnEndsAtTheLast(IdleAfterATurnWithNothingOwed):
+    """Rule 1.5: turns of 128; a stream of 1024 asked for in one request(1024) never completes."""
+
+    TURN = 128
+
+
+class LosesTheErrorWhenATurnEndsOwingIt(IdleAfterATurnWithNothingOwed):
+    """Rule 3.9: turns of 250; request(1000), then request(0) from on_next #1000: no on_error."""
+
+    TURN = 250
+
+
+class ServesWhatARaisingOnSubscribeRequested(RangePublisher):
+    """Rule 2.13: a raising on_subscribe is ignored, and subscribe() goes on to deliver what it
+    requested before raising, to a subscription that counts as cancelled."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None) is illegal")
+        subscription = self.subscription(subscriber, self.count)
+        with contextlib.suppress(Exception):
+            subscriber.on_subscribe(subscription)
+        subscription.start()

@@ -664,3 +664,44 @@ class ExtraPassAfterTurn(GoodSubscriber):
     def handle(self, element: Any) -> None:
         with self.probe.next(element):
             self.process(element)
+
+
+# -- past a worker's turn size --------------------------------------------------------------------
+
+
+class StrandsTheRestAfterATurn(GoodSubscriber):
+    """Rule 3.8: a worker handles at most 100 queued elements a turn and then never comes back.
+
+    Signals are queued and a turn on a pool worker processes them; after a full turn it
+    should resubmit itself for the rest, but returns with its "scheduled" flag still set, so
+    no later signal starts another turn either. One element at a time never fills a turn; a
+    burst of requested elements leaves the rest unprocessed and the demand unsignalled.
+    """
+
+    TURN = 100
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.inbox: collections.deque[Any] = collections.deque()
+        self.lock = threading.Lock()
+        self.scheduled = False
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        with self.lock:
+            self.inbox.append(element)
+            if self.scheduled:
+                return
+            self.scheduled = True
+        _WORKERS.submit(self.turn)
+
+    def turn(self) -> None:
+        for _ in range(self.TURN):
+            with self.lock:
+                if not self.inbox:
+                    self.scheduled = False
+                    return
+                element = self.inbox.popleft()
+            with self.probe.next(element):
+                self.process(element)

@@ -327,6 +327,15 @@ CASES = [
     case("wraps-demand-like-a-java-long", f(bp.WrapsDemandLikeAJavaLong),
          "spec317_demand_reaching_long_max_value_from_a_small_outstanding_demand_must_keep_flowing",
          "3.17", "1 arrived, then nothing"),
+    # -- terminal signals owed where a turn ends; demand of a raising on_subscribe (appended) --
+    case("no-complete-when-a-turn-ends-at-the-last", f(bp.NoCompleteWhenATurnEndsAtTheLast),
+         "required_spec105_must_signal_on_complete_when_finite_stream_terminates", "1.5",
+         "on_complete"),
+    case("loses-the-error-when-a-turn-ends-owing-it", f(bp.LosesTheErrorWhenATurnEndsOwingIt),
+         "spec309_request_zero_from_inside_on_next_must_signal_value_error", "3.9", "zero-at-1000"),
+    case("serves-what-a-raising-on-subscribe-requested", bp.ServesWhatARaisingOnSubscribeRequested,
+         "spec213_publisher_must_consider_the_subscription_cancelled_when_a_terminal", "2.13",
+         "requesting-then-raising-on-subscribe"),
 ]
 
 

@@ -111,6 +111,7 @@ BROKEN = [
     *white(broken.ExtraPassAfterTurn, "2.7"),
     pytest.param(BB, named(BB, "2.4", "backlog"), broken.blackbox(broken.RequestsAgainWhenIdle),
                  "2.4", id="blackbox-RequestsAgainWhenIdle-2.4-backlog"),
+    *white(broken.StrandsTheRestAfterATurn, "3.8"),
 ]
 
 
