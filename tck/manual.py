@@ -624,6 +624,10 @@ class ManualPublisher:
         record = self.env.trace.add(sub.name, signal, detail, demand)
         if signal == "on_subscribe":
             sub.subscribed_seq = record.seq
+        with self._cond:
+            # Any signal is work for the subscriber: one that handles its signals later, in
+            # order, may still request for an on_subscribe or element queued before this end.
+            sub.idle = False
         self.env.bump()
 
         def deliver() -> None:

@@ -241,6 +241,37 @@ def test_a_request_by_an_idle_subscriber_after_the_terminal_signal_is_flagged_as
     assert flagged(env) == ["2.4"]  # told once
 
 
+def test_a_request_for_an_on_subscribe_handled_after_the_end_is_not_flagged(env: Environment) -> None:
+    """A subscriber handing its signals to a slow pool: on_subscribe is handled after a quiet
+    window, and after on_complete was sent; its request then is for a signal before the end."""
+
+    class Deferred:
+        subscription: Any = None
+
+        def on_subscribe(self, subscription: Any) -> None:
+            self.subscription = subscription  # handled later, on the pool
+
+        def on_next(self, element: Any) -> None:
+            pass
+
+        def on_error(self, exc: BaseException) -> None:
+            pass
+
+        def on_complete(self) -> None:
+            pass
+
+    upstream = ManualPublisher(env)
+    subscriber = Deferred()
+    upstream.subscribe(subscriber)
+    assert upstream.settle()  # quiet: the pool has not run yet
+    upstream.send_complete()
+    subscriber.subscription.request(16)  # the pool handles on_subscribe now, in order
+    assert flagged(env) == []
+    upstream.closing_after_terminal(window=0.2)()  # once worked off, a request would be told
+    subscriber.subscription.request(1)
+    assert flagged(env) == ["2.4"]
+
+
 def test_late_requests_that_work_or_the_tck_explain_are_not_flagged(env: Environment) -> None:
     busy = ManualPublisher(env, "busy")
     busy.subscribe(broken.GoodSubscriber())
