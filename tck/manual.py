@@ -15,6 +15,7 @@ and 3.11 allow a publisher to, so a subscriber that is not ready for it is caugh
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -101,6 +102,14 @@ class ManualSubscription:
         self._inside_seq: dict[int, int] = {}
         self._sections: dict[int, str] = {}
         self._sections_lock = threading.Condition(threading.Lock())
+        #: Calls numbered up to this one hold no longer (``release``): the TCK is done waiting
+        #: for a rival to them and wants the caller to go on.
+        self._released = 0
+        #: Set by the 2.7 hunts: the next caller to leave the subscription is paused in its own
+        #: code (see ``Preemption``).
+        self.preemption: Preemption | None = None
+        #: The thread of the latest request/cancel.
+        self.last_caller: int | None = None
         self._wip = 0
 
     def __repr__(self) -> str:
@@ -120,6 +129,7 @@ class ManualSubscription:
             valid = isinstance(n, int) and not isinstance(n, bool)
             with pub._cond:
                 self.calls += 1
+                call = self.calls
                 self.idle = False
                 self.request_count += 1
                 self.last_request = n
@@ -150,7 +160,7 @@ class ManualSubscription:
             self._inside_seq[threading.get_ident()] = record.seq
             for rule, expected, observed in problems:
                 pub.env.violation(rule, expected, observed, evidence=(record.seq,))
-            self._pause()
+            self._pause(call)
             if pub.inline and not state:
                 pub._drain(self)
         finally:
@@ -164,6 +174,7 @@ class ManualSubscription:
             problems = self._inside_terminal("cancel()")
             with pub._cond:
                 self.calls += 1
+                call = self.calls
                 self.cancel_count += 1
                 state = "" if self.terminal is None else f"after {self.terminal}"
                 if self.cancelled:
@@ -176,7 +187,7 @@ class ManualSubscription:
             self._inside_seq[threading.get_ident()] = record.seq
             for rule, expected, observed in problems:
                 pub.env.violation(rule, expected, observed, evidence=(record.seq,))
-            self._pause()
+            self._pause(call)
         finally:
             self._exit(entered)
 
@@ -231,6 +242,7 @@ class ManualSubscription:
     def _enter(self, what: str) -> bool:
         """Rule 2.7: note a second thread entering while another is still inside."""
         me = threading.get_ident()
+        self.last_caller = me
         self.publisher.env.threads.add(me)
         first = False
         with self._sections_lock:
@@ -255,26 +267,48 @@ class ManualSubscription:
             )
         return True
 
-    def _pause(self) -> None:
+    def _pause(self, call: int) -> None:
         """Stay inside the call a moment, so that a second thread racing in is seen (2.7).
 
         With ``hold_s`` set, a call from one of the subject's own threads waits up to that long for
-        a rival and ends the moment one enters: two threads released together are caught even when
-        the scheduler wakes the second late, and a conforming subject pays the hold only on calls
-        made off the test's thread.
+        a rival and ends the moment one enters (or the TCK releases it): two threads released
+        together are caught even when the scheduler wakes the second late, and a conforming
+        subject pays the hold only on calls made off the test's thread.
         """
         pub = self.publisher
         if pub.hold_s and threading.get_ident() != pub.env.body_ident:
             with self._sections_lock:
                 seen = self.overlaps
-                self._sections_lock.wait_for(lambda: self.overlaps != seen, pub.hold_s)
+                self._sections_lock.wait_for(
+                    lambda: self.overlaps != seen or self._released >= call or self._preempting(),
+                    pub.hold_s)
             return
         pub._pause()
+
+    def _preempting(self) -> bool:
+        preemption = self.preemption
+        return preemption is not None and preemption.armed
+
+    def release(self) -> None:
+        """End the holds of the calls made so far: the TCK wants their callers to go on."""
+        with self._sections_lock:
+            self._released = self.calls
+            self._sections_lock.notify_all()
+
+    def wait_outside(self, timeout: float) -> bool:
+        """Wait until no thread is inside a call on this subscription; False if one still is."""
+        with self._sections_lock:
+            return self._sections_lock.wait_for(lambda: not self._sections, timeout)
 
     def _exit(self, entered: bool) -> None:
         if entered:
             with self._sections_lock:
                 self._sections.pop(threading.get_ident(), None)
+                if not self._sections:
+                    self._sections_lock.notify_all()  # wait_outside
+            preemption = self.preemption
+            if preemption is not None and threading.get_ident() != self.publisher.env.body_ident:
+                preemption.install()
 
     def cancelled_after(self, seq: int | None) -> int | None:
         """The first cancel() on this subscription recorded after trace record ``seq``."""
@@ -717,6 +751,77 @@ class ManualPublisher:
             return False
         self._next(sub, None)
         return True
+
+
+class Preemption:
+    """Pause a subject's thread in its own code, just after it left a request/cancel (rule 2.7).
+
+    Under the interpreter lock, a thread runs the few instructions after a call in one go, so
+    a signal from the TCK almost never lands between them: a delivery loop that gives up its
+    turn and then makes one more pass hides the moment when a second worker can start beside it.
+    Armed with ``k``, the next subject thread to leave the subscription stops at its ``k``-th
+    call event (a profile hook on that thread only) and
+    waits there, bounded, while the TCK delivers a signal; sweeping ``k`` walks the signal across
+    the subject's code after the call. The hook removes itself at once after; a thread that
+    already has a profiler (the user's) is left alone.
+    """
+
+    #: The longest a paused thread waits for the TCK (a signal blocked on a lock the paused
+    #: thread holds ends the pause this way).
+    PAUSE_S = 0.01
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._target: int | None = None  # armed: pause at this many call events
+        self._round = 0
+        self._paused = 0  # the round a thread is paused in
+        self._resumed = 0  # the last round the TCK is done with
+
+    def arm(self, k: int) -> None:
+        with self._cond:
+            self._round += 1
+            self._target = k
+
+    @property
+    def armed(self) -> bool:
+        """A thread leaving the subscription now is to be paused: calls hold no longer."""
+        return self._target is not None
+
+    def wait_paused(self, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._paused == self._round, timeout)
+
+    def resume(self) -> None:
+        with self._cond:
+            self._target = None
+            self._resumed = self._round
+            self._cond.notify_all()
+
+    def install(self) -> None:
+        with self._cond:
+            target, round_ = self._target, self._round
+            if target is None:
+                return
+            self._target = None  # one thread per round
+        if sys.getprofile() is not None:
+            return  # a profiler of the user's own is on this thread: leave it alone
+        left = [target]
+
+        def hook(frame: Any, event: str, arg: Any) -> None:
+            if event not in ("call", "c_call"):
+                return
+            left[0] -= 1
+            if left[0] > 0:
+                return
+            sys.setprofile(None)
+            with self._cond:
+                if self._resumed >= round_:
+                    return
+                self._paused = round_
+                self._cond.notify_all()
+                self._cond.wait_for(lambda: self._resumed >= round_, self.PAUSE_S)
+
+        sys.setprofile(hook)
 
 
 def _changed(sub: ManualSubscription, seen: int) -> Callable[[], bool]:

@@ -108,7 +108,8 @@ BROKEN = [
         broken.loop_requests_after_end_whitebox, loop="asyncio", label="LoopRequestsAfterEnd"), "2.4",
         id=f"whitebox-LoopRequestsAfterEnd-2.4-{end}") for end in ("on_complete", "on_error")),
     *both(broken.CreditTimer, "2.4", "cancelled_after_on_complete"),
-    *white(broken.ExtraPassAfterTurn, "2.7"),
+    *both(broken.ExtraPassAfterTurn, "2.7"),
+    *both(broken.ActorExtraPass, "2.7"),
     pytest.param(BB, named(BB, "2.4", "backlog"), broken.blackbox(broken.RequestsAgainWhenIdle),
                  "2.4", id="blackbox-RequestsAgainWhenIdle-2.4-backlog"),
 ]

@@ -664,3 +664,86 @@ class ExtraPassAfterTurn(GoodSubscriber):
     def handle(self, element: Any) -> None:
         with self.probe.next(element):
             self.process(element)
+
+
+class ActorExtraPass(GoodSubscriber):
+    """Rule 2.7: the JVM's AsyncSubscriber, whose run() handles one more signal after ``on`` is cleared.
+
+    Ported from the reactive-streams-jvm example: every signal is queued and ``run`` (on a pool
+    worker, one signal per run) is scheduled when the ``on`` flag goes from false to true. The
+    change: the ``finally`` clause clears ``on`` and then, to save rescheduling, handles the next
+    queued signal itself before scheduling again. A signal arriving after the flag is cleared
+    schedules another run on another worker: two threads request(1) at once.
+    """
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.inbound: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.on = False
+        self.on_lock = threading.Lock()  # compareAndSet on ``on``
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        self.signal("subscribe", subscription)
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        self.signal("next", element)
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("on_error(None)")
+        self.signal("error", exc)
+
+    def on_complete(self) -> None:
+        self.signal("complete", None)
+
+    def signal(self, kind: str, value: Any) -> None:
+        self.inbound.put((kind, value))
+        self.try_schedule()
+
+    def try_schedule(self) -> None:
+        with self.on_lock:
+            if self.on:
+                return
+            self.on = True
+        _WORKERS.submit(self.run)
+
+    def run(self) -> None:
+        try:
+            self.handle(*self.inbound.get_nowait())
+        except queue.Empty:
+            pass
+        finally:
+            self.on = False
+            with contextlib.suppress(queue.Empty):
+                self.handle(*self.inbound.get_nowait())  # the extra pass, outside the turn
+            if not self.inbound.empty():
+                self.try_schedule()
+
+    def puppet_request(self, n: int) -> None:
+        self.signal("request", n)  # the puppet's calls are made by a run too
+
+    def puppet_cancel(self) -> None:
+        self.signal("cancel", None)
+
+    def handle(self, kind: str, value: Any) -> None:
+        if kind == "subscribe":
+            if self.subscription is not None or self.done:
+                value.cancel()
+                return
+            self.subscription = value
+            self.probe.register(request=self.puppet_request, cancel=self.puppet_cancel)
+            self.request(1)
+        elif kind == "request":
+            GoodSubscriber.puppet_request(self, value)
+        elif kind == "cancel":
+            self.cancel()
+        elif kind == "next":
+            GoodSubscriber.on_next(self, value)
+        elif kind == "error":
+            GoodSubscriber.on_error(self, value)
+        else:
+            GoodSubscriber.on_complete(self)
