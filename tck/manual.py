@@ -121,11 +121,12 @@ class ManualSubscription:
         # Read first: a call begun before the end returned, or while work was left, is no late call.
         ended, idle = self.ended_at, self.idle
         pub = self.publisher
-        entered = self._enter(f"request({short_repr(n)})")
+        shown = short_repr(n)
+        what = f"request({shown})"
+        entered = self._enter(what)
         try:
             pub.env.bump()
-            problems = self._inside_terminal(f"request({short_repr(n)})") or self._late(
-                f"request({short_repr(n)})", ended, idle)
+            problems = self._inside_terminal(what) or self._late(what, ended, idle)
             valid = isinstance(n, int) and not isinstance(n, bool)
             with pub._cond:
                 self.calls += 1
@@ -137,13 +138,13 @@ class ManualSubscription:
                     problems.append((
                         "3.9",
                         "request(n) with an int n > 0 (the spec calls any other request illegal)",
-                        f"request({short_repr(n)})",
+                        what,
                     ))
                 if self.must_reject is not None:
                     problems.append((
                         self.must_reject,
                         f"no request on {self.name}, a subscription the subscriber must cancel",
-                        f"request({short_repr(n)}) on it",
+                        f"{what} on it",
                     ))
                 state = ""
                 if self.terminal is not None:
@@ -155,11 +156,11 @@ class ManualSubscription:
                     self.demand = min(MAX_DEMAND, self.demand + n)
                 demand = self.demand
                 pub._cond.notify_all()
-            record = pub.env.trace.add(self.name, "request", f"{short_repr(n)}{state}", demand)
-            self.request_seqs.append(record.seq)
-            self._inside_seq[threading.get_ident()] = record.seq
+            seq = pub.env.trace.log(self.name, "request", shown + state if state else shown, demand)
+            self.request_seqs.append(seq)
+            self._inside_seq[threading.get_ident()] = seq
             for rule, expected, observed in problems:
-                pub.env.violation(rule, expected, observed, evidence=(record.seq,))
+                pub.env.violation(rule, expected, observed, evidence=(seq,))
             self._pause(call)
             if pub.inline and not state:
                 pub._drain(self)
@@ -246,6 +247,9 @@ class ManualSubscription:
         self.publisher.env.threads.add(me)
         first = False
         with self._sections_lock:
+            if not self._sections:  # alone: the usual case, and the cheap one
+                self._sections[me] = what
+                return True
             if me in self._sections:
                 return False  # re-entrant on the same thread (e.g. request from inline on_next)
             others = dict(self._sections)
@@ -655,29 +659,29 @@ class ManualPublisher:
                 fn: Callable[..., Any], *args: Any, rule: str | None = None,
                 terminal: bool = False) -> bool:
         """Deliver one signal; a subscriber that raises breaks 2.13 (or ``rule``)."""
-        record = self.env.trace.add(sub.name, signal, detail, demand)
+        seq = self.env.trace.log(sub.name, signal, detail, demand)
         if signal == "on_subscribe":
-            sub.subscribed_seq = record.seq
+            sub.subscribed_seq = seq
         self.env.bump()
 
-        def deliver() -> None:
-            if not terminal:
-                fn(*args)
-                return
-            # Rule 2.3's flag is set on the thread that runs the subscriber's code (an event
-            # loop's, under --rs-loop=asyncio), where its calls on the subscription happen.
-            stack = _terminal_calls()
-            stack.append((sub, signal))
-            try:
-                fn(*args)
-            finally:
-                stack.pop()
-                # Taken where the signal returned (on the subject's loop, if it has one), before
-                # anything the subscriber scheduled from it can run: later requests break 2.4.
-                sub.requests_at_terminal = sub.request_count
+        call: Callable[..., Any] = fn
+        if terminal:
+            def deliver(*args: Any) -> None:
+                # Rule 2.3's flag is set on the thread that runs the subscriber's code (an event
+                # loop's, under --rs-loop=asyncio), where its calls on the subscription happen.
+                stack = _terminal_calls()
+                stack.append((sub, signal))
+                try:
+                    fn(*args)
+                finally:
+                    stack.pop()
+                    # Taken where the signal returned (on the subject's loop, if it has one), before
+                    # anything the subscriber scheduled from it can run: later requests break 2.4.
+                    sub.requests_at_terminal = sub.request_count
 
+            call = deliver
         try:
-            self.env.invoke(f"{signal}({detail})", deliver)
+            self.env.invoke(f"{signal}({detail})", call, *args)
         except Exception as exc:
             with self._cond:
                 sub.broken = True
@@ -689,7 +693,7 @@ class ManualPublisher:
                 f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
                 hint="a subscriber raises only TypeError, for a None argument; any other failure "
                 "it signals by cancelling its subscription (rule 2.13)",
-                evidence=(record.seq, note.seq),
+                evidence=(seq, note.seq),
             )
             violation.__cause__ = exc
             self.env.flop(violation)
