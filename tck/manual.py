@@ -105,6 +105,7 @@ class ManualSubscription:
         #: Calls numbered up to this one hold no longer (``release``): the TCK is done waiting
         #: for a rival to them and wants the caller to go on.
         self._released = 0
+        self._inside_waiters = 0
         #: Set by the 2.7 hunts: the next caller to leave the subscription is paused in its own
         #: code (see ``Preemption``).
         self.preemption: Preemption | None = None
@@ -249,6 +250,8 @@ class ManualSubscription:
         with self._sections_lock:
             if not self._sections:  # alone: the usual case, and the cheap one
                 self._sections[me] = what
+                if self._inside_waiters:
+                    self._sections_lock.notify_all()  # wait_inside
                 return True
             if me in self._sections:
                 return False  # re-entrant on the same thread (e.g. request from inline on_next)
@@ -298,6 +301,16 @@ class ManualSubscription:
         with self._sections_lock:
             self._released = self.calls
             self._sections_lock.notify_all()
+
+    def wait_inside(self, timeout: float) -> bool:
+        """Wait until a thread other than the test's is inside a call on this subscription."""
+        body = self.publisher.env.body_ident
+        with self._sections_lock:
+            self._inside_waiters += 1
+            try:
+                return self._sections_lock.wait_for(lambda: any(t != body for t in self._sections), timeout)
+            finally:
+                self._inside_waiters -= 1
 
     def wait_outside(self, timeout: float) -> bool:
         """Wait until no thread is inside a call on this subscription; False if one still is."""

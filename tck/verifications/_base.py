@@ -44,6 +44,8 @@ RACE_ROUNDS = 72
 PREEMPT_SWEEP = 24
 #: How long a late element waits for the subject's thread to reach its pause.
 PREEMPT_WAIT_S = 0.002
+#: How long an element on time waits for a request of the subscriber's own to be in progress.
+PROMPT_WAIT_S = 0.002
 #: How long a late element waits, at most, for the subscriber to work off the elements before it.
 CATCH_UP_S = 0.05
 
@@ -73,7 +75,12 @@ def race_rounds(env: Any, upstream: Any, rounds: int, sent: list[Any] | None = N
                 break
             # A call from the test's thread (a synchronous subscriber) has no thread to pause, and
             # a subject served on its event loop would have the TCK's signal wait on the pause.
-            late = i % 3 == 2 and sub.last_caller != env.body_ident and direct
+            threaded = sub.last_caller != env.body_ident
+            late = i % 3 == 2 and threaded and direct
+            if not late and threaded and i:
+                # On time means while a request of the subscriber's own is held: with demand to
+                # spare (a whitebox puppet's), wait a moment for one to begin.
+                sub.wait_inside(PROMPT_WAIT_S)
             if late:
                 if caught_up is not None:
                     deadline = time.monotonic() + CATCH_UP_S

@@ -747,3 +747,37 @@ class ActorExtraPass(GoodSubscriber):
             GoodSubscriber.on_error(self, value)
         else:
             GoodSubscriber.on_complete(self)
+
+
+class CancelsBesideItsWorker(GoodSubscriber):
+    """Rule 2.7: ``take(n)`` whose worker requests, while the n-th on_next cancels on the caller's thread.
+
+    Elements go to a worker that processes them and requests one more each; the on_next that
+    brings the n-th element cancels at once, on the thread that delivered it, to stop the
+    stream as early as possible. The worker may still be inside its request() for the element
+    before: a request and a cancel overlap on the subscription.
+    """
+
+    TAKE = 8
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.count = 0
+        # One worker: its requests are serial among themselves (rule 2.7), not with the cancel.
+        self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="take-worker")
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        self.count += 1
+        if self.count >= self.TAKE:
+            with self.probe.next(element):
+                self.received.append(element)
+            self.cancel()
+            self.worker.shutdown(wait=False)
+            return
+        self.worker.submit(self.work, element)
+
+    def work(self, element: Any) -> None:
+        with self.probe.next(element):
+            self.process(element)
