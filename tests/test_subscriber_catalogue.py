@@ -110,8 +110,7 @@ BROKEN = [
     *both(broken.CreditTimer, "2.4", "cancelled_after_on_complete"),
     *both(broken.ExtraPassAfterTurn, "2.7"),
     *both(broken.ActorExtraPass, "2.7"),
-    pytest.param(BB, named(BB, "2.7"), broken.blackbox(broken.CancelsBesideItsWorker), "2.7",
-                 id="blackbox-CancelsBesideItsWorker-2.7"),
+    *both(broken.CancelsBesideItsWorker, "2.7"),
     pytest.param(BB, named(BB, "2.4", "backlog"), broken.blackbox(broken.RequestsAgainWhenIdle),
                  "2.4", id="blackbox-RequestsAgainWhenIdle-2.4-backlog"),
 ]

@@ -68,6 +68,7 @@ def race_rounds(env: Any, upstream: Any, rounds: int, sent: list[Any] | None = N
     sub = upstream.subscription
     sent = [] if sent is None else sent
     direct = env.dispatch is type(env)._direct
+    requested, first = sub.request_count, len(sent)
     preemption = sub.preemption = Preemption()
     try:
         for i in range(rounds):
@@ -77,9 +78,10 @@ def race_rounds(env: Any, upstream: Any, rounds: int, sent: list[Any] | None = N
             # a subject served on its event loop would have the TCK's signal wait on the pause.
             threaded = sub.last_caller != env.body_ident
             late = i % 3 == 2 and threaded and direct
-            if not late and threaded and i:
+            if not late and threaded and 2 * (sub.request_count - requested) >= len(sent) - first:
                 # On time means while a request of the subscriber's own is held: with demand to
-                # spare (a whitebox puppet's), wait a moment for one to begin.
+                # spare (a whitebox puppet's), a subscriber that answers most elements with a
+                # request is given a moment to begin one (one that asks in batches is not).
                 sub.wait_inside(PROMPT_WAIT_S)
             if late:
                 if caught_up is not None:
