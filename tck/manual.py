@@ -6,6 +6,9 @@ the rules a subscriber can break there: 2.3 (calls from inside the TCK's own ``o
 ``on_error``, told apart per thread, never by stack inspection), 2.7 (two threads inside the
 subscription at once) and 3.9 (non-positive requests). The verification sends signals only
 within the demand it was given, and waits for requests and cancellations with bounded waits.
+For the 2.7 hunts a subscription can also hold a call from one of the subject's threads until a
+rival enters (``hold_s``), and pause that thread in its own code after the call
+(``Preemption``) while the TCK delivers the next element.
 
 Three ways to drive it: by hand from the verification thread (the default); ``count=n`` with a
 feeder thread that delivers ``n`` elements as demand arrives (the upstream of a processor under
