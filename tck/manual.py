@@ -18,6 +18,7 @@ and 3.11 allow a publisher to, so a subscriber that is not ready for it is caugh
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -34,6 +35,9 @@ from .trace import short_repr
 Listener = Callable[[str, Any], None]
 
 _UNSET: Any = object()
+
+#: The kit's own source files: their calls are not steps of the subject's code (``Preemption``).
+_KIT = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 #: How long after a terminal signal the 2.4 tests keep watching for a request or cancel: the
 #: period of a credit timer, the time a worker takes to drain a backlog. A closing window,
@@ -780,7 +784,7 @@ class Preemption:
     a signal from the TCK almost never lands between them: a delivery loop that gives up its
     turn and then makes one more pass hides the moment when a second worker can start beside it.
     Armed with ``k``, the next subject thread to leave the subscription stops at its ``k``-th
-    call event (a profile hook on that thread only) and
+    call event outside the kit's own code (a profile hook on that thread only) and
     waits there, bounded, while the TCK delivers a signal; sweeping ``k`` walks the signal across
     the subject's code after the call. The hook removes itself at once after; a thread that
     already has a profiler (the user's) is left alone.
@@ -828,8 +832,8 @@ class Preemption:
         left = [target]
 
         def hook(frame: Any, event: str, arg: Any) -> None:
-            if event not in ("call", "c_call"):
-                return
+            if event not in ("call", "c_call") or frame.f_code.co_filename.startswith(_KIT):
+                return  # the kit's own code (a whitebox probe's report) is not the subject's step
             left[0] -= 1
             if left[0] > 0:
                 return

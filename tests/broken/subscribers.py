@@ -627,7 +627,8 @@ class ExtraPassAfterTurn(GoodSubscriber):
     Signals are queued and a turn on a pool worker processes them, requesting one more per
     element; the turn clears its "scheduled" flag and then, to save a resubmission, takes
     one more element if one is queued, without the flag. An on_next arriving meanwhile starts
-    a new turn on another worker: two threads request at once, now and then.
+    a new turn on another worker: two threads request at once, now and then. The puppet's
+    requests are queued and made by a turn too, so that the extra pass is the only fault.
     """
 
     def __init__(self, probe: WhiteboxProbe | None = None) -> None:
@@ -661,9 +662,22 @@ class ExtraPassAfterTurn(GoodSubscriber):
             return
         self.handle(element)
 
+    def puppet_request(self, n: int) -> None:
+        self.on_next(_PuppetRequest(n))
+
     def handle(self, element: Any) -> None:
+        if isinstance(element, _PuppetRequest):
+            GoodSubscriber.puppet_request(self, element.n)
+            return
         with self.probe.next(element):
             self.process(element)
+
+
+class _PuppetRequest:
+    """A puppet's request, queued among the elements of a subscriber that makes it in a turn."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
 
 
 class ActorExtraPass(GoodSubscriber):
