@@ -6,6 +6,9 @@ the rules a subscriber can break there: 2.3 (calls from inside the TCK's own ``o
 ``on_error``, told apart per thread, never by stack inspection), 2.7 (two threads inside the
 subscription at once) and 3.9 (non-positive requests). The verification sends signals only
 within the demand it was given, and waits for requests and cancellations with bounded waits.
+For the 2.7 hunts a subscription can also hold a call from one of the subject's threads until a
+rival enters (``hold_s``), and pause that thread in its own code after the call
+(``Preemption``) while the TCK delivers the next element.
 
 Three ways to drive it: by hand from the verification thread (the default); ``count=n`` with a
 feeder thread that delivers ``n`` elements as demand arrives (the upstream of a processor under
@@ -15,6 +18,8 @@ and 3.11 allow a publisher to, so a subscriber that is not ready for it is caugh
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +35,9 @@ from .trace import short_repr
 Listener = Callable[[str, Any], None]
 
 _UNSET: Any = object()
+
+#: The kit's own source files: their calls are not steps of the subject's code (``Preemption``).
+_KIT = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 #: How long after a terminal signal the 2.4 tests keep watching for a request or cancel: the
 #: period of a credit timer, the time a worker takes to drain a backlog. A closing window,
@@ -101,6 +109,15 @@ class ManualSubscription:
         self._inside_seq: dict[int, int] = {}
         self._sections: dict[int, str] = {}
         self._sections_lock = threading.Condition(threading.Lock())
+        #: Calls numbered up to this one hold no longer (``release``): the TCK is done waiting
+        #: for a rival to them and wants the caller to go on.
+        self._released = 0
+        self._inside_waiters = 0
+        #: Set by the 2.7 hunts: the next caller to leave the subscription is paused in its own
+        #: code (see ``Preemption``).
+        self.preemption: Preemption | None = None
+        #: The thread of the latest request/cancel.
+        self.last_caller: int | None = None
         self._wip = 0
 
     def __repr__(self) -> str:
@@ -112,14 +129,16 @@ class ManualSubscription:
         # Read first: a call begun before the end returned, or while work was left, is no late call.
         ended, idle = self.ended_at, self.idle
         pub = self.publisher
-        entered = self._enter(f"request({short_repr(n)})")
+        shown = short_repr(n)
+        what = f"request({shown})"
+        entered = self._enter(what)
         try:
             pub.env.bump()
-            problems = self._inside_terminal(f"request({short_repr(n)})") or self._late(
-                f"request({short_repr(n)})", ended, idle)
+            problems = self._inside_terminal(what) or self._late(what, ended, idle)
             valid = isinstance(n, int) and not isinstance(n, bool)
             with pub._cond:
                 self.calls += 1
+                call = self.calls
                 self.idle = False
                 self.request_count += 1
                 self.last_request = n
@@ -127,13 +146,13 @@ class ManualSubscription:
                     problems.append((
                         "3.9",
                         "request(n) with an int n > 0 (the spec calls any other request illegal)",
-                        f"request({short_repr(n)})",
+                        what,
                     ))
                 if self.must_reject is not None:
                     problems.append((
                         self.must_reject,
                         f"no request on {self.name}, a subscription the subscriber must cancel",
-                        f"request({short_repr(n)}) on it",
+                        f"{what} on it",
                     ))
                 state = ""
                 if self.terminal is not None:
@@ -145,12 +164,12 @@ class ManualSubscription:
                     self.demand = min(MAX_DEMAND, self.demand + n)
                 demand = self.demand
                 pub._cond.notify_all()
-            record = pub.env.trace.add(self.name, "request", f"{short_repr(n)}{state}", demand)
-            self.request_seqs.append(record.seq)
-            self._inside_seq[threading.get_ident()] = record.seq
+            seq = pub.env.trace.log(self.name, "request", shown + state if state else shown, demand)
+            self.request_seqs.append(seq)
+            self._inside_seq[threading.get_ident()] = seq
             for rule, expected, observed in problems:
-                pub.env.violation(rule, expected, observed, evidence=(record.seq,))
-            self._pause()
+                pub.env.violation(rule, expected, observed, evidence=(seq,))
+            self._pause(call)
             if pub.inline and not state:
                 pub._drain(self)
         finally:
@@ -164,6 +183,7 @@ class ManualSubscription:
             problems = self._inside_terminal("cancel()")
             with pub._cond:
                 self.calls += 1
+                call = self.calls
                 self.cancel_count += 1
                 state = "" if self.terminal is None else f"after {self.terminal}"
                 if self.cancelled:
@@ -176,7 +196,7 @@ class ManualSubscription:
             self._inside_seq[threading.get_ident()] = record.seq
             for rule, expected, observed in problems:
                 pub.env.violation(rule, expected, observed, evidence=(record.seq,))
-            self._pause()
+            self._pause(call)
         finally:
             self._exit(entered)
 
@@ -231,9 +251,15 @@ class ManualSubscription:
     def _enter(self, what: str) -> bool:
         """Rule 2.7: note a second thread entering while another is still inside."""
         me = threading.get_ident()
+        self.last_caller = me
         self.publisher.env.threads.add(me)
         first = False
         with self._sections_lock:
+            if not self._sections:  # alone: the usual case, and the cheap one
+                self._sections[me] = what
+                if self._inside_waiters:
+                    self._sections_lock.notify_all()  # wait_inside
+                return True
             if me in self._sections:
                 return False  # re-entrant on the same thread (e.g. request from inline on_next)
             others = dict(self._sections)
@@ -255,26 +281,58 @@ class ManualSubscription:
             )
         return True
 
-    def _pause(self) -> None:
+    def _pause(self, call: int) -> None:
         """Stay inside the call a moment, so that a second thread racing in is seen (2.7).
 
         With ``hold_s`` set, a call from one of the subject's own threads waits up to that long for
-        a rival and ends the moment one enters: two threads released together are caught even when
-        the scheduler wakes the second late, and a conforming subject pays the hold only on calls
-        made off the test's thread.
+        a rival and ends the moment one enters (or the TCK releases it): two threads released
+        together are caught even when the scheduler wakes the second late, and a conforming
+        subject pays the hold only on calls made off the test's thread.
         """
         pub = self.publisher
         if pub.hold_s and threading.get_ident() != pub.env.body_ident:
             with self._sections_lock:
                 seen = self.overlaps
-                self._sections_lock.wait_for(lambda: self.overlaps != seen, pub.hold_s)
+                self._sections_lock.wait_for(
+                    lambda: self.overlaps != seen or self._released >= call or self._preempting(),
+                    pub.hold_s)
             return
         pub._pause()
+
+    def _preempting(self) -> bool:
+        preemption = self.preemption
+        return preemption is not None and preemption.armed
+
+    def release(self) -> None:
+        """End the holds of the calls made so far: the TCK wants their callers to go on."""
+        with self._sections_lock:
+            self._released = self.calls
+            self._sections_lock.notify_all()
+
+    def wait_inside(self, timeout: float) -> bool:
+        """Wait until a thread other than the test's is inside a call on this subscription."""
+        body = self.publisher.env.body_ident
+        with self._sections_lock:
+            self._inside_waiters += 1
+            try:
+                return self._sections_lock.wait_for(lambda: any(t != body for t in self._sections), timeout)
+            finally:
+                self._inside_waiters -= 1
+
+    def wait_outside(self, timeout: float) -> bool:
+        """Wait until no thread is inside a call on this subscription; False if one still is."""
+        with self._sections_lock:
+            return self._sections_lock.wait_for(lambda: not self._sections, timeout)
 
     def _exit(self, entered: bool) -> None:
         if entered:
             with self._sections_lock:
                 self._sections.pop(threading.get_ident(), None)
+                if not self._sections:
+                    self._sections_lock.notify_all()  # wait_outside
+            preemption = self.preemption
+            if preemption is not None and threading.get_ident() != self.publisher.env.body_ident:
+                preemption.install()
 
     def cancelled_after(self, seq: int | None) -> int | None:
         """The first cancel() on this subscription recorded after trace record ``seq``."""
@@ -621,33 +679,34 @@ class ManualPublisher:
                 fn: Callable[..., Any], *args: Any, rule: str | None = None,
                 terminal: bool = False) -> bool:
         """Deliver one signal; a subscriber that raises breaks 2.13 (or ``rule``)."""
-        record = self.env.trace.add(sub.name, signal, detail, demand)
+        seq = self.env.trace.log(sub.name, signal, detail, demand)
         if signal == "on_subscribe":
-            sub.subscribed_seq = record.seq
-        with self._cond:
-            # Any signal is work for the subscriber: one that handles its signals later, in
-            # order, may still request for an on_subscribe or element queued before this end.
-            sub.idle = False
+            sub.subscribed_seq = seq
+        if signal != "on_next":  # (``_next`` does it for elements)
+            with self._cond:
+                # Any signal is work for the subscriber: one that handles its signals later, in
+                # order, may still request for an on_subscribe or element queued before this end.
+                sub.idle = False
         self.env.bump()
 
-        def deliver() -> None:
-            if not terminal:
-                fn(*args)
-                return
-            # Rule 2.3's flag is set on the thread that runs the subscriber's code (an event
-            # loop's, under --rs-loop=asyncio), where its calls on the subscription happen.
-            stack = _terminal_calls()
-            stack.append((sub, signal))
-            try:
-                fn(*args)
-            finally:
-                stack.pop()
-                # Taken where the signal returned (on the subject's loop, if it has one), before
-                # anything the subscriber scheduled from it can run: later requests break 2.4.
-                sub.requests_at_terminal = sub.request_count
+        call: Callable[..., Any] = fn
+        if terminal:
+            def deliver(*args: Any) -> None:
+                # Rule 2.3's flag is set on the thread that runs the subscriber's code (an event
+                # loop's, under --rs-loop=asyncio), where its calls on the subscription happen.
+                stack = _terminal_calls()
+                stack.append((sub, signal))
+                try:
+                    fn(*args)
+                finally:
+                    stack.pop()
+                    # Taken where the signal returned (on the subject's loop, if it has one), before
+                    # anything the subscriber scheduled from it can run: later requests break 2.4.
+                    sub.requests_at_terminal = sub.request_count
 
+            call = deliver
         try:
-            self.env.invoke(f"{signal}({detail})", deliver)
+            self.env.invoke(f"{signal}({detail})", call, *args)
         except Exception as exc:
             with self._cond:
                 sub.broken = True
@@ -659,7 +718,7 @@ class ManualPublisher:
                 f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
                 hint="a subscriber raises only TypeError, for a None argument; any other failure "
                 "it signals by cancelling its subscription (rule 2.13)",
-                evidence=(record.seq, note.seq),
+                evidence=(seq, note.seq),
             )
             violation.__cause__ = exc
             self.env.flop(violation)
@@ -721,6 +780,77 @@ class ManualPublisher:
             return False
         self._next(sub, None)
         return True
+
+
+class Preemption:
+    """Pause a subject's thread in its own code, just after it left a request/cancel (rule 2.7).
+
+    Under the interpreter lock, a thread runs the few instructions after a call in one go, so
+    a signal from the TCK almost never lands between them: a delivery loop that gives up its
+    turn and then makes one more pass hides the moment when a second worker can start beside it.
+    Armed with ``k``, the next subject thread to leave the subscription stops at its ``k``-th
+    call event outside the kit's own code (a profile hook on that thread only) and
+    waits there, bounded, while the TCK delivers a signal; sweeping ``k`` walks the signal across
+    the subject's code after the call. The hook removes itself at once after; a thread that
+    already has a profiler (the user's) is left alone.
+    """
+
+    #: The longest a paused thread waits for the TCK (a signal blocked on a lock the paused
+    #: thread holds ends the pause this way).
+    PAUSE_S = 0.01
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._target: int | None = None  # armed: pause at this many call events
+        self._round = 0
+        self._paused = 0  # the round a thread is paused in
+        self._resumed = 0  # the last round the TCK is done with
+
+    def arm(self, k: int) -> None:
+        with self._cond:
+            self._round += 1
+            self._target = k
+
+    @property
+    def armed(self) -> bool:
+        """A thread leaving the subscription now is to be paused: calls hold no longer."""
+        return self._target is not None
+
+    def wait_paused(self, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._paused == self._round, timeout)
+
+    def resume(self) -> None:
+        with self._cond:
+            self._target = None
+            self._resumed = self._round
+            self._cond.notify_all()
+
+    def install(self) -> None:
+        with self._cond:
+            target, round_ = self._target, self._round
+            if target is None:
+                return
+            self._target = None  # one thread per round
+        if sys.getprofile() is not None:
+            return  # a profiler of the user's own is on this thread: leave it alone
+        left = [target]
+
+        def hook(frame: Any, event: str, arg: Any) -> None:
+            if event not in ("call", "c_call") or frame.f_code.co_filename.startswith(_KIT):
+                return  # the kit's own code (a whitebox probe's report) is not the subject's step
+            left[0] -= 1
+            if left[0] > 0:
+                return
+            sys.setprofile(None)
+            with self._cond:
+                if self._resumed >= round_:
+                    return
+                self._paused = round_
+                self._cond.notify_all()
+                self._cond.wait_for(lambda: self._resumed >= round_, self.PAUSE_S)
+
+        sys.setprofile(hook)
 
 
 def _changed(sub: ManualSubscription, seen: int) -> Callable[[], bool]:

@@ -237,6 +237,11 @@ class WhiteboxProbe:
             if index is not None:
                 del self._done[index]
 
+    def wait_pending(self, most: int, timeout: float) -> bool:
+        """Wait until at most ``most`` elements signalled are not yet reported processed."""
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self._pending) <= most, timeout)
+
     def expect_complete(self, *, timeout: float | None = None, rule: str | None = None) -> None:
         self._expect("processing of on_complete() reported",
                      lambda: any(s == "on_complete" for s, _ in self._reported_terminal),

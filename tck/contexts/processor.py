@@ -92,7 +92,7 @@ class ProcessorContext(Context):
     def _fed_processor(self, elements: int) -> Any:
         """The processor as the publisher tests see it: fed ``elements`` by a TCK upstream."""
         processor = self.processor()
-        upstream = self.as_subscriber.upstream("upstream", count=elements,
+        upstream = self.as_subscriber.upstream("upstream", count=elements, yield_s=None,
                                                end="complete" if elements < MAX_DEMAND else None)
         self.as_subscriber.attach(upstream, processor)
         return processor

@@ -5,8 +5,8 @@ subscriptions: ``request(k)`` with small, boundary, non-positive and huge k (sum
 2**63-1 included), ``cancel()``; from the test thread, from another thread, or re-entrantly from
 inside ``on_subscribe``/``on_next`` (a given one, or every one; there, also handed to another
 thread while ``on_next`` waits, which is how a request lands while a drain loop is running);
-further subscribers to the same publisher (the failed publisher too); "let it run" pauses; and
-calls after terminal signals. ``systematic`` spells every short scenario of a small alphabet,
+further subscribers to the same publisher (the failed publisher too); "let it run" pauses;
+calls after terminal signals; and a subscriber that fails: its on_next #i or its on_error raises. ``systematic`` spells every short scenario of a small alphabet,
 run (batched by ``screen``) before the random ones.
 
 The verdict rests on the rules, checked as in every verification by the probes (1.1, 1.3, 1.7,
@@ -18,6 +18,8 @@ The verdict rests on the rules, checked as in every verification by the probes (
 * 3.8/3.17: demand requested and not cancelled is served: ``min(requested, n)`` elements arrive
   (3.17 when the total crossed 2**63-1), and 1.5: on_complete follows the n-th;
 * 3.9: a non-positive request on a live subscription ends it with ``on_error(ValueError)``;
+* 2.13: after on_next raised, no element follows: the subscription counts as cancelled, and
+  nothing is owed (request() and subscribe() must still return, as the probes check live);
 * conservation: no element lost, duplicated or reordered. The reference is what the same
   factory produced for a plain subscriber, twice, when both runs agree (a deterministic
   publisher); otherwise only counts are checked.
@@ -39,6 +41,8 @@ from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..probe import ProbeAbort
 from ..probe import ProbeSubscriber
+from ..probe import SubscriberFailure
+from ..probe import passes_on_failure
 from ..runner import stall_limit
 from ..settings import Settings
 from ..trace import short_repr
@@ -65,11 +69,18 @@ _SIZES = (0, 1, 2, 3, 4, 7, 16, 64)
 #: ``EVERY_LIMIT`` of them: on an endless stream a request(1) from each would never end).
 EVERY = 0
 EVERY_LIMIT = 64
+#: The index of a re-entrant action made from ``on_error`` (only ``("raise",)`` is made there).
+ON_ERROR = -1
+#: The action of a subscriber that fails: its signal method raises (rule 2.13: the publisher
+#: must then consider the subscription cancelled; request() and subscribe() still return).
+RAISE = ("raise",)
 #: The share of long random scenarios, and their most steps. They cost most of the search's
 #: time (64% at one in seven of up to 200 steps); one in ten of up to 160 pays for the
 #: systematic phase, which covers the short orders.
 LONG_SHARE = 0.1
 LONG_STEPS = 160
+#: The share of random scenarios with a subscriber that raises.
+RAISE_SHARE = 0.15
 
 
 # -- generating scenarios --------------------------------------------------------------------
@@ -128,6 +139,11 @@ def generator(settings: Settings, *, subscribers: int, failed: bool) -> Callable
                                                            (1, EVERY)))),
                                    action(cancels=2, illegal=6, thread=2))
                                   for _ in range(rng.randint(0, 6))}))
+        # A failing subscriber now and then: an on_next that raises, or an on_error.
+        if rng.random() < RAISE_SHARE:
+            at = ON_ERROR if rng.random() < 0.25 else int(pick(rng, ((3, lambda: rng.randint(1, 3)),
+                                                                     (1, lambda: rng.randint(4, 8)))))
+            reactions = tuple(sorted({*reactions, (target(), at, RAISE)}))
         count = rng.randint(0, 12) if rng.random() >= LONG_SHARE else rng.randint(40, LONG_STEPS)
         return (n, first, reactions, tuple(step() for _ in range(count)))
 
@@ -143,6 +159,9 @@ ALPHABET_DEMAND = (1, 2, 3, MAX_DEMAND - 1, MAX_DEMAND, 2**64, 0, -1)
 #: from on_next #1 (also handed to another thread while it waits: a call landing while the
 #: drain loop runs), from on_next #k, and from every on_next.
 WHERE = ("test", "on_subscribe", "on_next #1", "on_next #1, another thread", "on_next #k", "every on_next")
+#: Where the subscriber raises instead of calling (``RAISE``): a failing first element, a
+#: failing later one, a failing on_error (after request(0)).
+RAISE_WHERE = ("on_next #1", "on_next #k", "on_error")
 #: The ``k`` of "on_next #k" and the stream length of systematic scenarios: a request of "a few"
 #: (3) after one element reaches the end, and a miscount of one shows as an extra element.
 SYSTEMATIC_K = 2
@@ -170,13 +189,15 @@ def systematic(settings: Settings, steps: int) -> Iterator[Scenario]:
     for their members: the demand a re-entrant action needs comes from the test thread
     (on_subscribe's own demand is crossed with the test thread's and with itself), with the
     amounts of ``REENTRANT_SOURCE`` and ``REENTRANT_DEMAND``, and after a cancel or a
-    non-positive request only ``AFTER_END`` is tried.
+    non-positive request only ``AFTER_END`` is tried. A subscriber that raises (``RAISE_WHERE``)
+    is one more letter.
     """
     if steps <= 0:
         return
     n = min(SYSTEMATIC_N, settings.max_elements) if settings.can_complete else settings.max_elements
-    actions = [("request", k, "here") for k in ALPHABET_DEMAND] + [("cancel", "here")]
+    actions: list[tuple[Any, ...]] = [("request", k, "here") for k in ALPHABET_DEMAND] + [("cancel", "here")]
     letters = [(where, action) for action in actions for where in WHERE]
+    letters += [(where, RAISE) for where in RAISE_WHERE]
     seen: set[Scenario] = set()
     for length in range(1, steps + 1):
         for word in _words(letters, length):
@@ -199,9 +220,12 @@ def _words(letters: list[tuple[str, tuple[Any, ...]]], length: int) -> Iterator[
 
 def _spelled(n: int, word: tuple[Any, ...]) -> Scenario | None:
     wheres = {where for where, _ in word}
+    calls = {where for where, action in word if action != RAISE}
+    if calls - {"test", "on_subscribe"} and "on_subscribe" in wheres:
+        # Re-entrant calls take their demand from the test thread; a raise may take it from
+        # on_subscribe too (a publisher may deliver what is owed then by a path of its own).
+        return None
     if wheres - {"test", "on_subscribe"}:
-        if "on_subscribe" in wheres:
-            return None  # re-entrant actions take their demand from the test thread
         for where, action in word:
             amounts = REENTRANT_SOURCE if where == "test" else REENTRANT_DEMAND
             if action[0] == "request" and action[1] not in amounts:
@@ -223,7 +247,7 @@ def _spelled(n: int, word: tuple[Any, ...]) -> Scenario | None:
             first.append(action)
         else:
             index = {"on_next #1": 1, "on_next #1, another thread": 1, "on_next #k": SYSTEMATIC_K,
-                     "every on_next": EVERY}[where]
+                     "every on_next": EVERY, "on_error": ON_ERROR}[where]
             made = (*action[:-1], "thread") if where.endswith("another thread") else action
             if (0, index, made) in reactions:
                 return None  # the same action twice at one place: a shorter scenario
@@ -242,8 +266,14 @@ def _live(scenario: Scenario) -> bool:
     def act(action: tuple[Any, ...]) -> None:
         if state["over"]:
             return
-        if action[0] == "cancel" or action[1] <= 0:
+        if action == RAISE:
+            state["over"] = True  # the subscription counts as cancelled
+        elif action[0] == "cancel" or action[1] <= 0:
             state["over"] = True  # cancelled, or ended by the on_error a non-positive request is owed
+            if action[0] == "request":
+                for reaction in reactions:
+                    if reaction[1] == ON_ERROR:
+                        fired[reaction] = fired.get(reaction, 0) + 1
         else:
             state["demand"] = min(state["demand"] + action[1], MAX_DEMAND)
 
@@ -330,6 +360,8 @@ def size(scenario: Scenario) -> int:
 
 
 def _simpler_action(action: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+    if action == RAISE:
+        return
     if action[-1] == "thread":
         yield (*action[:-1], "here")
     if action[0] == "request":
@@ -367,6 +399,8 @@ def _name(index: int) -> str:
 
 
 def action_text(action: tuple[Any, ...]) -> str:
+    if action == RAISE:
+        return "raise (a failing subscriber)"
     call = f"request({demand_text(action[1])})" if action[0] == "request" else "cancel()"
     return ("from another thread (waited for): " if action[-1] == "thread" else "") + call
 
@@ -380,7 +414,7 @@ def render(scenario: Scenario, *, multi: bool | None = None) -> list[str]:
     if first:
         head += "; from its on_subscribe: " + ", then ".join(action_text(a) for a in first)
     for target, index, action in reactions:
-        signal = "every on_next" if index == EVERY else f"on_next #{index}"
+        signal = {EVERY: "every on_next", ON_ERROR: "on_error"}.get(index, f"on_next #{index}")
         head += f"; from {_name(target) + chr(39) + 's ' if multi else ''}{signal}: {action_text(action)}"
     lines = [f"1. {head}"]
     subscribers = 1
@@ -410,6 +444,19 @@ def render(scenario: Scenario, *, multi: bool | None = None) -> list[str]:
 # -- running scenarios ----------------------------------------------------------------------
 
 
+class _FailingProbe(ProbeSubscriber):
+    """The scenario's probe: ``on_error`` raises once ``fail_on_error`` is set (rule 2.13)."""
+
+    fail_on_error = False
+
+    def on_error(self, exc: BaseException) -> None:
+        super().on_error(exc)
+        if self.fail_on_error and exc is not None:
+            self.fail_on_error = False
+            self.env.trace.note(f"{self.name}: on_error raises SubscriberFailure (a failing subscriber, rule 2.13)")
+            raise SubscriberFailure(f"{self.name}: on_error failed (raised by the TCK, rule 2.13)")
+
+
 class _Subscriber:
     """One probe of a scenario: its armed re-entrant actions and what the checks need."""
 
@@ -428,11 +475,15 @@ class _Subscriber:
         self.cancel_received = 0
         self.requests_after_cancel = 0
         self.took_all = False
+        #: Elements received when on_next raised (the subscription then counts as cancelled),
+        #: and the trace record of the raise.
+        self.raised_at: int | None = None
+        self.raised_seq: int | None = None
         #: Re-entrant actions being made right now, and whether on_subscribe's are done.
         self.busy = 0
         self.subscribed = threading.Event()
-        self.probe = ProbeSubscriber(run.env, self.name, on_subscribe=self._on_subscribe,
-                                     on_next=self._on_next, storm_limit=4 * TAKE_LIMIT)
+        self.probe = _FailingProbe(run.env, self.name, on_subscribe=self._on_subscribe,
+                                   on_next=self._on_next, storm_limit=4 * TAKE_LIMIT)
 
     # hooks, on the publisher's thread
 
@@ -450,11 +501,20 @@ class _Subscriber:
             self.run.env.trace.note(f"{self.name} took {count} elements of unbounded demand: cancelling")
             self.reentrant(f"on_next #{count}", ("cancel", "here"))
             return
+        fails = False
         for action in self.armed.pop(count, ()):
-            self.reentrant(f"on_next #{count}", action)
+            if action == RAISE:
+                fails = True
+            else:
+                self.reentrant(f"on_next #{count}", action)
         if count <= EVERY_LIMIT:
             for action in self.armed.get(EVERY, ()):
                 self.reentrant(f"on_next #{count} (every on_next)", action)
+        if fails and self.raised_at is None:
+            self.raised_at = count
+            self.raised_seq = self.run.env.trace.note(
+                f"{self.name}: on_next #{count} raises SubscriberFailure (a failing subscriber, rule 2.13)").seq
+            raise SubscriberFailure(f"{self.name}: on_next #{count} failed (raised by the TCK, rule 2.13)")
 
     def reentrant(self, where: str, action: tuple[Any, ...]) -> None:
         """Act from inside a signal; deferred if the TCK is inside a call from another thread."""
@@ -590,6 +650,7 @@ class PublisherScenario:
         for target, index, action in self.reactions:
             if target == sub.index:
                 sub.armed.setdefault(index, []).append(action)
+        sub.probe.fail_on_error = RAISE in sub.armed.pop(ON_ERROR, ())
         self.subs.append(sub)
         self.env.trace.add("tck", "subscribe", sub.name)
         try:
@@ -597,8 +658,14 @@ class PublisherScenario:
         except ProbeAbort:
             pass
         except Exception as exc:
+            if passes_on_failure(exc):  # the subscriber's own failure, passed on (2.13 allows it)
+                self.env.trace.note(f"subscribe() passed on the subscriber's failure: {short_repr(exc)}")
+                return self._after_subscribe(sub)
             return RuleViolation("1.9", "subscribe() to return normally (failures are signalled with on_error)",
                                  f"it raised {type(exc).__name__}: {short_repr(exc, 200)}")
+        return self._after_subscribe(sub)
+
+    def _after_subscribe(self, sub: _Subscriber) -> RuleViolation | None:
         try:
             sub.probe.expect_subscription()
         except RuleViolation as violation:
@@ -645,8 +712,8 @@ class PublisherScenario:
         self._idle()
         for sub in self.subs:
             probe = sub.probe
-            if probe.subscription is None:
-                continue
+            if probe.subscription is None or sub.raised_at is not None:
+                continue  # a subscriber that raised is owed nothing (2.13: cancelled)
             if sub.illegal_at is not None or n == FAILED:
                 if not probe.cancelled:
                     probe.expect_terminal(timeout=self.timeout)
@@ -662,7 +729,7 @@ class PublisherScenario:
         """Whether the first subscriber has what ``await_owed`` waited for (else it timed out)."""
         n = self.scenario[0]
         probe = self.subs[0].probe if self.subs else None
-        if probe is None or probe.subscription is None or probe.cancelled:
+        if probe is None or probe.subscription is None or probe.cancelled or self.subs[0].raised_at is not None:
             return True
         if self.subs[0].illegal_at is not None or n == FAILED:
             return probe.terminal is not None
@@ -749,6 +816,20 @@ class PublisherScenario:
                 after_cancel = probe.after_cancel
                 elements = list(probe.elements)
             who = f"{sub.name}: " if len(self.subs) > 1 else ""
+            if sub.raised_at is not None:
+                # The subscription counts as cancelled from the raise on: the publisher's own
+                # thread saw the exception, so nothing is in flight (as the fixed 2.13 test).
+                if received > sub.raised_at:
+                    found.append(RuleViolation(
+                        "2.13", f"no element after on_next #{sub.raised_at} raised (the subscription "
+                        "counts as cancelled)",
+                        f"{who}{received - sub.raised_at} element(s) followed",
+                        hint="when a subscriber's signal method raises, stop signalling it: treat the "
+                        "exception as cancel(), on every path that delivers an element",
+                        evidence=(sub.raised_seq,) if sub.raised_seq is not None else ()))
+                elif sub.index == 0:
+                    found += self._conserved(sub, n, elements, who)
+                continue
             if sub.cancel_demand is not None and sub.cancel_demand < MAX_DEMAND and \
                     after_cancel > sub.cancel_demand and sub.requests_after_cancel:
                 found.append(RuleViolation(

@@ -1667,9 +1667,11 @@ def fuzz_demand_cancel_orders(ctx: PublisherContext) -> None:
 
     Scenarios request small, boundary, non-positive and huge amounts (sums crossing 2**63-1),
     cancel, from the test thread, another thread or re-entrantly from on_subscribe/on_next,
-    add subscribers, pause, and keep calling after terminal signals. Every probe check holds,
-    plus: nothing after cancel beyond what was in flight (3.6/1.8), demand served (3.8/3.17),
-    on_error after a non-positive request (3.9), no element lost, duplicated or reordered. If
+    add subscribers, pause, keep calling after terminal signals, and make a subscriber fail
+    (its on_next or on_error raises). Every probe check holds, plus: nothing after cancel
+    beyond what was in flight (3.6/1.8), nothing after a raising on_next (2.13; request() and
+    subscribe() still return normally, 3.16/1.9), demand served (3.8/3.17), on_error after a
+    non-positive request (3.9), no element lost, duplicated or reordered. If
     this fails, replay the scenario it prints (--rs-fuzz-replay) and follow its numbered steps.
     """
     from ..fuzz import deselected

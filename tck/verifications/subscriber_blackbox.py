@@ -15,8 +15,10 @@ from ..contexts import TckFailure
 from ..errors import NotVerified
 from ..registry import Registry
 from ..results import Verdict
+from ._racing import RACE_ROUNDS
 from ._racing import RIVAL_HOLD_S
 from ._racing import aggressive_switching
+from ._racing import race_rounds
 
 VERIFICATION = "subscriber_blackbox"
 tck_test = Registry(VERIFICATION)
@@ -182,25 +184,23 @@ tck_test.untested(
 def stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization(
     ctx: BlackboxContext,
 ) -> None:
-    """Up to 64 elements as fast as demand allows, watching for two threads inside the subscription.
+    """Up to 72 elements as demand allows, watching for two threads inside the subscription.
 
     The subscription stays inside every request/cancel a moment (up to a few milliseconds when
     the call comes from one of the subject's own threads, ending as soon as a second thread
-    enters) so that a thread racing in is seen. Calls from several threads one after the
-    other are fine. If this fails, check
-    that request and cancel are made from one thread at a time (a serial worker or a lock).
+    enters) so that a thread racing in is seen. Every third element goes out late: the
+    subscriber's thread, back from its request, is paused a swept number of steps into its own
+    code while the element is delivered, so that it lands where a delivery loop has given up its
+    turn but still has work in hand. Calls from several threads one after the other are fine.
+    If this fails, check that request and cancel are made from one thread at a time (a serial
+    worker or a lock), and that a worker making calls holds its turn until it is done.
     """
     if ctx.settings.skip_stochastic:
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
     subscriber, upstream = ctx.stage(yield_s=0.0005, hold_s=RIVAL_HOLD_S)
     ctx.requested(subscriber, upstream)
     with aggressive_switching():
-        for i in range(64):
-            if upstream.wait_demand() <= 0:
-                break
-            upstream.send_next()
-            ctx.env.count_iterations(i + 1, upstream.subscription.overlaps)
-            ctx.env.check()
+        race_rounds(ctx.env, upstream, RACE_ROUNDS)
     upstream.settle()
     upstream.send_complete()
     ctx.at_close(upstream.settle)

@@ -22,6 +22,7 @@ from ..whitebox import WhiteboxProbe
 from ..worker import Worker
 from ._racing import RIVAL_HOLD_S
 from ._racing import aggressive_switching
+from ._racing import race_rounds
 
 VERIFICATION = "subscriber_whitebox"
 tck_test = Registry(VERIFICATION)
@@ -200,26 +201,25 @@ tck_test.untested(
 def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization(
     ctx: WhiteboxStages,
 ) -> None:
-    """puppet.request(8), then 8 elements as fast as demand allows, four times; no overlap.
+    """puppet.request(18), then 18 elements as demand allows, four times; no overlap.
 
     The subscription stays inside every request/cancel a moment (up to a few milliseconds when
     the call comes from one of the subject's own threads, ending as soon as a second thread
     enters) so that a thread racing in is seen; four rounds of demand give a subject that
-    requests in bursts four chances to race. If this fails, check that request and cancel
-    (the puppet's included) are made from one thread at a time: a serial worker, or a lock.
+    requests in bursts four chances to race. Every third element goes out late, the subscriber's
+    thread paused a swept number of steps into its own code after its request. If this fails,
+    check that request and cancel (the puppet's included) are made from one thread at a time:
+    a serial worker, or a lock.
     """
     if ctx.settings.skip_stochastic:
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
     ctx.needs_demand()
     stage = ctx.stage(yield_s=0.0005, hold_s=RIVAL_HOLD_S)
-    sent = []
+    sent: list[Any] = []
     with aggressive_switching():
         for _ in range(4):
-            stage.request(8)
-            for _ in range(8):
-                sent.append(stage.upstream.send_next())
-                ctx.env.count_iterations(len(sent), stage.subscription.overlaps)
-                ctx.env.check()
+            stage.request(18)
+            race_rounds(ctx.env, stage.upstream, 18, sent, caught_up=lambda t: stage.probe.wait_pending(1, t))
     for element in sent:
         stage.probe.expect_next(element)
     ctx.at_close(stage.upstream.settle)

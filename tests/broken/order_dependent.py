@@ -264,6 +264,37 @@ class DemandWrapsAcrossThreads(DemandWrapsInEmissionLoop):
         return min(demand + n, MAX_DEMAND)
 
 
+class HeadFailureIgnored(bp.RangeSubscription):
+    """2.13: the element already owed when subscribe() ends goes out by its own path, which
+    logs a subscriber's failure and goes on.
+
+    A publisher that hands the subscriber its first element as soon as on_subscribe returned
+    (demand asked for inside on_subscribe: a "head" or replayed latest value), before its
+    drain loop starts, guards that delivery with a catch-and-log; the loop itself treats a
+    raise as cancel(). So a subscriber whose first on_next raises gets the rest anyway. Fixed
+    tests request after subscribe() returned, or fail on a later element.
+    Shown by: from on_subscribe: request(2); from on_next #1: raise.
+    """
+
+    def start(self) -> None:
+        with self.lock:
+            subscriber = self.subscriber
+            head = subscriber is not None and self.error is None and self.demand > 0 and self.index != self.end
+            if head:
+                element = self.element(self.index)
+                self.index += 1
+                if self.demand < MAX_DEMAND:
+                    self.demand -= 1
+        if head and subscriber is not None:
+            try:
+                self.deliver_next(subscriber, element)
+            except Exception:
+                self.failures += 1  # logged; the head is best effort
+        super().start()
+
+    failures = 0
+
+
 def factory(subscription: type[bp.RangeSubscription]) -> Any:
     return bp.factory(subscription)
 
@@ -279,6 +310,7 @@ PUBLISHERS = (
     ("pooled-silent-end-after-reentrant-bulk", factory(PooledSilentEndAfterReentrantBulk), "1.5"),
     ("demand-wraps-in-emission-loop", factory(DemandWrapsInEmissionLoop), "3.17"),
     ("demand-wraps-across-threads", factory(DemandWrapsAcrossThreads), "3.17"),
+    ("head-failure-ignored", factory(HeadFailureIgnored), "2.13"),
 )
 #: The steps each case's defect needs (``publisher_side.size``): its shrunk scenario has no more.
 STEPS = {
@@ -291,6 +323,7 @@ STEPS = {
     "pooled-silent-end-after-reentrant-bulk": 2,
     "demand-wraps-in-emission-loop": 2,
     "demand-wraps-across-threads": 2,
+    "head-failure-ignored": 2,
     "inside-request-uncounted": 2,
 }
 

@@ -627,7 +627,8 @@ class ExtraPassAfterTurn(GoodSubscriber):
     Signals are queued and a turn on a pool worker processes them, requesting one more per
     element; the turn clears its "scheduled" flag and then, to save a resubmission, takes
     one more element if one is queued, without the flag. An on_next arriving meanwhile starts
-    a new turn on another worker: two threads request at once, now and then.
+    a new turn on another worker: two threads request at once, now and then. The puppet's
+    requests are queued and made by a turn too, so that the extra pass is the only fault.
     """
 
     def __init__(self, probe: WhiteboxProbe | None = None) -> None:
@@ -661,7 +662,137 @@ class ExtraPassAfterTurn(GoodSubscriber):
             return
         self.handle(element)
 
+    def puppet_request(self, n: int) -> None:
+        self.on_next(_PuppetRequest(n))
+
     def handle(self, element: Any) -> None:
+        if isinstance(element, _PuppetRequest):
+            GoodSubscriber.puppet_request(self, element.n)
+            return
+        with self.probe.next(element):
+            self.process(element)
+
+
+class _PuppetRequest:
+    """A puppet's request, queued among the elements of a subscriber that makes it in a turn."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+class ActorExtraPass(GoodSubscriber):
+    """Rule 2.7: the JVM's AsyncSubscriber, whose run() handles one more signal after ``on`` is cleared.
+
+    Ported from the reactive-streams-jvm example: every signal is queued and ``run`` (on a pool
+    worker, one signal per run) is scheduled when the ``on`` flag goes from false to true. The
+    change: the ``finally`` clause clears ``on`` and then, to save rescheduling, handles the next
+    queued signal itself before scheduling again. A signal arriving after the flag is cleared
+    schedules another run on another worker: two threads request(1) at once.
+    """
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.inbound: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.on = False
+        self.on_lock = threading.Lock()  # compareAndSet on ``on``
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        self.signal("subscribe", subscription)
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        self.signal("next", element)
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("on_error(None)")
+        self.signal("error", exc)
+
+    def on_complete(self) -> None:
+        self.signal("complete", None)
+
+    def signal(self, kind: str, value: Any) -> None:
+        self.inbound.put((kind, value))
+        self.try_schedule()
+
+    def try_schedule(self) -> None:
+        with self.on_lock:
+            if self.on:
+                return
+            self.on = True
+        _WORKERS.submit(self.run)
+
+    def run(self) -> None:
+        try:
+            self.handle(*self.inbound.get_nowait())
+        except queue.Empty:
+            pass
+        finally:
+            self.on = False
+            with contextlib.suppress(queue.Empty):
+                self.handle(*self.inbound.get_nowait())  # the extra pass, outside the turn
+            if not self.inbound.empty():
+                self.try_schedule()
+
+    def puppet_request(self, n: int) -> None:
+        self.signal("request", n)  # the puppet's calls are made by a run too
+
+    def puppet_cancel(self) -> None:
+        self.signal("cancel", None)
+
+    def handle(self, kind: str, value: Any) -> None:
+        if kind == "subscribe":
+            if self.subscription is not None or self.done:
+                value.cancel()
+                return
+            self.subscription = value
+            self.probe.register(request=self.puppet_request, cancel=self.puppet_cancel)
+            self.request(1)
+        elif kind == "request":
+            GoodSubscriber.puppet_request(self, value)
+        elif kind == "cancel":
+            self.cancel()
+        elif kind == "next":
+            GoodSubscriber.on_next(self, value)
+        elif kind == "error":
+            GoodSubscriber.on_error(self, value)
+        else:
+            GoodSubscriber.on_complete(self)
+
+
+class CancelsBesideItsWorker(GoodSubscriber):
+    """Rule 2.7: ``take(n)`` whose worker requests, while the n-th on_next cancels on the caller's thread.
+
+    Elements go to a worker that processes them and requests one more each; the on_next that
+    brings the n-th element cancels at once, on the thread that delivered it, to stop the
+    stream as early as possible. The worker may still be inside its request() for the element
+    before: a request and a cancel overlap on the subscription.
+    """
+
+    TAKE = 8
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.count = 0
+        # One worker: its requests are serial among themselves (rule 2.7), not with the cancel.
+        self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="take-worker")
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        self.count += 1
+        if self.count >= self.TAKE:
+            with self.probe.next(element):
+                self.received.append(element)
+            self.cancel()
+            self.worker.shutdown(wait=False)
+            return
+        self.worker.submit(self.work, element)
+
+    def work(self, element: Any) -> None:
         with self.probe.next(element):
             self.process(element)
 

@@ -473,7 +473,14 @@ def test_the_systematic_phase_spells_every_short_scenario_once_in_a_fixed_order(
     amounts = {a[1] for s in two for a in s[1] if a[0] == "request"}
     amounts |= {s[2] for sc in two for s in sc[3] if s[0] == "request"}
     assert amounts == set(ps.ALPHABET_DEMAND)
-    assert {(r[1], r[2][-1]) for s in two for r in s[2]} == {(1, "here"), (1, "thread"), (2, "here"), (ps.EVERY, "here")}
+    assert {(r[1], r[2][-1]) for s in two for r in s[2]} == {
+        (1, "here"), (1, "thread"), (2, "here"), (ps.EVERY, "here"),
+        (1, "raise"), (2, "raise"), (ps.ON_ERROR, "raise")}
+    # A failing subscriber: its first element raising, with the demand asked in on_subscribe
+    # or from the test thread, and its on_error raising after request(0).
+    assert (4, (("request", 2, "here"),), ((0, 1, ps.RAISE),), ()) in two
+    assert (4, (), ((0, 1, ps.RAISE),), (("request", 0, 2, "here"),)) in two
+    assert (4, (("request", 0, "here"),), ((0, ps.ON_ERROR, ps.RAISE),), ()) in two
     # The two orders the random search used to miss are among them.
     assert (4, (), ((0, 1, ("request", 3, "here")),), (("request", 0, 1, "here"),)) in two
     assert (4, (), ((0, ps.EVERY, ("request", MAX_DEMAND - 1, "here")),), (("request", 0, 2, "here"),)) in two

@@ -276,3 +276,30 @@ def test_withholding_for_a_fellow_subscriber_that_asks_nothing_is_not_lost_deman
     result = run_one("fuzz_demand_cancel_orders", subject,
                      FAST.replace(timeout=1.0, fuzz_replay=SLOWEST_SUBSCRIBER))
     assert result.verdict == "passed", result.message
+
+
+def test_the_upstream_feeding_a_processor_makes_no_pause_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A pause inside each request() hands the interpreter to the feeder thread once per element:
+    # the long streams then cost a thread switch per element. The race hunts keep their pauses.
+    import rstck.manual
+    from rstck.contexts.processor import ProcessorContext
+    from rstck.environment import Environment
+    from rstck.probe import ProbeSubscriber
+
+    sleeps: list[float] = []
+    real_sleep = rstck.manual.time.sleep
+    monkeypatch.setattr(rstck.manual.time, "sleep", lambda s: (sleeps.append(s), real_sleep(s)))
+    with Environment(Settings()) as env:
+        ctx = ProcessorContext(env, ProcessorSubject(identity_processor))
+        try:
+            fed = ctx.as_publisher.publisher(1000)
+            probe = ProbeSubscriber(env, "probe", keep_elements=False, yield_s=None)
+            fed.subscribe(probe)
+            probe.expect_subscription()
+            for _ in range(1000):
+                probe.request(1)
+            probe.wait_progress(lambda: probe.received >= 1000 or probe.terminal is not None, 10.0)
+            assert probe.received == 1000
+        finally:
+            ctx.close()
+    assert sleeps == []
