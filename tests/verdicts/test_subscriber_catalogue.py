@@ -122,6 +122,13 @@ def test_broken_subscriber_fails_the_test_of_its_rule(
     verification: str, test_name: str, subject: Any, rule: str
 ) -> None:
     result = run_one(verification, test_name, subject)
+    # A race hunt (a stochastic test) gives evidence when it sees the race, and its rounds are
+    # fewer on a loaded machine: the case must be caught in one of three runs (each run alone
+    # catches it in 20 of 20 on a quiet machine; 23 of 30 at load 13 for the subtlest one).
+    for _ in range(2 if test_name.startswith("stochastic_") else 0):
+        if result.verdict == "failed":
+            break
+        result = run_one(verification, test_name, subject)
     assert result.verdict == "failed", result.message
     headline = result.message.splitlines()[0]
     assert headline.startswith(f"[rule {rule}]"), result.message
