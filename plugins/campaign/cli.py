@@ -245,37 +245,67 @@ def _command() -> str:
     return shlex.join([PROG, *sys.argv[1:]]) if sys.argv[1:2] == ["campaign"] else f"{PROG} campaign ..."
 
 
-@contextlib.contextmanager
-def _plain_interrupt() -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt and nothing else while the units run.
+#: Seconds Ctrl-C gives the cancelled Spark job to end before the interrupt is raised anyway.
+CANCEL_WAIT_S = 15.0
 
-    PySpark's own handler calls into the JVM from the signal handler, on the connection the
-    interrupted call is using, and every layer then logs its traceback; this one only silences
-    logging (the interrupted call's logs) and raises. The main thread only: signals go there.
+
+@contextlib.contextmanager
+def _plain_interrupt(spark: Any) -> Iterator[None]:
+    """Ctrl-C cancels Spark's jobs, then raises KeyboardInterrupt as the block ends, and prints nothing.
+
+    The signal handler raises nothing itself. An interrupt raised inside a Py4J call makes Py4J
+    drop that call's connection, and the JVM at times refuses the next one: the quieting and the
+    cancel then never reach it, and the JVM, exiting with the job still running, logs the job's
+    Java stack to the terminal. (PySpark's own handler calls into the JVM from the signal handler,
+    on the connection the interrupted call is using.) Instead a thread of its own, on a
+    connection of its own, turns Spark's logging off and cancels every job until the block ends;
+    the interrupted call returns as any cancelled job does, and nothing is left running in the
+    JVM. A second Ctrl-C, or a job not ended within ``CANCEL_WAIT_S``, raises at once.
+    The main thread only: signals go there.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    requested = threading.Event()
+    ended = threading.Event()
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def cancel() -> None:
+        logging.disable(logging.CRITICAL)  # Py4J and PySpark log the cancelled call
+        sc = spark.sparkContext
+        with contextlib.suppress(Exception):
+            sc.setLogLevel("OFF")  # before the cancel: an aborted write logs a Java trace
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while not ended.is_set():
+            with contextlib.suppress(Exception):
+                sc.cancelAllJobs()  # again until the block ends: a job may start after a cancel
+            if time.monotonic() > deadline:
+                signal.pthread_kill(main, signal.SIGINT)
+                return
+            ended.wait(0.2)
 
     def interrupted(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the saving short
-        logging.disable(logging.CRITICAL)
-        raise KeyboardInterrupt
+        if requested.is_set():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a third must not cut the saving short
+            raise KeyboardInterrupt
+        requested.set()
+        threading.Thread(target=cancel, name="rs-tck-campaign-cancel", daemon=True).start()
 
     previous = signal.signal(signal.SIGINT, interrupted)
     try:
         yield
+    except Exception:
+        if not requested.is_set():
+            raise  # a failure of its own; an interrupted run's failures are its cancelled jobs
     finally:
-        if signal.getsignal(signal.SIGINT) is interrupted:
+        ended.set()
+        if requested.is_set():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the saving short
+        elif signal.getsignal(signal.SIGINT) is interrupted:
             signal.signal(signal.SIGINT, previous)
-
-
-def _quiet_stop(spark: Any) -> None:
-    """Cancel the running jobs with Spark's logging off: an aborted write logs a Java trace."""
-    logging.disable(logging.CRITICAL)
-    with contextlib.suppress(Exception):
-        spark.sparkContext.setLogLevel("OFF")
-        spark.sparkContext.cancelAllJobs()
+    if requested.is_set():
+        raise KeyboardInterrupt
 
 
 def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
@@ -300,51 +330,53 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
                                 ui=campaign.spark_ui)
         saved: list[str] = []
         done: set[str] = set()
+        sigint = signal.getsignal(signal.SIGINT)
         try:
-            ship = campaign.ship if campaign.ship is not None else not rs_spark.is_local(spark.sparkContext.master)
-            if ship:
-                for path in rs_spark.ship(spark, [s.spec for s in campaign.subjects]
-                                          + [s.failed for s in campaign.subjects if s.failed], rs_spark.scratch()):
-                    print(f"{PROG}: shipped {path} to the executors", file=sys.stderr)
-            rs_spark.fold_spool(spark, out)
-            done = rs_spark.done_units(spark, out, [u["unit_id"] for u in units])
-            todo = [u for u in units if u["unit_id"] not in done]
-            manifest_path = out / "campaigns" / f"{cid}.json"
-            manifest = {"kind": "campaign", "campaign": campaign.to_json(), "units_total": len(units),
-                        "command": _command(), "master": spark.sparkContext.master, "started_at": time.time()}
-            _replace(manifest_path, json.dumps(manifest, indent=2) + "\n")
-            print(f"{PROG} campaign {cid}: {len(units)} units ({len(done)} already in {out}), seed "
-                  f"{campaign.base_seed}, master {spark.sparkContext.master}", file=sys.stderr)
-            progress = Progress(len(todo), f"{PROG} campaign {cid}")
-            with _plain_interrupt():
+            with _plain_interrupt(spark):  # Ctrl-C: every job cancelled, then KeyboardInterrupt
+                ship = campaign.ship if campaign.ship is not None else not rs_spark.is_local(spark.sparkContext.master)
+                if ship:
+                    for path in rs_spark.ship(spark, [s.spec for s in campaign.subjects]
+                                              + [s.failed for s in campaign.subjects if s.failed], rs_spark.scratch()):
+                        print(f"{PROG}: shipped {path} to the executors", file=sys.stderr)
+                rs_spark.fold_spool(spark, out)
+                done = rs_spark.done_units(spark, out, [u["unit_id"] for u in units])
+                todo = [u for u in units if u["unit_id"] not in done]
+                manifest_path = out / "campaigns" / f"{cid}.json"
+                manifest = {"kind": "campaign", "campaign": campaign.to_json(), "units_total": len(units),
+                            "command": _command(), "master": spark.sparkContext.master, "started_at": time.time()}
+                _replace(manifest_path, json.dumps(manifest, indent=2) + "\n")
+                print(f"{PROG} campaign {cid}: {len(units)} units ({len(done)} already in {out}), seed "
+                      f"{campaign.base_seed}, master {spark.sparkContext.master}", file=sys.stderr)
+                progress = Progress(len(todo), f"{PROG} campaign {cid}")
                 rs_spark.run_units(spark, todo, campaign.task(), out, progress, saved)
-            progress.finish()
-            rs_spark.fold_spool(spark, out)
-            manifest["finished_at"] = time.time()
-            _replace(manifest_path, json.dumps(manifest, indent=2) + "\n")
-            _write_outputs(spark, out)
-            from pyspark.sql import functions as F
+                progress.finish()
+                rs_spark.fold_spool(spark, out)
+                manifest["finished_at"] = time.time()
+                _replace(manifest_path, json.dumps(manifest, indent=2) + "\n")
+                _write_outputs(spark, out)
+                from pyspark.sql import functions as F
 
-            df = rs_spark.read_results(spark, out)
-            assert df is not None
-            mine = df.filter(F.col("campaign_id") == cid)
-            counts = {r.outcome: r["count"] for r in mine.groupBy("outcome").count().collect()}
+                df = rs_spark.read_results(spark, out)
+                assert df is not None
+                mine = df.filter(F.col("campaign_id") == cid)
+                counts = {r.outcome: r["count"] for r in mine.groupBy("outcome").count().collect()}
         except KeyboardInterrupt:
             if sys.stderr.isatty():
                 print(file=sys.stderr)
             ids = {u["unit_id"] for u in units}
             kept = (done | set(saved) | set(rs_spark.spooled(out))) & ids
-            _quiet_stop(spark)
             print(f"{PROG} campaign {cid}: interrupted: {len(kept)} of {len(units)} units saved in {out}; "
                   f"run the same command to resume: {_command()}", file=sys.stderr, flush=True)
             logging.disable(logging.NOTSET)
             if not owned:
                 with contextlib.suppress(Exception):
                     spark.sparkContext.setLogLevel("ERROR")
+                with contextlib.suppress(ValueError):  # not the main thread: never changed
+                    signal.signal(signal.SIGINT, sigint)
             if owned:
-                # The terminal's Ctrl-C reached Spark's JVM too; stopping it would only add noise.
-                # The rows are on disk (spooled ones are added by the next run), and the lock
-                # goes with this process.
+                # Nothing runs in the JVM any more and its logging is off: it exits, quietly, when
+                # this process ends and closes its stdin; a stop would take seconds. The rows are
+                # on disk (spooled ones are added by the next run), and the lock goes with this process.
                 sys.stdout.flush()
                 os._exit(130)
             return 130
