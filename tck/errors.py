@@ -6,6 +6,7 @@ maps them to outcomes.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterable
 
 from .results import Failure
@@ -76,3 +77,24 @@ class NotVerified(TckError):
 
 class SetupError(TckError):
     """Bad input to the TCK itself (a wrong factory spec, a bad option value)."""
+
+
+def format_frames(frames: Iterable[traceback.FrameSummary]) -> str:
+    """Frames as ``traceback.format_list`` writes them, without the column carets.
+
+    On Python 3.11 the carets come from ``ast.parse``, whose node constructor keeps one
+    recursion count per interpreter: two threads building AST nodes at once can fail with
+    "SystemError: AST constructor recursion depth mismatch" (CPython issue 106905), and the
+    kit's threads format tracebacks while the host (pytest) may be parsing on its own.
+    """
+    return "".join(f'  File "{f.filename}", line {f.lineno}, in {f.name}\n'
+                   + (f"    {f.line.strip()}\n" if f.line else "") for f in frames)
+
+
+def format_exception(exc: BaseException, *, limit: int = 8) -> str:
+    """``exc`` with its last ``limit`` frames, as ``traceback.format_exception`` writes it, without
+    carets (see ``format_frames``)."""
+    frames = traceback.extract_tb(exc.__traceback__)[-limit:]
+    head = "Traceback (most recent call last):\n" if frames else ""
+    return head + format_frames(frames) + "".join(traceback.format_exception_only(type(exc), exc))
+

@@ -26,6 +26,8 @@ from .environment import as_violation
 from .errors import NotVerified
 from .errors import RuleViolation
 from .errors import SetupError
+from .errors import format_exception
+from .errors import format_frames
 from .registry import TckTest
 from .results import Failure
 from .results import Level
@@ -142,8 +144,8 @@ def _stack(thread: threading.Thread) -> str:
     frame = sys._current_frames().get(thread.ident or -1)
     if frame is None:
         return "    (stack unavailable)"
-    lines = traceback.format_stack(frame)[-8:]
-    return "".join("    " + line.replace("\n", "\n    ").rstrip() + "\n" for line in lines).rstrip()
+    text = format_frames(traceback.extract_stack(frame)[-8:])
+    return "".join("    " + line + "\n" for line in text.splitlines()).rstrip()
 
 
 def _result(
@@ -244,7 +246,7 @@ def _user_frames(exc: BaseException) -> str:
     """The frames of ``exc``'s traceback outside the TCK: where in the subject it was raised."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not Path(f.filename).resolve().is_relative_to(_TCK_DIR)]
-    return "".join(traceback.format_list(frames[-8:])).rstrip()
+    return format_frames(frames[-8:]).rstrip()
 
 
 def _failure_lines(failure: Failure, raised: BaseException | None,
@@ -262,7 +264,7 @@ def _failure_lines(failure: Failure, raised: BaseException | None,
         lines.append(f"  rule    : {cited.id} ({cited.strength.value}) {cited.summary}")
         lines.append(f"  spec    : {cited.url}")
     if raised is not None:
-        tb = "".join(traceback.format_exception(raised)[-6:]).rstrip()
+        tb = format_exception(raised, limit=4).rstrip()
         lines.append("  raised  :\n    " + tb.replace("\n", "\n    "))
     elif violation is not None and violation.__cause__ is not None:
         # A violation caused by the subject's own exception (on_next raised, say): show where.

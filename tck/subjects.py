@@ -22,6 +22,7 @@ from .api import Subscriber
 from .api import missing_methods
 from .environment import Environment
 from .errors import SetupError
+from .errors import format_frames
 from .settings import CAPABILITY_KNOBS
 from .settings import Settings
 from .trace import short_repr
@@ -137,7 +138,7 @@ def user_frames(exc: BaseException) -> str:
     ]
     if not frames:
         return ""
-    return "\n" + "".join(traceback.format_list(frames[-8:])).rstrip()
+    return "\n" + format_frames(frames[-8:]).rstrip()
 
 
 #: ``resolve(spec, role)``: the object a subject option names (roles: publisher,

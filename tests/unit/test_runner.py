@@ -190,3 +190,33 @@ def test_a_starved_process_is_not_taken_for_a_blocking_subject(monkeypatch: pyte
                                             settings, rules=["1.2"])[:1]
     assert blocked.verdict in ("failed", "error")
     assert "neither returned nor signalled" in blocked.message
+
+
+def test_the_kits_tracebacks_are_formatted_without_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python 3.11's carets parse source (``ast``), which two threads cannot do at once safely:
+    the kit's threads format frames without them, the same text otherwise."""
+    import ast
+    import traceback
+
+    from rstck.errors import format_exception
+    from rstck.errors import format_frames
+
+    def boom() -> None:
+        raise ValueError("inside the subject")
+
+    try:
+        boom()
+    except ValueError as exc:
+        raised = exc
+    frames = traceback.extract_tb(raised.__traceback__)
+
+    def no_parse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("ast.parse called")
+
+    monkeypatch.setattr(ast, "parse", no_parse)
+    text = format_exception(raised)
+    assert text.startswith("Traceback (most recent call last):\n")
+    assert text.endswith("ValueError: inside the subject\n")
+    assert 'raise ValueError("inside the subject")' in text
+    assert f"line {frames[-1].lineno}, in boom" in format_frames(frames)
+    assert "^" not in text
