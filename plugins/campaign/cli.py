@@ -326,8 +326,15 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
         if claim.previous:
             print(f"{PROG} campaign: {out} was left locked by {lock._owner_text(claim.previous)}, which is "
                   "gone: taking it over", file=sys.stderr)
-        spark, owned = _session(campaign.master, f"rs-tck campaign {cid}", given, conf=campaign.conf,
-                                ui=campaign.spark_ui)
+        try:
+            spark, owned = _session(campaign.master, f"rs-tck campaign {cid}", given, conf=campaign.conf,
+                                    ui=campaign.spark_ui)
+        except KeyboardInterrupt:  # while Spark starts: no unit has run, nothing is lost
+            if sys.stderr.isatty():
+                print(file=sys.stderr)
+            print(f"{PROG} campaign {cid}: interrupted while Spark was starting: no unit run; run the "
+                  f"same command to start again: {_command()}", file=sys.stderr, flush=True)
+            return 130
         saved: list[str] = []
         done: set[str] = set()
         sigint = signal.getsignal(signal.SIGINT)

@@ -99,6 +99,24 @@ def test_a_campaign_on_a_directory_in_use_exits_2_with_one_line_before_spark(
     assert not (out / "results").exists()
 
 
+def test_ctrl_c_while_spark_starts_is_one_line_and_exit_130(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from rstck_plugins.campaign import spark as rs_spark
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rs_spark, "session", interrupted)
+    out = tmp_path / "out"
+    code = cli.main(["campaign", "--publisher", REFERENCE, "--rules", "1.1", "--out", str(out)])
+    assert code == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "interrupted while Spark was starting: no unit run; run the same command" in err[0]
+    with lock.claim(out, "the same command again") as again:  # the directory was let go
+        assert again.previous is None
+
+
 # -- 2. identity by content --------------------------------------------------------------------
 
 
