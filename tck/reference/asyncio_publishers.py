@@ -100,7 +100,11 @@ class LoopRangePublisher:
         if subscriber is None:
             raise TypeError("rule 1.9: subscribe(None) is illegal; a subscriber is required")
         subscription = _LoopSubscription(self, subscriber)
-        subscriber.on_subscribe(subscription)
+        try:
+            subscriber.on_subscribe(subscription)
+        except Exception:
+            subscription._subscriber = None  # rule 2.13: what it requested first is not served
+            raise  # to the caller, where it is visible
         if self.count == 0:
             subscription._schedule()  # an empty range completes without demand
 
