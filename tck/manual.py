@@ -682,10 +682,11 @@ class ManualPublisher:
         seq = self.env.trace.log(sub.name, signal, detail, demand)
         if signal == "on_subscribe":
             sub.subscribed_seq = seq
-        if signal != "on_next":  # (``_next`` does it for elements)
+        if signal != "on_next" and sub.calls == 0:  # (``_next`` does it for elements)
             with self._cond:
-                # Any signal is work for the subscriber: one that handles its signals later, in
-                # order, may still request for an on_subscribe or element queued before this end.
+                # A subscriber that has not called once may not have handled on_subscribe yet
+                # (a slow pool's): its first request may come for it, after this end. One that
+                # has called and then went quiet stays idle: a credit timer is caught at once.
                 sub.idle = False
         self.env.bump()
 

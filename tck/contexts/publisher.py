@@ -21,6 +21,9 @@ from .base import Context
 class PublisherContext(Context):
     """A test body's view of the publisher under test."""
 
+    #: Whether the subject's subscribers get on_subscribe (the rs edition has none).
+    has_on_subscribe = True
+
     def __init__(self, env: Environment, subject: PublisherSubject) -> None:
         super().__init__(env)
         self.subject = subject

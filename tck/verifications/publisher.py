@@ -1415,7 +1415,7 @@ def required_spec213_publisher_must_consider_the_subscription_cancelled_when_a_t
     ctx.subscribe(ctx.publisher(min(3, ctx.settings.max_elements)), subscribing)
     subscribing.expect_subscription()
     probes.append((subscribing, "on_subscribe"))
-    if ctx.settings.max_elements >= 1:
+    if ctx.settings.max_elements >= 1 and ctx.has_on_subscribe:
         asking = _raising(ctx, "requesting-then-raising-on-subscribe", "on_subscribe",
                           on_subscribe=lambda p, s: p.request(3))
         ctx.subscribe(ctx.publisher(min(6, ctx.settings.max_elements)), asking)
