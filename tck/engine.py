@@ -27,6 +27,7 @@ from .editions import rule_ids as rule_ids_of
 from .environment import Environment
 from .errors import SetupError
 from .fuzz import check_replay
+from .reach import waiting_for_results
 from .registry import TckTest
 from .results import Level
 from .results import ResultsDocument
@@ -60,7 +61,7 @@ _STALL_CHECK_S = 5.0
 
 #: How many tests past the last one asked for may start (most of them only waiting), and how
 #: many may be in flight beyond those calling their subjects.
-LOOKAHEAD = 32
+LOOKAHEAD = 256
 
 #: The order tests start in: race hunts first (alone), then the fuzz searches (CPU work that fills
 #: the rule tests' windows), then the rule tests.
@@ -132,6 +133,10 @@ class Schedule:
             self._wanted = max(self._wanted, index + 1)
             self._pump()
         future = self._futures[index]
+        with waiting_for_results():
+            return self._wait(index, future)
+
+    def _wait(self, index: int, future: concurrent.futures.Future[TestResult]) -> TestResult:
         while True:
             with self._lock:
                 if self._turn.wait_for(lambda: future.done() and not self._searching, _STALL_CHECK_S):

@@ -29,6 +29,7 @@ from .api import MAX_DEMAND
 from .environment import Environment
 from .errors import RuleViolation
 from .errors import SetupError
+from .reach import nothing_else_runs
 from .trace import short_repr
 
 #: ``listener(signal, value)`` is told of each signal just before it is delivered.
@@ -579,11 +580,13 @@ class ManualPublisher:
         """A closing claim: no request for ``window`` after the terminal signal returned.
 
         Long enough for a worker draining a backlog or a periodic credit timer to show; the
-        calls are flagged as they happen (``_late``), this only keeps watching that long.
+        calls are flagged as they happen (``_late``), this only keeps watching that long, or
+        until, after a quiet window, no thread is left that could call (``rstck.reach``).
         """
         sub = subscription or self.subscription
 
         quiet = self.env.settings.no_signal_window
+        on_loop = self.env.settings.loop == "asyncio"
 
         def claim() -> None:
             with self.env.aside(), self._cond:
@@ -595,6 +598,8 @@ class ManualPublisher:
                     self._cond.wait_for(_changed(sub, seen), min(quiet, remaining))
                     if sub.calls == seen and time.monotonic() - sub.ended_at >= quiet:
                         sub.idle = True  # the backlog is worked off: any request now is unexplained
+                        if not on_loop and nothing_else_runs():
+                            return  # no thread is left that could make a request (rstck.reach)
 
         return claim
 

@@ -28,6 +28,7 @@ from .errors import RuleViolation
 from .errors import SetupError
 from .errors import format_exception
 from .errors import format_frames
+from .reach import waiting_for_results
 from .registry import TckTest
 from .results import Failure
 from .results import Level
@@ -96,7 +97,8 @@ def run_test(
     switching = sys.getswitchinterval()
     with env:
         worker = Worker(body, "rs-tck-body")
-        stalled = _watch(env, worker, start, settings)
+        with waiting_for_results():
+            stalled = _watch(env, worker, start, settings)
     sys.setswitchinterval(switching)  # a race-hunting test that was abandoned cannot restore it
     duration = time.monotonic() - start
     error = stalled if stalled is not None else worker.error

@@ -231,6 +231,46 @@ class RetriesAfterError(GoodSubscriber):
         threading.Timer(0.01, self.subscription.request, (1,)).start()
 
 
+class LateRetryAfterEnd(GoodSubscriber):
+    """Rule 2.4: the end arms a timer that asks for more 700 ms later, past any quiet window.
+
+    The TCK may end its watch after the end early only once no thread but its own is left;
+    the armed timer is such a thread, so the watch must run on and see the request.
+    """
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        self._later()
+
+    def on_error(self, exc: BaseException) -> None:
+        super().on_error(exc)
+        self._later()
+
+    def _later(self) -> None:
+        assert self.subscription is not None
+        threading.Timer(0.7, self.subscription.request, (1,)).start()
+
+
+class LateRequestFromItsPool(GoodSubscriber):
+    """Rule 2.4: the end hands a "refill" to its own pool, whose task asks 600 ms later."""
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="refill")
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        subscription = self.subscription
+        assert subscription is not None
+
+        def refill() -> None:
+            time.sleep(0.6)
+            subscription.request(2)
+
+        self.pool.submit(refill)
+        self.pool.shutdown(wait=False)
+
+
 # -- 2.5 and 2.12 ------------------------------------------------------------------------------
 
 

@@ -1,0 +1,54 @@
+"""Whether anything but the kit can still run a subject's code: when a closing watch may end.
+
+A 2.4 watch looks for requests a subscriber makes after its terminal signal, from a worker
+or a credit timer, for a second. A subscriber can only act later on a thread: one of its own
+(a worker, a ``threading.Timer``, a pool, an event loop's), or one that calls it. Once no live
+thread is anything but the kit's own (which call a subject only while a test drives it), and
+the subject's loop is not one the kit runs, nothing can make that request: waiting out the
+rest of the second would prove nothing more. Any other thread, whoever started it and
+whatever it waits on, keeps the watch going to its end.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: Every thread the kit starts is named with this prefix.
+KIT_PREFIX = "rs-tck"
+
+_lock = threading.Lock()
+_waiting: dict[int, int] = {}  # thread ident -> depth: consumers blocked in the kit for results
+
+
+@contextmanager
+def waiting_for_results() -> Iterator[None]:
+    """Mark the calling thread as blocked in the kit (a consumer waiting for a verdict)."""
+    ident = threading.get_ident()
+    with _lock:
+        _waiting[ident] = _waiting.get(ident, 0) + 1
+    try:
+        yield
+    finally:
+        with _lock:
+            if _waiting[ident] == 1:
+                del _waiting[ident]
+            else:
+                _waiting[ident] -= 1
+
+
+def _kit_only(thread: threading.Thread) -> bool:
+    # The kit's event loops run subjects' callbacks, timers included: never "only the kit".
+    return thread.name.startswith(KIT_PREFIX) and "loop" not in thread.name
+
+
+def nothing_else_runs() -> bool:
+    """True when every live thread but the caller is the kit's own or waits in it for results."""
+    me = threading.get_ident()
+    with _lock:
+        waiting = set(_waiting)
+    return all(
+        t.ident == me or t.ident in waiting or _kit_only(t)
+        for t in threading.enumerate()
+    )

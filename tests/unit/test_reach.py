@@ -1,0 +1,70 @@
+"""When a closing watch may end early: no thread but the kit's could still call the subject."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rstck.reach import nothing_else_runs
+from rstck.reach import waiting_for_results
+
+
+@contextmanager
+def thread(name: str, *, waiting: bool = False) -> Iterator[None]:
+    started, stop = threading.Event(), threading.Event()
+
+    def run() -> None:
+        if waiting:
+            with waiting_for_results():
+                started.set()
+                stop.wait(10)
+        else:
+            started.set()
+            stop.wait(10)
+
+    t = threading.Thread(target=run, name=name, daemon=True)
+    t.start()
+    started.wait(5)
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(5)
+
+
+def run_on_kit_thread() -> bool:
+    out: list[bool] = []
+    t = threading.Thread(target=lambda: out.append(nothing_else_runs()), name="rs-tck-probe")
+    with waiting_for_results():  # the test's own thread waits for it, as a consumer does
+        t.start()
+        t.join(5)
+    return out[0]
+
+
+def test_only_the_kits_threads_left_means_nothing_else_runs() -> None:
+    with thread("rs-tck-runner-7"), thread("rs-tck:upstream-feeder"):
+        assert run_on_kit_thread()
+
+
+def test_any_other_thread_could_still_call() -> None:
+    with thread("Thread-9"):  # a timer, a pool worker, a loop of the subject's: who knows
+        assert not run_on_kit_thread()
+    with thread("refill_0"):
+        assert not run_on_kit_thread()
+
+
+def test_the_kits_event_loop_runs_subjects_callbacks() -> None:
+    with thread("rs-tck-loop"):
+        assert not run_on_kit_thread()
+
+
+def test_a_thread_blocked_in_the_kit_for_results_does_not_count() -> None:
+    with thread("MainThread-of-an-app", waiting=True):
+        assert run_on_kit_thread()
+    # the caller's own thread, once it stops waiting, counts again
+    out: list[bool] = []
+    t = threading.Thread(target=lambda: out.append(nothing_else_runs()), name="rs-tck-probe")
+    t.start()
+    t.join(5)
+    assert out == [False]
