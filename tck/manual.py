@@ -39,6 +39,25 @@ _UNSET: Any = object()
 
 #: The kit's own source files: their calls are not steps of the subject's code (``Preemption``).
 _KIT = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: The standard library's own folder: its code runs on behalf of whoever called it.
+_STDLIB = os.path.dirname(os.path.abspath(threading.__file__)) + os.sep
+
+
+def _stdlib(filename: str) -> bool:
+    # (a user's code installed beside it, in site-packages, is not)
+    return filename.startswith("<frozen ") or (
+        filename.startswith(_STDLIB) and "-packages" not in filename[len(_STDLIB):])
+
+
+def _kits_step(frame: Any) -> bool:
+    """Whether ``frame`` runs the kit's code, or the standard library's on the kit's behalf.
+
+    A whitebox probe's report, or the subscription's own exit, calls into ``threading``: those
+    events are the kit's, not steps of the subject's code after its call.
+    """
+    while frame is not None and _stdlib(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(_KIT)
 
 #: How long after a terminal signal the 2.4 tests keep watching for a request or cancel: the
 #: period of a credit timer, the time a worker takes to drain a backlog. A closing window,
@@ -843,7 +862,7 @@ class Preemption:
         left = [target]
 
         def hook(frame: Any, event: str, arg: Any) -> None:
-            if event not in ("call", "c_call") or frame.f_code.co_filename.startswith(_KIT):
+            if event not in ("call", "c_call") or _kits_step(frame):
                 return  # the kit's own code (a whitebox probe's report) is not the subject's step
             left[0] -= 1
             if left[0] > 0:

@@ -229,8 +229,10 @@ class ProbeSubscriber:
                 self._call("cancel", subscription.cancel)
             self._pause()
             if first and subscription is not None and self.on_subscribe_hook is not None:
-                self.on_subscribe_hook(self, subscription)
-                self._rewake()
+                try:
+                    self.on_subscribe_hook(self, subscription)
+                finally:  # a hook that raises (a failing subscriber) changed state a wait may read
+                    self._rewake()
         finally:
             self._exit()
 
@@ -316,8 +318,10 @@ class ProbeSubscriber:
                 time.sleep(self._pause_s)
             hook = self._on_next_hook
             if hook is not None:
-                hook(self, element)
-                self._rewake()
+                try:
+                    hook(self, element)
+                finally:  # a hook that raises (a failing subscriber) changed state a wait may read
+                    self._rewake()
         finally:
             with self._lock:
                 left = sections[me] - 1

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 KIT_PREFIX = "rs-tck"
 
 _lock = threading.Lock()
+_threads = threading.enumerate  # the live threads (a seam for tests)
 _waiting: dict[int, int] = {}  # thread ident -> depth: consumers blocked in the kit for results
 
 
@@ -50,5 +51,5 @@ def nothing_else_runs() -> bool:
         waiting = set(_waiting)
     return all(
         t.ident == me or t.ident in waiting or _kit_only(t)
-        for t in threading.enumerate()
+        for t in _threads()
     )

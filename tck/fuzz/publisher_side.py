@@ -719,9 +719,13 @@ class PublisherScenario:
                     probe.expect_terminal(timeout=self.timeout)
             elif not probe.cancelled and sub.index == 0:
                 # What is owed is read live: a re-entrant request or cancel may still be made.
-                if not probe.wait_progress(_owed_arrived(probe, n), self.timeout):
+                owed = _owed_arrived(probe, n)
+                # One that raises meanwhile is owed nothing more (2.13): no waiting out the timeout.
+                if not probe.wait_progress(lambda sub=sub, owed=owed: sub.raised_at is not None or owed(),
+                                           self.timeout):
                     continue  # a stall: the verdict is lost demand, no second timeout for a terminal
-                if n < MAX_DEMAND - 1 and probe.requested >= n and not probe.cancelled:
+                if n < MAX_DEMAND - 1 and probe.requested >= n and not probe.cancelled \
+                        and sub.raised_at is None:
                     # (a cancel from on_next may have landed meanwhile: no terminal is owed then)
                     probe.expect_terminal(timeout=self.timeout)
 

@@ -77,7 +77,8 @@ def race_rounds(env: Any, upstream: Any, rounds: int, sent: list[Any] | None = N
                     deadline = time.monotonic() + CATCH_UP_S
                     while not caught_up(PREEMPT_WAIT_S) and time.monotonic() < deadline:
                         sub.release()  # holds end early while the subscriber catches up
-                preemption.arm(1 + (i // 3) % PREEMPT_SWEEP)
+                # Swept over every late element of the test (a test may call this per round).
+                preemption.arm(1 + (len(sent) // 3) % PREEMPT_SWEEP)
                 sub.release()
                 preemption.wait_paused(PREEMPT_WAIT_S)
             try:

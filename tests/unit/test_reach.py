@@ -6,8 +6,18 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
+
+from rstck import reach
 from rstck.reach import nothing_else_runs
 from rstck.reach import waiting_for_results
+
+
+@pytest.fixture(autouse=True)
+def only_this_tests_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads the host runs (xdist's, say) are not this test's: only those started here count."""
+    before = {t.ident for t in threading.enumerate()} - {threading.get_ident()}
+    monkeypatch.setattr(reach, "_threads", lambda: [t for t in threading.enumerate() if t.ident not in before])
 
 
 @contextmanager
