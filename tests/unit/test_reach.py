@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-
 from rstck import reach
 from rstck.reach import nothing_else_runs
 from rstck.reach import waiting_for_results
