@@ -629,13 +629,14 @@ class PublisherScenario:
             self._flush()
         return failure
 
-    def _quiet(self, limit: float) -> bool:
+    def _quiet(self, limit: float, window: float | None = None) -> bool:
         """Wait until a whole window passes with no signal to any probe; False if not in ``limit``."""
         deadline = time.monotonic() + limit
+        window = self.window if window is None else window
         with self.env.aside():
             while True:
                 seen = self.env.outer.progress
-                time.sleep(self.window)
+                time.sleep(window)
                 if self.env.outer.progress == seen:
                     return True
                 if time.monotonic() >= deadline:
@@ -681,7 +682,9 @@ class PublisherScenario:
             return self._subscribe(step[1])
         if kind == "run":
             self.env.trace.note(f"step {number}: let it run")
-            self._quiet(self.timeout)
+            # An interleaving, not a verdict (those wait for the whole window, or the timeout):
+            # a publisher still delivering after this short a window meets the next step midway.
+            self._quiet(self.timeout, window=self.window / 4)
             return None
         if step[1] >= len(self.subs):
             return None
@@ -719,10 +722,8 @@ class PublisherScenario:
                     probe.expect_terminal(timeout=self.timeout)
             elif not probe.cancelled and sub.index == 0:
                 # What is owed is read live: a re-entrant request or cancel may still be made.
-                owed = _owed_arrived(probe, n)
                 # One that raises meanwhile is owed nothing more (2.13): no waiting out the timeout.
-                if not probe.wait_progress(lambda sub=sub, owed=owed: sub.raised_at is not None or owed(),
-                                           self.timeout):
+                if not probe.wait_progress(_owed_or_raised(sub, n), self.timeout):
                     continue  # a stall: the verdict is lost demand, no second timeout for a terminal
                 if n < MAX_DEMAND - 1 and probe.requested >= n and not probe.cancelled \
                         and sub.raised_at is None:
@@ -992,6 +993,11 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
         return not env.problems and all(run.verdict(quiet) is None for run in runs)
     except (RuleViolation, NotVerified, ProbeAbort):
         return False
+
+
+def _owed_or_raised(sub: _Subscriber, n: int) -> Callable[[], bool]:
+    owed = _owed_arrived(sub.probe, n)
+    return lambda: sub.raised_at is not None or owed()
 
 
 def _owed_arrived(probe: ProbeSubscriber, n: int) -> Callable[[], bool]:
