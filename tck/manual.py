@@ -39,6 +39,8 @@ _UNSET: Any = object()
 
 #: The kit's own source files: their calls are not steps of the subject's code (``Preemption``).
 _KIT = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: ...except the reference implementations shipped with it, which are subjects like any other.
+_REFERENCE = _KIT + "reference" + os.sep
 #: The standard library's own folder: its code runs on behalf of whoever called it.
 _STDLIB = os.path.dirname(os.path.abspath(threading.__file__)) + os.sep
 
@@ -49,7 +51,7 @@ def _stdlib(filename: str) -> bool:
         filename.startswith(_STDLIB) and "-packages" not in filename[len(_STDLIB):])
 
 
-def _kits_step(frame: Any) -> bool:
+def kits_step(frame: Any) -> bool:
     """Whether ``frame`` runs the kit's code, or the standard library's on the kit's behalf.
 
     A whitebox probe's report, or the subscription's own exit, calls into ``threading``: those
@@ -57,7 +59,10 @@ def _kits_step(frame: Any) -> bool:
     """
     while frame is not None and _stdlib(frame.f_code.co_filename):
         frame = frame.f_back
-    return frame is not None and frame.f_code.co_filename.startswith(_KIT)
+    if frame is None:
+        return False
+    name = frame.f_code.co_filename
+    return name.startswith(_KIT) and not name.startswith(_REFERENCE)
 
 #: How long after a terminal signal the 2.4 tests keep watching for a request or cancel: the
 #: period of a credit timer, the time a worker takes to drain a backlog. A closing window,
@@ -862,7 +867,7 @@ class Preemption:
         left = [target]
 
         def hook(frame: Any, event: str, arg: Any) -> None:
-            if event not in ("call", "c_call") or _kits_step(frame):
+            if event not in ("call", "c_call") or kits_step(frame):
                 return  # the kit's own code (a whitebox probe's report) is not the subject's step
             left[0] -= 1
             if left[0] > 0:

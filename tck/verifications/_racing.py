@@ -4,13 +4,19 @@ the subscriber-side hunt that lands elements where a delivery loop gives up its 
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
+import threading
 import time
 from collections.abc import Callable
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import RuleViolation
+from ..evidence import cite
 from ..manual import Preemption
+from ..manual import kits_step
+from ..worker import Worker
 
 #: The thread switch interval while a test hunts a race. The interpreter's default (5 ms) lets
 #: one thread run a whole signal method before another gets the lock, hiding most overlaps;
@@ -37,6 +43,8 @@ PREEMPT_WAIT_S = 0.002
 PROMPT_WAIT_S = 0.002
 #: How long a late element waits, at most, for the subscriber to work off the elements before it.
 CATCH_UP_S = 0.05
+#: Rounds of the 2.5 hunt: two publishers subscribe one fresh subscriber at the same moment.
+SUBSCRIBE_RACE_ROUNDS = 40
 
 
 def race_rounds(env: Any, upstream: Any, rounds: int, sent: list[Any] | None = None,
@@ -103,3 +111,85 @@ def aggressive_switching(interval: float = RACE_SWITCH_INTERVAL) -> Iterator[Non
         yield
     finally:
         sys.setswitchinterval(previous)
+
+
+def race_two_subscriptions(ctx: Any, make: Callable[[], Any], rounds: int = SUBSCRIBE_RACE_ROUNDS) -> None:
+    """Two publishers subscribe one fresh subscriber at once, ``rounds`` times (rule 2.5).
+
+    Whichever on_subscribe the subscriber takes first, it must keep one subscription and cancel
+    the other. One that asks "have I a subscription?" and stores the answer in two steps takes
+    both when the calls interleave, and then cancels neither. Under the interpreter lock two
+    such calls almost never interleave on their own: the first runs on a TCK thread that stops
+    at its ``k``-th call event in the subject's code (``k`` swept over the rounds, the pause
+    bounded), and the second is delivered meanwhile. A subject served on an event loop gets the
+    two one after the other, so there one round checks the plain case.
+    """
+    env = ctx.env
+    direct = env.dispatch is type(env)._direct
+    limit = 2 * ctx.settings.timeout + 1.0
+    for done in range(rounds if direct else 1):
+        subscriber = make()
+        first, second = ctx.upstream("first"), ctx.upstream("second")
+        offer = functools.partial(first.attach, subscriber)
+        if direct:
+            call, paused, resume = _paused_call(offer, 1 + done % PREEMPT_SWEEP_SUBSCRIBE)
+            paused.wait(PREEMPT_WAIT_S * 5)
+            try:
+                theirs = second.attach(subscriber)
+            finally:
+                resume.set()
+        else:
+            call = Worker(offer, "rs-tck:first-publisher")
+            theirs = second.attach(subscriber)
+        if not call.wait(limit):
+            raise RuleViolation("2.5", "on_subscribe to return promptly",
+                                "the first publisher's on_subscribe did not return", setting="timeout")
+        mine = call.result()
+        env.check()
+        deadline = time.monotonic() + ctx.settings.timeout
+        with env.aside():
+            while not (mine.cancelled or theirs.cancelled) and time.monotonic() < deadline:
+                time.sleep(0.001)
+        if not (mine.cancelled or theirs.cancelled):
+            env.count_iterations(done + 1, 1)
+            raise RuleViolation(
+                "2.5", "one of two subscriptions offered at once cancelled (one is kept)",
+                f"neither was cancelled within {ctx.settings.timeout * 1000:.0f} ms: {mine.describe()}; "
+                f"{theirs.describe()}",
+                hint="decide which subscription is active in one step (under a lock, or on one "
+                "thread): a test and a store apart let two on_subscribe calls both win",
+                evidence=cite(mine.subscribed_seq, theirs.subscribed_seq), setting="timeout")
+        env.count_iterations(done + 1, 0)
+
+
+#: How far into the first on_subscribe the 2.5 hunt stops it, swept from 1 call event.
+PREEMPT_SWEEP_SUBSCRIBE = 8
+#: The longest the first on_subscribe stays stopped (the second may wait on a lock it holds).
+SUBSCRIBE_PAUSE_S = 0.005
+
+
+def _paused_call(fn: Callable[[], Any], k: int) -> tuple[Worker, threading.Event, threading.Event]:
+    """``fn()`` on a TCK thread that stops at its ``k``-th call event in the subject's own code
+    until ``resume`` is set (at most ``SUBSCRIBE_PAUSE_S``); ``paused`` is set when it stops."""
+    paused, resume = threading.Event(), threading.Event()
+
+    def run() -> Any:
+        left = [k]
+
+        def hook(frame: Any, event: str, arg: Any) -> None:
+            if event not in ("call", "c_call") or kits_step(frame):
+                return
+            left[0] -= 1
+            if left[0] > 0:
+                return
+            sys.setprofile(None)
+            paused.set()
+            resume.wait(SUBSCRIBE_PAUSE_S)
+
+        sys.setprofile(hook)
+        try:
+            return fn()
+        finally:
+            sys.setprofile(None)
+
+    return Worker(run, "rs-tck:first-publisher"), paused, resume

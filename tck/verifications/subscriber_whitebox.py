@@ -23,6 +23,7 @@ from ..worker import Worker
 from ._racing import RIVAL_HOLD_S
 from ._racing import aggressive_switching
 from ._racing import race_rounds
+from ._racing import race_two_subscriptions
 
 VERIFICATION = "subscriber_whitebox"
 tck_test = Registry(VERIFICATION)
@@ -195,6 +196,21 @@ tck_test.untested(
     "only the subscriber knows whether it still needs its subscription; from outside, a "
     "forgotten subscription looks like one that is still in use",
 )
+
+
+@tck_test("2.5", "stochastic")
+def stochastic_spec205_must_keep_one_of_two_subscriptions_offered_at_the_same_moment(
+    ctx: WhiteboxStages,
+) -> None:
+    """Two publishers call on_subscribe on one fresh subscriber at the same moment, 40 times.
+
+    Rule 2.5 whoever wins: one subscription kept, the other cancelled. If this fails, check
+    that on_subscribe decides which subscription is active in one step (under a lock): a test
+    and a store apart let both calls win, and neither is ever cancelled.
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
+    race_two_subscriptions(ctx, lambda: ctx.whitebox_subscriber(WhiteboxProbe(ctx.env)))
 
 
 @tck_test("2.7", "stochastic")

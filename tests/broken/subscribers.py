@@ -274,6 +274,27 @@ class LateRequestFromItsPool(GoodSubscriber):
 # -- 2.5 and 2.12 ------------------------------------------------------------------------------
 
 
+class AcceptsTwoAtOnce(GoodSubscriber):
+    """Rule 2.5: "have I a subscription?" and storing one are two steps, with a call between.
+
+    Offered one subscription at a time it keeps the first and cancels the second; two
+    on_subscribe calls that interleave both find none and both are kept, neither cancelled.
+    """
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is not None:
+            subscription.cancel()
+            return
+        self.subscription = self._adopt(subscription)
+        self.probe.register(request=self.puppet_request, cancel=self.cancel)
+        self.request(1)
+
+    def _adopt(self, subscription: Subscription) -> Subscription:
+        return subscription
+
+
 class AcceptsSecondSubscription(GoodSubscriber):
     """Rule 2.5: a second on_subscribe is adopted and requested from, never cancelled."""
 

@@ -82,7 +82,8 @@ BROKEN = [
     *both(broken.CancelsInOnError, "2.3", "on_error"),
     *both(broken.RequestsAfterComplete, "2.4", "cancelled_after_on_complete"),
     *both(broken.RetriesAfterError, "2.4", "on_error"),
-    *both(broken.AcceptsSecondSubscription, "2.5"),
+    *both(broken.AcceptsSecondSubscription, "2.5", "already_has"),
+    *both(broken.AcceptsTwoAtOnce, "2.5", "same_moment"),
     *both(broken.ConcurrentRequests, "2.7"),
     *white(broken.RaisesAfterCancel, "2.8"),
     *both(broken.FailsOnEmptyComplete, "2.9", "with_preceding"),
@@ -100,7 +101,7 @@ BROKEN = [
     *both(broken.RequestsBeforeStoring, "3.10"),
     *white(broken.DeadlocksOnInlineNext, "3.10"),
     *both(broken.FailsOnInlineEnd, "3.11"),
-    *both(broken.CancelsBothOnSecondSubscription, "2.5"),
+    *both(broken.CancelsBothOnSecondSubscription, "2.5", "already_has"),
     *(pytest.param(BB, named(BB, "2.4", f"cancelled_after_{end}"), SubscriberSubject(
         broken.loop_requests_after_end, loop="asyncio", label="LoopRequestsAfterEnd"), "2.4",
         id=f"blackbox-LoopRequestsAfterEnd-2.4-{end}") for end in ("on_complete", "on_error")),
@@ -187,9 +188,10 @@ def test_correct_subscribers_pass_every_test(verification: str, subject: Any, at
 
 def test_the_counts_next_to_the_jvm_tck() -> None:
     # JVM 1.0.4: blackbox 26, whitebox 27; here rule 2.4 gets two tests in each (and a third,
-    # the backlog, in the blackbox), and each has a fuzz verification besides.
-    assert len([t for t in subscriber_blackbox.TESTS if t.level != "fuzz"]) == 28
-    assert len([t for t in subscriber_whitebox.TESTS if t.level != "fuzz"]) == 28
+    # the backlog, in the blackbox), 2.5 a second (two on_subscribe at once), and each has a
+    # fuzz verification besides.
+    assert len([t for t in subscriber_blackbox.TESTS if t.level != "fuzz"]) == 29
+    assert len([t for t in subscriber_whitebox.TESTS if t.level != "fuzz"]) == 29
 
 
 # -- the TCK's own upstream --------------------------------------------------------------------
