@@ -132,7 +132,8 @@ def required_spec204_blackbox_must_not_request_after_on_complete_while_draining_
     A subscriber that hands elements to a worker (or a queue, or a timer that grants credit)
     is left with a backlog when the stream ends; working it off must not request more once
     on_complete has returned. The TCK watches for one second after it (a closing
-    window, overlapped with the next tests). If this fails, check that the worker's "request
+    window, overlapped with the next tests), or until no thread but its own is left to make
+    a request (a worker, a timer, a pool's or a loop's thread keeps it watching). If this fails, check that the worker's "request
     one more per element processed" and any periodic top-up stop at the end of the stream.
     """
     subscriber, upstream = ctx.stage()
