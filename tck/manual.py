@@ -110,6 +110,7 @@ class ManualSubscription:
         self.last_request: Any = None
         self.cancel_count = 0
         self.calls = 0  # request and cancel calls together, for "has it settled?"
+        self.last_call_at = 0.0  # monotonic time of the latest of them
         self.cancelled = False
         self.terminal: str | None = None
         #: ``request_count`` when the terminal signal returned (None before).
@@ -163,6 +164,7 @@ class ManualSubscription:
             valid = isinstance(n, int) and not isinstance(n, bool)
             with pub._cond:
                 self.calls += 1
+                self.last_call_at = time.monotonic()
                 call = self.calls
                 self.idle = False
                 self.request_count += 1
@@ -208,6 +210,7 @@ class ManualSubscription:
             problems = self._inside_terminal("cancel()")
             with pub._cond:
                 self.calls += 1
+                self.last_call_at = time.monotonic()
                 call = self.calls
                 self.cancel_count += 1
                 state = "" if self.terminal is None else f"after {self.terminal}"
@@ -615,15 +618,20 @@ class ManualPublisher:
         def claim() -> None:
             with self.env.aside(), self._cond:
                 while sub.late_calls == 0 and not self.closed and sub.ended_at is not None:
-                    remaining = sub.ended_at + window - time.monotonic()
+                    now = time.monotonic()
+                    remaining = sub.ended_at + window - now
                     if remaining <= 0:
                         return
-                    seen = sub.calls
-                    self._cond.wait_for(_changed(sub, seen), min(quiet, remaining))
-                    if sub.calls == seen and time.monotonic() - sub.ended_at >= quiet:
+                    # Quiet since the end and since its latest call (a window the test itself
+                    # waited out before this claim counts).
+                    quiet_for = now - max(sub.ended_at, sub.last_call_at)
+                    if quiet_for >= quiet:
                         sub.idle = True  # the backlog is worked off: any request now is unexplained
                         if not on_loop and nothing_else_runs():
                             return  # no thread is left that could make a request (rstck.reach)
+                        quiet_for = 0.0
+                    seen = sub.calls
+                    self._cond.wait_for(_changed(sub, seen), min(quiet - quiet_for, remaining))
 
         return claim
 

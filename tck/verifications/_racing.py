@@ -44,7 +44,7 @@ PROMPT_WAIT_S = 0.002
 #: How long a late element waits, at most, for the subscriber to work off the elements before it.
 CATCH_UP_S = 0.05
 #: Rounds of the 2.5 hunt: two publishers subscribe one fresh subscriber at the same moment.
-SUBSCRIBE_RACE_ROUNDS = 40
+SUBSCRIBE_RACE_ROUNDS = 24
 
 
 def race_rounds(env: Any, upstream: Any, rounds: int, sent: list[Any] | None = None,
@@ -165,13 +165,13 @@ def race_two_subscriptions(ctx: Any, make: Callable[[], Any], rounds: int = SUBS
 #: How far into the first on_subscribe the 2.5 hunt stops it, swept from 1 call event.
 PREEMPT_SWEEP_SUBSCRIBE = 8
 #: The longest the first on_subscribe stays stopped (the second may wait on a lock it holds).
-SUBSCRIBE_PAUSE_S = 0.005
+SUBSCRIBE_PAUSE_S = 0.002
 
 
 def _paused_call(fn: Callable[[], Any], k: int) -> tuple[Worker, threading.Event, threading.Event]:
     """``fn()`` on a TCK thread that stops at its ``k``-th call event in the subject's own code
     until ``resume`` is set (at most ``SUBSCRIBE_PAUSE_S``); ``paused`` is set when it stops."""
-    paused, resume = threading.Event(), threading.Event()
+    paused, resume = threading.Event(), threading.Event()  # paused: stopped, or done
 
     def run() -> Any:
         left = [k]
@@ -191,5 +191,6 @@ def _paused_call(fn: Callable[[], Any], k: int) -> tuple[Worker, threading.Event
             return fn()
         finally:
             sys.setprofile(None)
+            paused.set()  # (never stopped: its code had fewer call events than k)
 
     return Worker(run, "rs-tck:first-publisher"), paused, resume

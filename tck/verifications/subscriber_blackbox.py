@@ -186,7 +186,7 @@ tck_test.untested(
 def stochastic_spec205_blackbox_must_keep_one_of_two_subscriptions_offered_at_the_same_moment(
     ctx: BlackboxContext,
 ) -> None:
-    """Two publishers call on_subscribe on one fresh subscriber at the same moment, 40 times.
+    """Two publishers call on_subscribe on one fresh subscriber at the same moment, 24 times.
 
     Rule 2.5 whoever wins: one subscription kept, the other cancelled. If this fails, check
     that on_subscribe decides which subscription is active in one step (under a lock): a test
