@@ -64,7 +64,7 @@ _STALL_CHECK_S = 5.0
 LOOKAHEAD = 256
 
 #: The order tests start in: race hunts first (alone), then the fuzz searches (CPU work that fills
-#: the rule tests' windows), then the rule tests.
+#: the rule tests' windows), then the rule tests, the busy ones (``TckTest.busy``) last.
 _START_RANK: dict[str, int] = {Level.STOCHASTIC: 0, Level.FUZZ: 1}
 
 
@@ -112,7 +112,8 @@ class Schedule:
         ]
         # Race-hunting tests run alone (see ``_pump``): first, before any test is waiting to
         # call again, rather than holding up every test after them. Then the fuzz searches.
-        self._order = sorted(range(len(self.tests)), key=lambda i: _START_RANK.get(self.tests[i].level, 2))
+        self._order = sorted(range(len(self.tests)), key=lambda i: _START_RANK.get(
+            self.tests[i].level, 3 if self.tests[i].busy else 2))
         self._searches = not settings.no_fuzz
         _preload(settings, self.tests)
         self._lock = threading.Lock()
@@ -158,13 +159,23 @@ class Schedule:
         for index in range(len(self.tests)):
             yield self.result(index)
 
+    def _startable(self) -> bool:
+        # Called with the lock held: a test may start once the slot is free.
+        return (self._started < len(self.tests) and not self._alone
+                and self._running < self.concurrency + LOOKAHEAD
+                and (self._searching or self._started < self._wanted + self.concurrency + LOOKAHEAD))
+
+    def _first_next(self) -> bool:
+        # Called with the lock held: the next test to start goes before those back from a window.
+        return self._startable() and not self.tests[self._order[self._started]].busy
+
     def _pump(self) -> None:
-        # Called with the lock held. A test back from a window goes before a new one.
-        while (self._started < len(self.tests) and self._active < self.concurrency
-               and not self._waiting and not self._alone
-               and self._running < self.concurrency + LOOKAHEAD
-               and (self._searching
-                    or self._started < self._wanted + self.concurrency + LOOKAHEAD)):
+        # Called with the lock held. A new test goes before one back from a window (a fuzz
+        # search back from a settle goes first of all): every test's first window opens as
+        # early as it can, so the windows of a verification overlap instead of queueing. A busy
+        # test (its own work, hardly a window) goes after them: its work fills their windows.
+        while (self._active < self.concurrency and not self._search_waiting and self._startable()
+               and (not self._waiting or self._first_next())):
             index = self._order[self._started]
             # A stochastic test hunts races with tight timing over many rounds: it runs alone
             # (no other test calls, nor will until it ends), so tests beside it neither slow it
@@ -269,7 +280,8 @@ class _Slot:
             s._search_waiting += self.search
             # An abandoned test (the watchdog gave up on it) is closed meanwhile: it takes nothing.
             s._turn.wait_for(lambda: self.closed or (
-                s._active < s.concurrency and not s._alone and (self.search or not s._search_waiting)))
+                s._active < s.concurrency and not s._alone
+                and (self.search or not (s._search_waiting or s._first_next()))))
             s._waiting -= 1
             if self.search:
                 s._search_waiting -= 1

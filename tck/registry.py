@@ -35,6 +35,9 @@ class TckTest:
     func: Callable[[Any], None]
     doc: str
     untested_reason: str = ""
+    #: Mostly the TCK's own work on the subject (thousands of elements), few windows: it starts
+    #: after the tests that mostly wait, so its work fills their windows (``Schedule``).
+    busy: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "level", Level(self.level))  # a word given is its member
@@ -58,11 +61,12 @@ class Registry:
         self.verification = verification
         self.tests: list[TckTest] = []
 
-    def __call__(self, rule_id: str | None, level: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    def __call__(self, rule_id: str | None, level: str, *,
+                 busy: bool = False) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
         """Register a test; its name must spell its level and rule (``required_spec309_...``)."""
 
         def register(func: Callable[[Any], None]) -> Callable[[Any], None]:
-            self._add(func.__name__, rule_id, level, func, func.__doc__ or "")
+            self._add(func.__name__, rule_id, level, func, func.__doc__ or "", busy=busy)
             return func
 
         return register
@@ -83,10 +87,11 @@ class Registry:
         """
         for test in tests:
             func = test.func if via is None else _through(via, test.func)
-            self._add(test.name, test.rule_id, test.level, func, test.doc, test.untested_reason)
+            self._add(test.name, test.rule_id, test.level, func, test.doc, test.untested_reason,
+                      busy=test.busy)
 
     def _add(self, name: str, rule_id: str | None, level: str, func: Callable[[Any], None], doc: str,
-             untested_reason: str = "") -> None:
+             untested_reason: str = "", *, busy: bool = False) -> None:
         if level == Level.FUZZ:
             if not _FUZZ_NAME.match(name) or rule_id is not None:
                 raise ValueError(f"fuzz test name {name!r} must start with 'fuzz_' and name no rule")
@@ -105,7 +110,7 @@ class Registry:
             raise ValueError(f"duplicate test name {name!r}")
         rule = lookup_rule(rule_id) if rule_id is not None else None
         self.tests.append(TckTest(name, self.verification, rule, Level(level), func, _dedent(doc),
-                                  untested_reason))
+                                  untested_reason, busy))
 
 
 def _through(via: Callable[[Any], Any], func: Callable[[Any], None]) -> Callable[[Any], None]:

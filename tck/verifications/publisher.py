@@ -77,7 +77,7 @@ def _kit_sizes(ctx: PublisherContext) -> list[int]:
     return sorted(n for n in sizes if n <= min(ctx.settings.max_elements, 10_000))
 
 
-@tck_test(None, "required")
+@tck_test(None, "required", busy=True)
 def required_sanity_factory_n_produces_exactly_n_elements_for_every_size_used(ctx: PublisherContext) -> None:
     """factory(n) must give exactly n elements, then on_complete, for every n the TCK uses.
 
@@ -1238,7 +1238,7 @@ def required_spec313_cancel_from_inside_on_next_must_make_the_publisher_drop_all
     ctx.env.check()
 
 
-@tck_test("3.8", "required")
+@tck_test("3.8", "required", busy=True)
 def required_spec308_hundreds_of_requests_must_add_up(ctx: PublisherContext) -> None:
     """300 request(1) calls in a row from the test thread: 300 elements arrive, then nothing.
 
@@ -1548,7 +1548,7 @@ def _outstanding(probe: ProbeSubscriber) -> str:
     return "unbounded demand" if probe.demand >= MAX_DEMAND else f"{probe.demand} requested element(s)"
 
 
-@tck_test("3.8", "required")
+@tck_test("3.8", "required", busy=True)
 def required_spec308_long_streams_must_be_served_past_internal_batch_sizes(ctx: PublisherContext) -> None:
     """One request(2049); 2049 request(1), one from each on_next; and 1, 2, 15, 16, 17, ... 257.
 
@@ -1593,7 +1593,7 @@ def required_spec308_long_streams_must_be_served_past_internal_batch_sizes(ctx: 
         ctx.closing_quiet(probe, after=f"beyond the {total} requested elements")
 
 
-@tck_test("3.8", "required")
+@tck_test("3.8", "required", busy=True)
 def required_spec308_tens_of_thousands_of_requests_must_add_up(ctx: PublisherContext) -> None:
     """20,000 request(1) calls in a row from the test thread: 20,000 elements, then nothing.
 
