@@ -163,7 +163,7 @@ class Schedule:
         # Called with the lock held: a test may start once the slot is free.
         return (self._started < len(self.tests) and not self._alone
                 and self._running < self.concurrency + LOOKAHEAD
-                and (self._searching or self._started < self._wanted + self.concurrency + LOOKAHEAD))
+                and (self._searching > 0 or self._started < self._wanted + self.concurrency + LOOKAHEAD))
 
     def _first_next(self) -> bool:
         # Called with the lock held: the next test to start goes before those back from a window.
