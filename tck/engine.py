@@ -77,8 +77,10 @@ class Schedule:
     free; once only its closing waits remain it gives the slot up for good. So with the default
     of one slot, the TCK never calls two subjects at once, yet one test's windows overlap
     another's work. Tests start ahead of the one whose result is asked for (by at most
-    ``concurrency`` + ``LOOKAHEAD``), so a consumer that stops asking (``pytest -x``) stops the
-    run soon.
+    ``concurrency`` + ``LOOKAHEAD``: a whole verification, so its windows all overlap), and a
+    new test starts before one back from a window; a test marked ``busy`` (mostly the TCK's own
+    work) starts after those, its work filling their windows. A consumer that stops asking
+    (``pytest -x``) leaves the tests already started to run out on daemon threads.
 
     A fuzz search starts before the rule tests and runs beside them: it computes while they
     wait out their windows. Meanwhile no result is handed back (``result`` waits until every

@@ -64,6 +64,7 @@ def kits_step(frame: Any) -> bool:
     name = frame.f_code.co_filename
     return name.startswith(_KIT) and not name.startswith(_REFERENCE)
 
+
 #: How long after a terminal signal the 2.4 tests keep watching for a request or cancel: the
 #: period of a credit timer, the time a worker takes to drain a backlog. A closing window,
 #: overlapped with the next tests.
