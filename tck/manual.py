@@ -637,11 +637,12 @@ class ManualPublisher:
         return claim
 
     def settle(self, *, subscription: ManualSubscription | None = None,
-               window: float | None = None, limit: float | None = None) -> bool:
+               window: float | None = None, limit: float | None = None, idle: bool = True) -> bool:
         """Return once a whole window passes with no request or cancel; False if never.
 
         The subscriber is then idle (see ``ManualSubscription._late``) until it is sent or asked
-        for something, or calls again.
+        for something, or calls again; with ``idle=False`` (a window too short to tell a
+        finished subscriber from a slow one) it is not marked so.
         """
         sub = subscription or self.subscription
         window = self.env.settings.no_signal_window if window is None else window
@@ -652,7 +653,7 @@ class ManualPublisher:
                 seen = sub.calls
                 self._cond.wait_for(_changed(sub, seen), window)
                 if sub.calls == seen:
-                    sub.idle = True
+                    sub.idle = sub.idle or idle
                     return True
                 if time.monotonic() >= deadline:
                     return False

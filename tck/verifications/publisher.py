@@ -1344,6 +1344,10 @@ def _raising(ctx: PublisherContext, name: str, signal: str, at: int = 1, **optio
 
 def _raised(ctx: PublisherContext, probe: RaisingProbe, signal: str) -> None:
     """The probe must have raised from ``signal``; closing: no element may follow the raise."""
+    # The signal may have arrived with its hook still running (an actor's thread, under load).
+    if not probe.raised:
+        with ctx.env.aside():
+            probe._wait(lambda: bool(probe.raised), ctx.settings.timeout)
     if not probe.raised:
         raise RuleViolation(None, f"{signal} to reach the subscriber, which then raises", f"it did not "
                             f"({probe._seen()})", setting="timeout")
