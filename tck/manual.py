@@ -46,8 +46,9 @@ _STDLIB = os.path.dirname(os.path.abspath(threading.__file__)) + os.sep
 
 
 def _stdlib(filename: str) -> bool:
-    # (a user's code installed beside it, in site-packages, is not)
-    return filename.startswith("<frozen ") or (
+    # (a user's code installed beside it, in site-packages, is not). "<string>": code the
+    # standard library generated, such as a dataclass's __init__, runs for whoever called it too.
+    return filename.startswith("<frozen ") or filename == "<string>" or (
         filename.startswith(_STDLIB) and "-packages" not in filename[len(_STDLIB):])
 
 

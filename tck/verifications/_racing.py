@@ -194,3 +194,41 @@ def _paused_call(fn: Callable[[], Any], k: int) -> tuple[Worker, threading.Event
             paused.set()  # (never stopped: its code had fewer call events than k)
 
     return Worker(run, "rs-tck:first-publisher"), paused, resume
+
+
+def _paused_at_line(fn: Callable[[], Any], k: int, name: str) -> tuple[Worker, threading.Event, threading.Event]:
+    """``fn()`` on a TCK thread that stops before its ``k``-th line of the subject's own code until
+    ``resume`` is set (at most ``SUBSCRIBE_PAUSE_S``); ``paused`` is set when it stops.
+
+    Finer than ``_paused_call``: a window between two lines with no call in between (a flag
+    read, then a list joined) has a line event of its own. Only the subject's frames are traced
+    line by line; the kit's run untraced.
+    """
+    paused, resume = threading.Event(), threading.Event()
+    left = [k]
+
+    def lines(frame: Any, event: str, arg: Any) -> Any:
+        if event != "line":
+            return lines
+        left[0] -= 1
+        if left[0] > 0:
+            return lines
+        sys.settrace(None)
+        paused.set()
+        resume.wait(SUBSCRIBE_PAUSE_S)
+        return None
+
+    def calls(frame: Any, event: str, arg: Any) -> Any:
+        if left[0] <= 0 or kits_step(frame):
+            return None
+        return lines
+
+    def run() -> Any:
+        sys.settrace(calls)
+        try:
+            return fn()
+        finally:
+            sys.settrace(None)
+            paused.set()  # (never stopped: its code had fewer lines than k)
+
+    return Worker(run, name), paused, resume

@@ -22,15 +22,20 @@ from typing import Any
 
 from ..contexts import ProcessorContext
 from ..contexts import TckFailure
+from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..manual import ManualPublisher
 from ..probe import STALL_CONFIRMATION
 from ..probe import ProbeSubscriber
 from ..registry import Registry
 from ..results import Level
+from ..results import Verdict
 from ..trace import short_repr
 from . import publisher
 from . import subscriber_whitebox
+from ._racing import PREEMPT_WAIT_S
+from ._racing import _paused_at_line
+from ._racing import aggressive_switching
 
 VERIFICATION = "processor"
 tck_test = Registry(VERIFICATION)
@@ -335,3 +340,119 @@ def required_spec308_processor_must_honour_demand_signalled_before_its_upstream_
     for element in sent:
         _expect_relayed(downstream, element, "3.8")
     downstream.cancel()
+
+
+#: Rounds of the hunt for a subscriber joining as the stream ends: each of the four ways (the
+#: upstream completes or the last subscriber cancels; either side paused) at every depth.
+JOIN_RACE_ROUNDS = 64
+#: How far into its own code the paused side is stopped, swept from 1 line.
+JOIN_SWEEP = 16
+
+
+@tck_test("1.5", "stochastic")
+def stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_told(ctx: ProcessorContext) -> None:
+    """Rounds where a subscriber joins at the moment the upstream completes, or the moment the
+    last subscriber cancels: it must still be told (or, if the stream goes on, served).
+
+    A processor that reads "has my stream ended?" and joins the subscriber to its list in two
+    steps, apart from where its end takes that list, leaves a subscriber that joins in between
+    listed but never told: it waits forever. Under the interpreter lock the two sides almost
+    never interleave on their own, so one of them (alternately the subscribe() and the ending
+    call) runs on a TCK thread that stops at its ``k``-th line of the processor's code,
+    ``k`` swept over the rounds, while the other runs. A subscriber that is not told is then
+    compared with one that subscribes afterwards: only when that one is told is it a race. If
+    this fails, decide under one lock whether a subscriber joins the stream or is told it ended.
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
+    env = ctx.env
+    direct = env.dispatch is type(env)._direct
+    cancels = ctx.settings.max_subscribers >= 2
+    with aggressive_switching():
+        rounds = JOIN_RACE_ROUNDS if direct else 2
+        for r in range(rounds):
+            # The upstream's end first, then (a second half) the last subscriber's cancel.
+            by_cancel = cancels and 2 * r >= rounds
+            processor = ctx.processor()
+            leaving = None
+            if by_cancel:
+                leaving = ctx.as_publisher.probe(f"leaving{r + 1}")
+                ctx.as_publisher.subscribe(processor, leaving)
+            upstream = ctx.as_subscriber.upstream(f"upstream{r + 1}")
+            ctx.as_subscriber.attach(upstream, processor)
+            if leaving is not None:
+                leaving.expect_subscription()
+            env.check()
+            joiner = ctx.as_publisher.probe(f"joiner{r + 1}")
+
+            def join(joiner: ProbeSubscriber = joiner, processor: Any = processor) -> None:
+                ctx.as_publisher.subscribe(processor, joiner)
+
+            def end(leaving: ProbeSubscriber | None = leaving, upstream: ManualPublisher = upstream) -> None:
+                if leaving is not None:
+                    leaving.cancel()
+                else:
+                    upstream.send_complete(rule="1.5")
+
+            _race(ctx, (join, end) if r % 2 == 0 else (end, join), 1 + (r // 2) % JOIN_SWEEP)
+            joiner.expect_subscription()
+            if not _told_or_served(ctx, upstream, joiner):
+                ctx.env.check()
+                _compare_with_a_later_subscriber(ctx, processor, upstream, joiner, by_cancel, r)
+            env.count_iterations(r + 1, 0)
+
+
+def _race(ctx: ProcessorContext, sides: tuple[Callable[[], None], Callable[[], None]], k: int) -> None:
+    """The first side on a TCK thread stopped at its ``k``-th call event in the subject's code,
+    the second here meanwhile; then the first goes on."""
+    paused_side, other = sides
+    env = ctx.env
+    if env.dispatch is not type(env)._direct:
+        paused_side()
+        other()
+        return
+    call, paused, resume = _paused_at_line(paused_side, k, "rs-tck:paused-side")
+    paused.wait(PREEMPT_WAIT_S * 5)
+    try:
+        other()
+    finally:
+        resume.set()
+    if not call.wait(2 * ctx.settings.timeout + 1.0):
+        raise RuleViolation("1.5", "subscribe() and cancel() to return promptly",
+                            "the call made on the TCK's thread did not return", setting="timeout")
+    call.result()
+
+
+def _told_or_served(ctx: ProcessorContext, upstream: ManualPublisher, joiner: ProbeSubscriber) -> bool:
+    """The joiner got a terminal signal, or (the stream goes on) an element it asked for."""
+    timeout = ctx.settings.timeout
+    if joiner.terminal is not None:
+        return True
+    joiner.request(1)  # a processor that ends a stream only on demand is for other tests to judge
+    sub = upstream.subscription
+    if sub.terminal is None and not sub.cancelled:
+        joiner._wait(lambda: joiner.terminal is not None or sub.demand > 0 or sub.cancelled, timeout)
+        if joiner.terminal is None and sub.demand > 0 and not sub.cancelled:
+            upstream.send_next(rule="1.5")
+    return joiner._wait(lambda: joiner.terminal is not None or joiner.received > 0, timeout)
+
+
+def _compare_with_a_later_subscriber(ctx: ProcessorContext, processor: Any, upstream: ManualPublisher,
+                                     joiner: ProbeSubscriber, by_cancel: bool, r: int) -> None:
+    ended = "its last subscriber cancelled" if by_cancel else "its upstream completed"
+    later = ctx.as_publisher.probe(f"later{r + 1}")
+    ctx.as_publisher.subscribe(processor, later)
+    later.expect_subscription()
+    if not _told_or_served(ctx, upstream, later):
+        ctx.env.trace.note(f"a subscriber arriving after {ended} is not told either: not a race "
+                           "(whether it must be is for the tests of an ended stream)")
+        raise NotVerified(f"the processor does not tell a subscriber that arrives after {ended}")
+    raise RuleViolation(
+        "3.8" if by_cancel else "1.5",
+        f"a subscriber joining as {ended} to be told (on_complete or on_error) or served",
+        f"{joiner.name} got on_subscribe, then nothing for {ctx.settings.timeout * 1000:.0f} ms, "
+        f"even when it requested (round {r + 1}); {later.name}, subscribing a moment later, "
+        f"got {later._terminal_text() or 'served'}",
+        hint="decide under one lock whether a new subscriber joins the stream or is told it ended: "
+        "one that reads the end and joins the list in two steps can be missed by the end",
+        setting="timeout")

@@ -277,6 +277,65 @@ class StaysOpenAfterCancellingUpstream(IdentityProcessor):
             self._request_upstream()
 
 
+# -- 1.5 and 3.8: a subscriber joining as the stream ends ----------------------------------------
+
+
+class JoinsAfterCheckingTheEnd(IdentityProcessor):
+    """Rule 1.5: subscribe() asks "has the stream ended?" under the lock, lets go of it, and joins
+    the list under the lock again. An end that falls between the two takes the list without the
+    newcomer, which is then joined to an ended stream and never told."""
+
+    def subscribe(self, subscriber: Any) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None)")
+        downstream = self._downstream_type(self, subscriber)
+        with self._lock:
+            ended = self._ended
+        if ended is None:
+            with self._lock:
+                self._downstreams.append(downstream)
+        downstream.start(ended)
+
+
+class ListsSubscribersBeforeTheEnd(IdentityProcessor):
+    """Rule 1.5: the upstream's end copies the subscriber list, then records the end in a second
+    critical section; a subscriber joining in between is listed too late and sees no end."""
+
+    def _upstream_ended(self, signal: str, error: BaseException | None) -> None:
+        with self._lock:
+            if self._ended is not None:
+                return
+            targets = list(self._downstreams)
+        with self._lock:
+            self._ended = (signal, error)
+            upstream = self._upstream
+        if upstream is not None:
+            upstream.close()
+        for downstream in targets:
+            downstream.end(signal, error)
+            downstream.drain()
+
+
+class ShutsDownInTwoSteps(IdentityProcessor):
+    """Rule 3.8: when its last subscriber leaves it decides to shut down under the lock and
+    records the shut-down in a second critical section; a subscriber joining in between is
+    accepted into a processor that then cancels upstream, and waits forever."""
+
+    def _left(self, downstream: _Downstream, *, terminated: bool = False) -> None:
+        with self._lock:
+            if downstream in self._downstreams:
+                self._downstreams.remove(downstream)
+            shut_down = not terminated and not self._downstreams and self._ended is None
+            upstream = self._upstream
+        if shut_down:
+            with self._lock:
+                self._ended = ("on_error", RuntimeError("shut down"))
+            if upstream is not None:
+                upstream.cancel()
+        else:
+            self._request_upstream()
+
+
 # -- defects that hide in one calling context ----------------------------------------------------
 
 

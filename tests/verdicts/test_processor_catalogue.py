@@ -37,6 +37,7 @@ OWN = {
     "4.2": "required_spec402_must_immediately_pass_on_on_error_events_received_from_its_upstream_or_recover",
     "3.8": "required_spec308_processor_must_honour_demand_signalled_before_its_upstream_subscription",
     "2.1 paces": "required_spec201_processor_must_keep_requesting_upstream_for_subscribers_at_different_paces",
+    "1.5 joining": "stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_told",
 }
 
 
@@ -79,6 +80,9 @@ BROKEN = [
     case(broken.StopsAfterAFullBuffer, "2.1", OWN["2.1 paces"]),
     case(broken.FixedWindowFilter, "3.8", "required_spec308_long_streams_must_be_served_past_internal_batch_sizes"),
     case(broken.ForgetsTheRoomALeaverHeld, "3.8", "required_spec308_a_cancel_must_not_starve_another_subscriber"),
+    case(broken.JoinsAfterCheckingTheEnd, "1.5", OWN["1.5 joining"]),
+    case(broken.ListsSubscribersBeforeTheEnd, "1.5", OWN["1.5 joining"]),
+    case(broken.ShutsDownInTwoSteps, "3.8", OWN["1.5 joining"]),
 ]
 
 

@@ -1,0 +1,77 @@
+"""The race hunts' pauses: whose code a step belongs to, and a stop at the k-th line of a subject."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+from typing import Any
+
+from rstck.manual import kits_step
+from rstck.trace import Trace
+from rstck.verifications._racing import _paused_at_line
+
+
+def _frames_seen(fn: Any) -> list[tuple[str, bool]]:
+    seen: list[tuple[str, bool]] = []
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            seen.append((frame.f_code.co_name, kits_step(frame)))
+
+    sys.setprofile(hook)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+@dataclasses.dataclass
+class _Point:
+    x: int
+
+
+def test_a_generated_init_counts_for_whoever_called_it() -> None:
+    # A dataclass's __init__ is compiled from "<string>": made by the kit's trace, it is the
+    # kit's step; made by a subject (this test module stands for one), the subject's.
+    trace = Trace()
+    kit = [is_kit for name, is_kit in _frames_seen(lambda: trace.add("probe", "request", "1"))
+           if name == "__init__"]
+    mine = [is_kit for name, is_kit in _frames_seen(lambda: _Point(1)) if name == "__init__"]
+    assert kit and all(kit)
+    assert mine and not any(mine)
+
+
+class _TwoSteps:
+    """Reads a flag, then acts on it, on two lines with no call between them."""
+
+    def __init__(self) -> None:
+        self.flag = False
+        self.seen: list[bool] = []
+
+    def act(self) -> None:
+        flag = self.flag
+        self.seen.append(flag)
+
+
+def test_a_thread_stops_between_two_lines_that_make_no_call() -> None:
+    subject = _TwoSteps()
+    # Lines of act(): 1 = the read, 2 = the append. Stopped before line 2, the flag set
+    # meanwhile is not seen; stopped before line 1, it is.
+    for k, expected in ((2, False), (1, True)):
+        subject.flag = False
+        call, paused, resume = _paused_at_line(subject.act, k, "rs-tck:test-paused")
+        assert paused.wait(5)
+        subject.flag = True
+        resume.set()
+        assert call.wait(5)
+        assert subject.seen[-1] is expected
+
+
+def test_a_call_with_fewer_lines_than_k_runs_through() -> None:
+    subject = _TwoSteps()
+    call, paused, resume = _paused_at_line(subject.act, 50, "rs-tck:test-paused")
+    assert call.wait(5) and paused.is_set()
+    assert subject.seen == [False]
+    assert sys.gettrace() is None and threading.current_thread().name != "rs-tck:test-paused"
