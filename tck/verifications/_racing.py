@@ -196,26 +196,32 @@ def _paused_call(fn: Callable[[], Any], k: int) -> tuple[Worker, threading.Event
     return Worker(run, "rs-tck:first-publisher"), paused, resume
 
 
-def _paused_at_line(fn: Callable[[], Any], k: int, name: str) -> tuple[Worker, threading.Event, threading.Event]:
+def _paused_at_line(fn: Callable[[], Any], k: int, name: str, *, c_calls: bool = False,
+                    pause_s: float = SUBSCRIBE_PAUSE_S,
+                    rival: int | None = None) -> tuple[Worker, threading.Event, threading.Event]:
     """``fn()`` on a TCK thread that stops before its ``k``-th line of the subject's own code until
-    ``resume`` is set (at most ``SUBSCRIBE_PAUSE_S``); ``paused`` is set when it stops.
+    ``resume`` is set (at most ``pause_s``); ``paused`` is set when it stops.
 
     Finer than ``_paused_call``: a window between two lines with no call in between (a flag
-    read, then a list joined) has a line event of its own. Only the subject's frames are traced
-    line by line; the kit's run untraced.
+    read, then a list joined) has a line event of its own. With ``c_calls``, a call of a builtin
+    is a step too: ``x = max(0, x - 1)`` reads, calls, then stores, all on one line. Only the
+    subject's frames are traced line by line; the kit's run untraced. ``rival``: the thread
+    that runs the other side meanwhile; when it stands still in the subject's code (waiting for
+    a lock the paused thread holds), the pause ends then instead of at ``pause_s``.
     """
     paused, resume = threading.Event(), threading.Event()
     left = [k]
 
     def lines(frame: Any, event: str, arg: Any) -> Any:
-        if event != "line":
-            return lines
+        if event != "line" or left[0] <= 0:
+            return lines if left[0] > 0 else None
         left[0] -= 1
         if left[0] > 0:
             return lines
         sys.settrace(None)
+        sys.setprofile(None)
         paused.set()
-        resume.wait(SUBSCRIBE_PAUSE_S)
+        _hold(resume, pause_s, rival)
         return None
 
     def calls(frame: Any, event: str, arg: Any) -> Any:
@@ -223,12 +229,53 @@ def _paused_at_line(fn: Callable[[], Any], k: int, name: str) -> tuple[Worker, t
             return None
         return lines
 
+    def builtins(frame: Any, event: str, arg: Any) -> None:
+        if event != "c_call" or left[0] <= 0 or kits_step(frame):
+            return
+        left[0] -= 1
+        if left[0] > 0:
+            return
+        sys.settrace(None)
+        sys.setprofile(None)
+        paused.set()
+        _hold(resume, pause_s, rival)
+
     def run() -> Any:
         sys.settrace(calls)
+        if c_calls:
+            sys.setprofile(builtins)
         try:
             return fn()
         finally:
             sys.settrace(None)
-            paused.set()  # (never stopped: its code had fewer lines than k)
+            sys.setprofile(None)
+            paused.set()  # (never stopped: its code had fewer steps than k)
 
     return Worker(run, name), paused, resume
+
+
+#: How often a pause looks at its rival thread, and for how many looks in a row it must stand
+#: still at one instruction of the subject's code to count as waiting for the paused one (a
+#: thread merely waiting its turn for the interpreter lock moves on sooner).
+_RIVAL_LOOK_S = 0.0002
+_RIVAL_STILL_LOOKS = 4
+
+
+def _hold(resume: threading.Event, limit: float, rival: int | None) -> None:
+    """Wait for ``resume`` (at most ``limit``), ending early when ``rival`` is stuck in the subject."""
+    if rival is None:
+        resume.wait(limit)
+        return
+    deadline = time.monotonic() + limit
+    last: tuple[int, int] | None = None
+    still = 0
+    while not resume.wait(_RIVAL_LOOK_S) and time.monotonic() < deadline:
+        frame = sys._current_frames().get(rival)
+        if frame is None or kits_step(frame):
+            last, still = None, 0  # the kit's own work (a probe's pause, its bookkeeping) goes on
+            continue
+        seen = (id(frame), frame.f_lasti)
+        still = still + 1 if seen == last else 0
+        if still >= _RIVAL_STILL_LOOKS:
+            return  # waiting for a lock the paused thread holds: holding on gains nothing
+        last = seen

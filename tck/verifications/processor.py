@@ -17,6 +17,7 @@ publisher side (1.1, 1.3, 1.7, 1.9) in every test.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -455,4 +456,133 @@ def _compare_with_a_later_subscriber(ctx: ProcessorContext, processor: Any, upst
         f"got {later._terminal_text() or 'served'}",
         hint="decide under one lock whether a new subscriber joins the stream or is told it ended: "
         "one that reads the end and joins the list in two steps can be missed by the end",
+        setting="timeout")
+
+
+#: Rounds of the hunt for an element that arrives while a subscriber requests: each side paused
+#: in turn, at every step up to RELAY_SWEEP into the processor's code.
+RELAY_RACE_ROUNDS = 3 * 96
+RELAY_SWEEP = 96
+#: How long an element waits for the paused request() to bring demand before letting it go on.
+ASKED_WAIT_S = 0.0003
+#: Elements sent after each round, at most, of what the processor asks of its upstream.
+RELAY_TOP_UP = 2
+
+
+@tck_test("3.8", "stochastic")
+def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_still_be_delivered(
+    ctx: ProcessorContext,
+) -> None:
+    """Rounds of request(1) downstream racing on_next from upstream: every request is served.
+
+    A processor's two sides run on two threads: the upstream's on_next queues an element and
+    delivers it, a subscriber's request() adds demand and delivers too. Where one leaves its
+    delivery loop a moment after the other found it busy, or where both update the count of
+    elements in flight, an element is stranded in the queue or the processor stops asking
+    upstream, and the stream stalls with demand outstanding. Under the interpreter lock the two
+    almost never interleave, so in each round one of them (in turn) runs on a TCK thread that
+    stops at its ``k``-th step (line or builtin call) in the processor's code, ``k`` swept over
+    the rounds, while the other runs. Each element sent must then come out, with nothing more
+    sent upstream to push it, and none beyond demand; and the processor must keep asking
+    upstream while the subscriber wants more. If this fails, check that the delivery loop re-checks for work under the lock
+    that request() and on_next() take, and that the in-flight count is updated under it too.
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
+    upstream, _, (probe,) = ctx.relay(1)
+    probe.keep_elements = False
+    env = ctx.env
+    direct = env.dispatch is type(env)._direct
+    sub = upstream.subscription
+
+    released: list[Any] = [None, None]  # the pause's resume event, its call
+
+    def send() -> None:
+        upstream.send_next(rule="3.8")
+
+    def send_when_asked() -> None:
+        # Races a paused request(): the element goes out the moment the processor asks for it.
+        # No demand a moment into the pause: the request upstream is still to come, so the
+        # paused thread goes on to make it (or it holds elements and asks for none).
+        if upstream.wait_demand(timeout=ASKED_WAIT_S) <= 0 and released[0] is not None:
+            released[0].set()
+            released[1].wait(ctx.settings.timeout)
+        if upstream.wait_demand(timeout=0.0) > 0:
+            send()
+
+    def request() -> None:
+        probe.request(1)
+
+    with aggressive_switching():
+        for r in range(RELAY_RACE_ROUNDS if direct else 3):
+            # Three ways: on_next paused beside a request(); a request() paused beside on_next,
+            # with demand upstream already, and (last) without: the element then goes out the
+            # moment the paused request brings demand.
+            kind, k = (r % 2, r // 2) if r < 2 * RELAY_SWEEP else (2, r - 2 * RELAY_SWEEP)
+            if kind < 2:
+                # The element the race sends is owed (delivering it counts demand down), and the
+                # subscriber wants more than the processor ever got: only the upstream has it.
+                while probe.requested <= sub.sent and probe.terminal is None:
+                    probe.request(1)  # (a processor that asked ahead serves these from what it holds)
+                if sub.demand <= 0:
+                    upstream.expect_demand(rule="3.8", what=f"a request upstream once the subscriber "
+                                           f"requested {probe.requested} and {sub.sent} were sent")
+            sides = ((send, request), (request, send), (request, send_when_asked))[kind]
+            if direct:
+                call, paused, resume = _paused_at_line(sides[0], 1 + k % RELAY_SWEEP,
+                                                       "rs-tck:paused-side", c_calls=True,
+                                                       rival=threading.get_ident())
+                released[:] = [resume, call]
+                paused.wait(PREEMPT_WAIT_S * 5)
+                try:
+                    sides[1]()
+                finally:
+                    resume.set()
+                if not call.wait(2 * ctx.settings.timeout + 1.0):
+                    raise RuleViolation("3.8", "on_next() and request() to return promptly",
+                                        "the call made on the TCK's thread did not return", setting="timeout")
+                call.result()
+            else:
+                sides[0]()
+                sides[1]()
+            _delivered_without_more(ctx, probe, sub.sent, r)
+            # Then what the processor asks for, a little of it: a demand count that a race left
+            # too high lets an element through beyond the subscriber's demand (the probe flags it,
+            # rule 1.1), and elements left queued make the next round's request deliver them.
+            for _ in range(RELAY_TOP_UP):
+                if sub.demand <= 0 or sub.cancelled:
+                    break
+                send()
+            _delivered_without_more(ctx, probe, sub.sent, r)
+            if probe.requested > sub.sent and sub.demand <= 0 and not sub.cancelled and probe.terminal is None:
+                # A count of elements in flight that a race left too high shows here: the
+                # processor waits for one it never asked for.
+                upstream.expect_demand(rule="3.8", what=f"a request upstream once the subscriber "
+                                       f"requested {probe.requested} and {sub.sent} were sent")
+            env.count_iterations(r + 1, 0)
+    probe.cancel()
+
+
+def _delivered_without_more(ctx: ProcessorContext, probe: ProbeSubscriber, sent: int, r: int) -> None:
+    """Every element sent that the subscriber has demand for comes out, with nothing more sent."""
+    timeout = ctx.settings.timeout
+    owed = min(probe.requested, sent)
+
+    def served() -> bool:
+        return probe.received >= owed or probe.terminal is not None
+
+    if probe._wait(served, timeout) or probe._wait(served, timeout * STALL_CONFIRMATION):
+        ctx.env.check()
+        return
+    ctx.env.check()
+    raise RuleViolation(
+        "3.8",
+        f"each element sent upstream delivered while the subscriber has demand ({owed} of the "
+        f"{sent} sent, for {probe.requested} requested one at a time)",
+        f"it got {probe.received}, then nothing for {timeout * (1 + STALL_CONFIRMATION) * 1000:.0f} ms: "
+        f"an element sits in the processor (round {r + 1}, where "
+        f"{'on_next' if r < 2 * RELAY_SWEEP and r % 2 == 0 else 'request()'} was paused inside the "
+        "processor)",
+        hint="re-check for work under the lock before leaving the delivery loop: a request or an "
+        "element that came while the loop was finishing must not wait for the next signal",
         setting="timeout")

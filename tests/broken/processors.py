@@ -336,6 +336,52 @@ class ShutsDownInTwoSteps(IdentityProcessor):
             self._request_upstream()
 
 
+# -- 3.8: an element arriving while a subscriber requests ------------------------------------------
+
+
+class _ResetsItsTurn(_Downstream):
+    def _run(self, missed: int) -> None:
+        delivered = False
+        while True:
+            while self._step():
+                delivered = True
+            with self._lock:
+                # Clears the counter instead of taking off what this turn saw: work announced
+                # after the last step and before this line is forgotten.
+                self._wip = 0
+                break
+        if delivered:
+            self._processor._request_upstream()
+
+
+class ResetsItsDeliveryTurn(IdentityProcessor):
+    """Rule 3.8: the delivery loop ends its turn by clearing the work counter, so an element that
+    arrives (or a request made) just as the loop finishes stays queued until the next signal."""
+
+    _downstream_type = _ResetsItsTurn
+
+
+class CountsInFlightAfterAsking(IdentityProcessor):
+    """Rule 3.8: asks upstream first and counts the request as in flight afterwards; an element
+    that arrives in between is taken off a count that does not include it yet, so the count ends
+    one too high and the processor waits for an element it never asked for, and stops asking."""
+
+    def _request_upstream(self) -> None:
+        with self._lock:
+            upstream = self._upstream
+            live = [d for d in self._downstreams if d.subscriber is not None]
+            if upstream is None or self._ended is not None or not live:
+                return
+            wanted = max(d.wanted() for d in live)
+            room = min(self._buffer_size - len(d.queue) for d in live)
+            n = min(wanted, room) - self._in_flight
+            if n <= 0:
+                return
+        upstream.request(n)
+        with self._lock:
+            self._in_flight += n
+
+
 # -- defects that hide in one calling context ----------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+import time
 from typing import Any
 
 from rstck.manual import kits_step
@@ -39,8 +40,10 @@ def test_a_generated_init_counts_for_whoever_called_it() -> None:
     kit = [is_kit for name, is_kit in _frames_seen(lambda: trace.add("probe", "request", "1"))
            if name == "__init__"]
     mine = [is_kit for name, is_kit in _frames_seen(lambda: _Point(1)) if name == "__init__"]
-    assert kit and all(kit)
-    assert mine and not any(mine)
+    assert kit
+    assert all(kit)
+    assert mine
+    assert not any(mine)
 
 
 class _TwoSteps:
@@ -71,7 +74,38 @@ def test_a_thread_stops_between_two_lines_that_make_no_call() -> None:
 
 def test_a_call_with_fewer_lines_than_k_runs_through() -> None:
     subject = _TwoSteps()
-    call, paused, resume = _paused_at_line(subject.act, 50, "rs-tck:test-paused")
-    assert call.wait(5) and paused.is_set()
+    call, paused, _resume = _paused_at_line(subject.act, 50, "rs-tck:test-paused")
+    assert call.wait(5)
+    assert paused.is_set()
     assert subject.seen == [False]
-    assert sys.gettrace() is None and threading.current_thread().name != "rs-tck:test-paused"
+    assert sys.gettrace() is None
+    assert threading.current_thread().name != "rs-tck:test-paused"
+
+
+class _Locked:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def hold_it(self) -> None:
+        with self.lock:
+            self.inside = True  # the pause lands here, the lock held
+
+    def take_it(self) -> None:
+        with self.lock:
+            self.inside = False
+
+
+def test_a_pause_ends_early_when_its_rival_waits_for_a_lock_it_holds() -> None:
+    subject = _Locked()
+    for rival, least in ((None, 0.15), (threading.get_ident(), 0.0)):
+        call, paused, resume = _paused_at_line(subject.hold_it, 2, "rs-tck:test-paused",
+                                               pause_s=0.2, rival=rival)
+        assert paused.wait(5)
+        started = time.monotonic()
+        subject.take_it()  # blocks until the paused thread lets go of the lock
+        waited = time.monotonic() - started
+        resume.set()
+        assert call.wait(5)
+        assert waited >= least
+        if rival is not None:
+            assert waited < 0.15  # seen standing still at the lock, well before the 0.2 s bound

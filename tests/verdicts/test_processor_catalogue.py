@@ -38,6 +38,7 @@ OWN = {
     "3.8": "required_spec308_processor_must_honour_demand_signalled_before_its_upstream_subscription",
     "2.1 paces": "required_spec201_processor_must_keep_requesting_upstream_for_subscribers_at_different_paces",
     "1.5 joining": "stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_told",
+    "3.8 arriving": "stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_still_be_delivered",
 }
 
 
@@ -83,6 +84,8 @@ BROKEN = [
     case(broken.JoinsAfterCheckingTheEnd, "1.5", OWN["1.5 joining"]),
     case(broken.ListsSubscribersBeforeTheEnd, "1.5", OWN["1.5 joining"]),
     case(broken.ShutsDownInTwoSteps, "3.8", OWN["1.5 joining"]),
+    case(broken.ResetsItsDeliveryTurn, "3.8", OWN["3.8 arriving"]),
+    case(broken.CountsInFlightAfterAsking, "3.8", OWN["3.8 arriving"]),
 ]
 
 
