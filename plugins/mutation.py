@@ -320,8 +320,9 @@ def subjects(file: str, module: types.ModuleType) -> list[tuple[str, Any]]:
         return [("publisher", PublisherSubject(m.range_publisher, failed_factory=m.failed_publisher)),
                 ("publisher", PublisherSubject(m.async_range_publisher, failed_factory=m.failed_publisher))]
     if file == "subscribers.py":
-        return [("subscriber_whitebox", WhiteboxSubject(m.sync_whitebox_subscriber)),
-                ("subscriber_whitebox", WhiteboxSubject(m.async_whitebox_subscriber)),
+        # Their puppets are serialised with their own calls (SerialSubscription, the mailbox).
+        return [("subscriber_whitebox", WhiteboxSubject(m.sync_whitebox_subscriber, any_thread_puppet=True)),
+                ("subscriber_whitebox", WhiteboxSubject(m.async_whitebox_subscriber, any_thread_puppet=True)),
                 ("subscriber_blackbox", SubscriberSubject(m.sync_subscriber)),
                 ("subscriber_blackbox", SubscriberSubject(m.async_subscriber))]
     if file == "processors.py":

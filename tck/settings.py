@@ -55,6 +55,11 @@ KNOBS: tuple[Knob, ...] = (
     Knob("never_requests", "--rs-never-requests", "rs_never_requests", "RS_TCK_NEVER_REQUESTS",
          "bool", "The subscriber never requests, by design (a sink that cancels at once or ignores "
          "its input): the tests that need its demand are not applicable"),
+    Knob("any_thread_puppet", "--rs-any-thread-puppet", "rs_any_thread_puppet",
+         "RS_TCK_ANY_THREAD_PUPPET", "bool",
+         "The whitebox subscriber's puppet may be pulled from any thread, even while a signal is "
+         "being delivered (its request/cancel are serialised with its own calls, like a cancel() "
+         "offered to users): a 2.7 hunt then pulls it beside signals"),
     Knob("concurrency", "--rs-concurrency", "rs_concurrency", "RS_TCK_CONCURRENCY", "int",
          "Tests that may call their subjects at once, each against its own fresh subject (1: one "
          "at a time, their no-signal windows overlapping)"),
@@ -83,7 +88,7 @@ KNOBS_BY_NAME = {k.name: k for k in KNOBS}
 MAX_FUZZ_STEPS = 3
 CAPABILITY_KNOBS = (
     "max_elements", "recursion_depth", "max_subscribers", "skip_stochastic", "coordinated_emission",
-    "loop", "never_requests",
+    "loop", "never_requests", "any_thread_puppet",
 )
 
 
@@ -103,6 +108,7 @@ class Settings:
     stochastic_iterations: int = 100
     coordinated_emission: bool = False
     never_requests: bool = False
+    any_thread_puppet: bool = False
     loop: str = "thread"
     no_fuzz: bool = False
     fuzz_examples: int = 100

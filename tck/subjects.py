@@ -336,6 +336,8 @@ class WhiteboxSubject:
     element: ElementHook | None = None
     #: True for a subscriber that never requests, by design (see ``--rs-never-requests``).
     never_requests: bool | None = None
+    #: True when its puppet may be pulled from any thread (see ``--rs-any-thread-puppet``).
+    any_thread_puppet: bool | None = None
     #: "asyncio" for a subscriber that must be called on an event loop (see ``--rs-loop``).
     loop: str | None = None
     label: str = ""

@@ -10,6 +10,8 @@ too, and each report is matched against the signals really sent (2.11).
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from ..contexts import TckFailure
@@ -17,10 +19,14 @@ from ..contexts import WhiteboxStages
 from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..registry import Registry
+from ..results import Level
 from ..results import Verdict
 from ..whitebox import WhiteboxProbe
 from ..worker import Worker
+from ._racing import PREEMPT_WAIT_S
+from ._racing import PROMPT_WAIT_S
 from ._racing import RIVAL_HOLD_S
+from ._racing import _paused_at_line
 from ._racing import aggressive_switching
 from ._racing import race_rounds
 from ._racing import race_two_subscriptions
@@ -239,6 +245,90 @@ def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from
     for element in sent:
         stage.probe.expect_next(element)
     ctx.at_close(stage.upstream.settle)
+
+
+#: Rounds of the hunt that pulls the puppet on a second thread beside a signal or a second pull.
+PUPPET_RACE_ROUNDS = 48
+#: How far into the subject's code the pulled request is stopped, swept from 1 step.
+PUPPET_SWEEP = 24
+
+
+@tck_test("2.7", "stochastic")
+def stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subscribers_own_calls(
+    ctx: WhiteboxStages,
+) -> None:
+    """With ``any_thread_puppet`` declared: the puppet pulled on a TCK thread while an element,
+    or a second pull, arrives on another, 48 rounds; no two calls on the subscription at once,
+    and every pull reaches the upstream.
+
+    A subscriber that offers request/cancel to other code (a ``cancel()`` for its users, a
+    credit API) must serialise those calls with the ones it makes from its signals. The pulled
+    request stops at its ``k``-th step in the subject's code (``k`` swept over the rounds), or,
+    past them, stays inside the subscription until the rival acts, so that a second thread that
+    goes ahead instead of leaving its demand to the one inside is seen, and so is demand that
+    the one inside drops as it leaves. The last round cancels from the second thread. If this fails, route every request/cancel through
+    one serial path (a lock-free trampoline with a work counter, or a lock), re-checked before
+    the thread that drains leaves.
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
+    if not ctx.settings.any_thread_puppet:
+        raise NotVerified("pulls the puppet from two threads at once: switched on for a subscriber "
+                          "that declares it allows that (any_thread_puppet)", kind=Verdict.DESELECTED)
+    ctx.needs_demand()
+    stage = ctx.stage(yield_s=0.0005, hold_s=RIVAL_HOLD_S)
+    stage.request(1)
+    stage.expect_demand(rule="2.7")
+    sub = stage.subscription
+    env = ctx.env
+    with aggressive_switching():
+        for r in range(PUPPET_RACE_ROUNDS):
+            last = r == PUPPET_RACE_ROUNDS - 1
+            before = sub.requested
+            env.trace.add("tck", "puppet.request", "1 (on a second thread)")
+            # Stopped k steps into the subject's code, or (k past them) held inside the call.
+            pulled, paused, resume = _paused_at_line(lambda: stage.puppet.request(1),
+                                                     1 + (r // 2) % PUPPET_SWEEP, "rs-tck:puppet",
+                                                     c_calls=True, rival=threading.get_ident())
+            deadline = time.monotonic() + PROMPT_WAIT_S
+            while not (paused.is_set() or sub.wait_inside(PREEMPT_WAIT_S / 10)) and time.monotonic() < deadline:
+                pass
+            try:
+                if last:
+                    stage.cancel()
+                elif r % 2 == 0 and sub.demand > 0:
+                    stage.send_next(rule="2.7")  # the subscriber's own request, from on_next
+                else:
+                    stage.request(1)
+            finally:
+                resume.set()
+                sub.release()
+            if not pulled.wait(2 * ctx.settings.timeout + 1.0):
+                raise RuleViolation("2.7", "puppet.request(1) to return promptly",
+                                    "it did not return", setting="timeout")
+            pulled.result()
+            env.check()
+            if last or r % 2 == 0:
+                continue
+            # Two pulls of 1 at once: both reach the upstream (possibly as one request of 2).
+            if not upstream_requested(stage, before + 2, ctx.settings.timeout):
+                raise RuleViolation(
+                    "2.7", "two puppet.request(1) made at once, on two threads, to reach the upstream",
+                    f"it was asked for {sub.requested - before} after them (round {r + 1}): a request "
+                    "left for the thread inside the subscription was dropped when that thread left",
+                    hint="the thread that drains must look again for demand left meanwhile before it "
+                    "leaves (take off what it handled from the work counter, not all of it)",
+                    setting="timeout")
+    stage.expect_upstream_cancel(rule="2.7")
+    ctx.at_close(stage.upstream.settle)
+
+
+def upstream_requested(stage: Any, total: int, timeout: float) -> bool:
+    """Wait until the upstream was asked for ``total`` in all."""
+    upstream = stage.upstream
+    sub = stage.subscription
+    with upstream._cond:
+        return upstream._cond.wait_for(lambda: sub.requested >= total, timeout)
 
 
 @tck_test("2.8", "required")
@@ -544,3 +634,9 @@ def fuzz_signal_orders(ctx: WhiteboxStages) -> None:
     from ..fuzz.verify import fuzz_subscriber
 
     fuzz_subscriber(ctx, whitebox=True)
+
+
+def via_processor(test: Any) -> bool:
+    """Whether a processor's subscriber side takes ``test`` too (through a TCK downstream)."""
+    return test.level != Level.FUZZ and test.name != (
+        "stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subscribers_own_calls")

@@ -897,3 +897,53 @@ class StrandsTheRestAfterATurn(GoodSubscriber):
                 element = self.inbox.popleft()
             with self.probe.next(element):
                 self.process(element)
+
+
+# -- 2.7 with a puppet that may be pulled from any thread ------------------------------------------
+
+
+def any_thread(cls: type[GoodSubscriber]) -> WhiteboxSubject:
+    """``cls`` as a whitebox subject that declares its puppet may be pulled from any thread."""
+    return WhiteboxSubject(lambda probe: cls(probe), any_thread_puppet=True, label=cls.__name__)
+
+
+class UnserialisedPuppet(GoodSubscriber):
+    """Rule 2.7, declared ``any_thread_puppet``: the puppet calls the subscription straight away
+    (as ``GoodSubscriber``'s does), so a pull on one thread and the request ``on_next`` makes on
+    another are two calls on the subscription at once. Correct when only one thread ever pulls."""
+
+
+class DropsDemandLeftForItsDrain(GoodSubscriber):
+    """Rule 2.7, declared ``any_thread_puppet``: requests go through a work counter, but the
+    thread that drains sets it back to 0 as it leaves instead of taking off what it handled, so
+    demand another thread left for it in the meantime is never requested."""
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._wip = 0
+
+    def request(self, n: int) -> None:
+        with self._lock:
+            self._pending += n
+            self._wip += 1
+            if self._wip != 1:
+                return
+        while True:
+            with self._lock:
+                n, self._pending = self._pending, 0
+            if n:
+                assert self.subscription is not None
+                self.subscription.request(n)
+            with self._lock:
+                if not self._pending:
+                    self._wip = 0  # forgets a request that lands between this check and the next
+                    return
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        with self._lock:
+            inside = self._wip > 0
+        if self.subscription is not None and not inside:
+            self.subscription.cancel()

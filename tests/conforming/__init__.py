@@ -43,8 +43,9 @@ def subjects() -> dict[str, tuple[str, Any]]:
             subscribers.take3_subscriber, label="take3")),
         "subscriber_whitebox:jvm_sync": ("subscriber_whitebox", WhiteboxSubject(
             subscribers.jvm_sync_whitebox, label="jvm_sync_whitebox")),
+        # Its puppet goes through its actor, like its signals: it may be pulled from any thread.
         "subscriber_whitebox:jvm_async": ("subscriber_whitebox", WhiteboxSubject(
-            subscribers.jvm_async_whitebox, label="jvm_async_whitebox")),
+            subscribers.jvm_async_whitebox, any_thread_puppet=True, label="jvm_async_whitebox")),
         "subscriber_blackbox:cancel_at_once": ("subscriber_blackbox", SubscriberSubject(
             subscribers.cancel_at_once_sink, never_requests=True, label="cancel_at_once")),
         "subscriber_whitebox:cancel_at_once": ("subscriber_whitebox", WhiteboxSubject(
