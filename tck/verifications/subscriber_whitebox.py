@@ -15,10 +15,12 @@ import time
 from typing import Any
 
 from ..contexts import TckFailure
+from ..contexts import WhiteboxStage
 from ..contexts import WhiteboxStages
 from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..registry import Registry
+from ..registry import TckTest
 from ..results import Level
 from ..results import Verdict
 from ..whitebox import WhiteboxProbe
@@ -331,12 +333,12 @@ def stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subs
     ctx.at_close(stage.upstream.settle)
 
 
-def upstream_requested(stage: Any, total: int, timeout: float) -> bool:
+def upstream_requested(stage: WhiteboxStage, total: int, timeout: float) -> bool:
     """Wait until the upstream was asked for ``total`` in all."""
     upstream = stage.upstream
     sub = stage.subscription
     with upstream._cond:
-        return upstream._cond.wait_for(lambda: sub.requested >= total, timeout)
+        return bool(upstream._cond.wait_for(lambda: sub.requested >= total, timeout))
 
 
 @tck_test("2.8", "required")
@@ -644,7 +646,7 @@ def fuzz_signal_orders(ctx: WhiteboxStages) -> None:
     fuzz_subscriber(ctx, whitebox=True)
 
 
-def via_processor(test: Any) -> bool:
+def via_processor(test: TckTest) -> bool:
     """Whether a processor's subscriber side takes ``test`` too (through a TCK downstream)."""
-    return test.level != Level.FUZZ and test.name != (
+    return bool(test.level != Level.FUZZ) and test.name != (
         "stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subscribers_own_calls")
