@@ -57,10 +57,10 @@ def subjects() -> dict[str, tuple[str, Any]]:
         "subscriber_blackbox:sync": ("subscriber_blackbox", SubscriberSubject(sync_subscriber, label="sync")),
         "subscriber_blackbox:async": ("subscriber_blackbox", SubscriberSubject(async_subscriber, label="async")),
         "subscriber_whitebox:sync": (
-            "subscriber_whitebox", WhiteboxSubject(sync_whitebox_subscriber, label="sync_whitebox")
+            "subscriber_whitebox", WhiteboxSubject(sync_whitebox_subscriber, any_thread_puppet=True, label="sync_whitebox")
         ),
         "subscriber_whitebox:async": (
-            "subscriber_whitebox", WhiteboxSubject(async_whitebox_subscriber, label="async_whitebox")
+            "subscriber_whitebox", WhiteboxSubject(async_whitebox_subscriber, any_thread_puppet=True, label="async_whitebox")
         ),
         "processor:identity": (
             "processor", ProcessorSubject(identity_processor, failed_factory=failed_publisher, label="identity")
