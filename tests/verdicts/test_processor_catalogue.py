@@ -92,6 +92,13 @@ BROKEN = [
 @pytest.mark.parametrize(("test_name", "subject", "rule"), BROKEN)
 def test_broken_processor_fails_the_test_of_its_rule(test_name: str, subject: ProcessorSubject, rule: str) -> None:
     result = run_one(test_name, subject)
+    # A race hunt (a stochastic test) gives evidence when it sees the race; on a heavily loaded
+    # machine a rival thread can wake after the hold ends. As for the subscribers: caught in one
+    # of three runs (each of these is caught in every run on a quiet machine).
+    for _ in range(2 if test_name.startswith("stochastic_") else 0):
+        if result.verdict == "failed":
+            break
+        result = run_one(test_name, subject)
     assert result.verdict == "failed", result.message
     assert result.message.splitlines()[0].startswith(f"[rule {rule}]"), result.message
     assert subject.label in result.message
