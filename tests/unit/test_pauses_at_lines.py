@@ -64,7 +64,8 @@ def test_a_thread_stops_between_two_lines_that_make_no_call() -> None:
     # meanwhile is not seen; stopped before line 1, it is.
     for k, expected in ((2, False), (1, True)):
         subject.flag = False
-        call, paused, resume = _paused_at_line(subject.act, k, "rs-tck:test-paused")
+        # (a long bound: the pause must outlast this thread's wake-up on a loaded machine)
+        call, paused, resume = _paused_at_line(subject.act, k, "rs-tck:test-paused", pause_s=10.0)
         assert paused.wait(5)
         subject.flag = True
         resume.set()
