@@ -405,8 +405,8 @@ def stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_tol
 
 
 def _race(ctx: ProcessorContext, sides: tuple[Callable[[], None], Callable[[], None]], k: int) -> None:
-    """The first side on a TCK thread stopped at its ``k``-th call event in the subject's code,
-    the second here meanwhile; then the first goes on."""
+    """The first side on a TCK thread stopped before its ``k``-th line of the subject's code, the
+    second here meanwhile; then the first goes on."""
     paused_side, other = sides
     env = ctx.env
     if env.dispatch is not type(env)._direct:
@@ -485,8 +485,9 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
     stops at its ``k``-th step (line or builtin call) in the processor's code, ``k`` swept over
     the rounds, while the other runs. Each element sent must then come out, with nothing more
     sent upstream to push it, and none beyond demand; and the processor must keep asking
-    upstream while the subscriber wants more. If this fails, check that the delivery loop re-checks for work under the lock
-    that request() and on_next() take, and that the in-flight count is updated under it too.
+    upstream while the subscriber wants more. If this fails, check that the delivery loop
+    re-checks for work under the lock that request() and on_next() take, and that the
+    in-flight count is updated under it too.
     """
     if ctx.settings.skip_stochastic:
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
@@ -495,7 +496,6 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
     env = ctx.env
     direct = env.dispatch is type(env)._direct
     sub = upstream.subscription
-
     released: list[Any] = [None, None]  # the pause's resume event, its call
 
     def send() -> None:
