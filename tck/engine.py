@@ -19,6 +19,7 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from .contexts import Context
@@ -38,6 +39,7 @@ from .settings import Settings
 from .subjects import PublisherSubject
 from .verifications import for_edition
 from .verifications import publisher
+from .worker import spawn
 
 
 def select(
@@ -65,7 +67,7 @@ LOOKAHEAD = 256
 
 #: The order tests start in: race hunts first (alone), then the fuzz searches (CPU work that fills
 #: the rule tests' windows), then the rule tests, the busy ones (``TckTest.busy``) last.
-_START_RANK: dict[str, int] = {Level.STOCHASTIC: 0, Level.FUZZ: 1}
+_START_RANK: dict[str, int] = {Level.STOCHASTIC: 4, Level.FUZZ: 1}
 
 
 class Schedule:
@@ -169,7 +171,10 @@ class Schedule:
 
     def _first_next(self) -> bool:
         # Called with the lock held: the next test to start goes before those back from a window.
-        return self._startable() and not self.tests[self._order[self._started]].busy
+        if not self._startable():
+            return False
+        test = self.tests[self._order[self._started]]
+        return not test.busy and test.level != Level.STOCHASTIC
 
     def _pump(self) -> None:
         # Called with the lock held. A new test goes before one back from a window (a fuzz
@@ -183,7 +188,7 @@ class Schedule:
             # (no other test calls, nor will until it ends), so tests beside it neither slow it
             # past its timeout nor change what it can see.
             alone = self.tests[index].level == Level.STOCHASTIC
-            if alone and (self._active or self._parked):
+            if alone and (self._active or self._waiting):
                 return
             self._alone = alone
             search = self._searches and self.tests[index].level == Level.FUZZ
@@ -192,8 +197,7 @@ class Schedule:
             self._running += 1
             self._active += 1
             try:
-                threading.Thread(target=self._run, args=(index,), name=f"rs-tck-runner-{index}",
-                                 daemon=True).start()
+                spawn(partial(self._run, index), f"rs-tck-runner-{index}")
             except BaseException as exc:  # no thread to be had: this test's error, not a hang
                 self._running -= 1
                 self._active -= 1

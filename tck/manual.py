@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from .api import MAX_DEMAND
@@ -31,6 +32,7 @@ from .errors import RuleViolation
 from .errors import SetupError
 from .reach import nothing_else_runs
 from .trace import short_repr
+from .worker import spawn
 
 #: ``listener(signal, value)`` is told of each signal just before it is delivered.
 Listener = Callable[[str, Any], None]
@@ -70,6 +72,9 @@ def kits_step(frame: Any) -> bool:
 #: period of a credit timer, the time a worker takes to drain a backlog. A closing window,
 #: overlapped with the next tests.
 AFTER_TERMINAL_WINDOW_S = 1.0
+#: Once that watch has been quiet for a window, how often it looks again for a thread that could
+#: still call (``rstck.reach``): the thread in the way is often only busy for a moment.
+_RECHECK_S = 0.005
 
 # The TCK's own on_complete/on_error calls running on this thread, innermost last. A call on a
 # subscription of the subscriber being signalled, made from this thread meanwhile, breaks 2.3.
@@ -466,10 +471,7 @@ class ManualPublisher:
         if self.fail_on_subscribe is not None:
             self._terminate(subscription, "on_error", self.fail_on_subscribe, None)
         elif self.count is not None and not self.inline and index == 0:
-            feeder = threading.Thread(target=self._feed, args=(subscription,),
-                                      name=f"rs-tck:{self.name}-feeder", daemon=True)
-            self._threads.append(feeder)
-            feeder.start()
+            self._threads.append(spawn(partial(self._feed, subscription), f"rs-tck:{self.name}-feeder"))
         return subscription
 
     # -- the TCK's side: sending -------------------------------------------------------------
@@ -627,13 +629,19 @@ class ManualPublisher:
                     # Quiet since the end and since its latest call (a window the test itself
                     # waited out before this claim counts).
                     quiet_for = now - max(sub.ended_at, sub.last_call_at)
+                    step = quiet - quiet_for
                     if quiet_for >= quiet:
                         sub.idle = True  # the backlog is worked off: any request now is unexplained
-                        if not on_loop and nothing_else_runs():
+                        if on_loop:
+                            step = remaining  # the loop runs the subject's callbacks: the whole watch
+                        elif nothing_else_runs():
                             return  # no thread is left that could make a request (rstck.reach)
-                        quiet_for = 0.0
+                        else:
+                            # Another thread is busy (pytest reporting a verdict, a subject's
+                            # worker): look again soon rather than a whole window later.
+                            step = _RECHECK_S
                     seen = sub.calls
-                    self._cond.wait_for(_changed(sub, seen), min(quiet - quiet_for, remaining))
+                    self._cond.wait_for(_changed(sub, seen), min(step, remaining))
 
         return claim
 

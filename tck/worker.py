@@ -3,13 +3,85 @@
 Whatever the TCK calls that may block for good (a user's factory, a signal into a subject, a
 whole verification body) runs this way: the caller waits a bounded time and, if the call does
 not return, abandons the thread (it is a daemon) instead of hanging with it.
+
+The threads are pooled (``spawn``). ``Thread.start`` waits until the new thread has run, and
+while another thread computes (a fuzz search, a long stream) that costs two turns of the
+interpreter lock, about 10 ms, per start; a verification starts hundreds (a body per test, a
+feeder per stream). An idle pooled thread is handed its next call without that wait.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
+
+#: The name of a pooled thread between calls: the kit's own (``rstck.reach``), doing nothing.
+IDLE_NAME = "rs-tck-idle"
+#: How long a pooled thread waits for its next call before it ends.
+IDLE_S = 10.0
+
+_idle: list[_Pooled] = []
+_idle_lock = threading.Lock()
+
+
+class _Pooled(threading.Thread):
+    """A daemon thread that runs one call after another, renamed for each."""
+
+    def __init__(self, fn: Callable[[], object], name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self._go = threading.Lock()  # released when a call is handed over
+        self._job: tuple[Callable[[], object], str] | None = (fn, name)
+
+    def give(self, fn: Callable[[], object], name: str) -> None:
+        self._job = (fn, name)
+        self._go.release()
+
+    def run(self) -> None:
+        while True:
+            job, self._job = self._job, None
+            assert job is not None
+            fn, self.name = job
+            del job
+            try:
+                fn()
+            except BaseException:  # what an unpooled thread does: threading.excepthook
+                self._report()
+            finally:
+                del fn
+                # A race hunt traces the subject's thread; nothing of that may reach the next call.
+                sys.settrace(None)
+                sys.setprofile(None)
+            self.name = IDLE_NAME
+            self._go.acquire(blocking=False)  # reset: held until the next give()
+            with _idle_lock:
+                _idle.append(self)
+            if not self._go.acquire(timeout=IDLE_S):
+                with _idle_lock:
+                    if self in _idle:
+                        _idle.remove(self)
+                        return
+                self._go.acquire()  # taken from the pool meanwhile: its call is on the way
+
+    def _report(self) -> None:
+        exc_type, exc_value, exc_tb = sys.exc_info()
+        try:
+            threading.excepthook(threading.ExceptHookArgs((exc_type, exc_value, exc_tb, self)))
+        finally:
+            del exc_type, exc_value, exc_tb
+
+
+def spawn(fn: Callable[[], object], name: str) -> threading.Thread:
+    """Run ``fn`` on a kit thread named ``name`` (an idle pooled one if any), without waiting."""
+    with _idle_lock:
+        thread = _idle.pop() if _idle else None
+    if thread is None:
+        thread = _Pooled(fn, name)
+        thread.start()
+    else:
+        thread.give(fn, name)
+    return thread
 
 
 class Worker:
@@ -20,8 +92,7 @@ class Worker:
         self._done = threading.Event()
         self.value: Any = None
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self.thread.start()
+        self.thread = spawn(self._run, name)
 
     def _run(self) -> None:
         try:

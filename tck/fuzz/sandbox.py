@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..environment import Environment
+from ..worker import spawn
 
 
 class ScenarioEnvironment(Environment):
@@ -101,7 +102,6 @@ def call_on_thread(env: Environment, label: str, fn: Callable[[], Any], timeout:
         finally:
             done.set()
 
-    thread = threading.Thread(target=run, name="rs-tck-fuzz-caller", daemon=True)
     with env.calling(label):
-        thread.start()
+        spawn(run, "rs-tck-fuzz-caller")
         return done.wait(timeout)
