@@ -129,6 +129,30 @@ def test_a_race_hunting_test_runs_with_no_other_test_calling() -> None:
     assert all(not start < at < end for name, what, at in log if what == "call")
 
 
+def test_a_race_hunt_runs_while_the_rule_tests_wait_out_their_windows() -> None:
+    # Not first, ahead of every window: once each rule test has made its calls and waits, the
+    # hunt takes the turn; a test back from its window waits for the hunt to end.
+    def windowed(ctx: Any, name: str, note: Any) -> None:
+        ctx.call("request(1)", lambda: note(name, "call"))
+        with ctx.env.aside():
+            note(name, "window")
+            time.sleep(0.15)
+            note(name, "window over")
+        ctx.call("request(1)", lambda: note(name, "call"))
+
+    def racing(ctx: Any, name: str, note: Any) -> None:
+        note(name, "race")
+        time.sleep(0.05)
+        note(name, "race over")
+
+    results, log = _schedule_log([("stochastic", racing)] + [("required", windowed)] * 4)
+    assert [r.outcome for r in results] == ["passed"] * 5
+    ((race,),) = _intervals(log, "race", "race over").values()
+    windows = [span for spans in _intervals(log, "window", "window over").values() for span in spans]
+    assert any(_overlap(race, window) for window in windows)
+    assert all(not race[0] < at < race[1] for name, what, at in log if what == "call")
+
+
 def test_a_fuzz_search_starts_before_the_rule_tests_and_no_result_is_handed_back_beside_it() -> None:
     """The search computes while the rule tests wait out their windows; the caller reports no
     result meanwhile (pytest parses source to report, and so may Hypothesis on the search's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -77,3 +78,38 @@ def test_a_thread_blocked_in_the_kit_for_results_does_not_count() -> None:
     t.start()
     t.join(5)
     assert out == [False]
+
+
+class _Quiet:
+    def on_subscribe(self, subscription: object) -> None:
+        pass
+
+    def on_next(self, element: object) -> None:
+        pass
+
+    def on_error(self, exc: BaseException) -> None:
+        pass
+
+    def on_complete(self) -> None:
+        pass
+
+
+def test_the_watch_after_the_end_stops_soon_after_the_last_other_thread_does() -> None:
+    # The thread in the way is often busy for a moment only (pytest reporting a verdict): once
+    # the quiet window has passed, the watch looks again every few ms, not a window later.
+    from rstck.environment import Environment
+    from rstck.manual import ManualPublisher
+    from rstck.settings import Settings
+
+    quiet, busy_for = 0.4, 0.5
+    with Environment(Settings(timeout=1.0, no_signal_window=quiet)) as env:
+        upstream = ManualPublisher(env)
+        upstream.subscribe(_Quiet())
+        upstream.send_complete()
+        other = threading.Thread(target=time.sleep, args=(busy_for,), name="Thread-busy", daemon=True)
+        other.start()
+        started = time.monotonic()
+        upstream.closing_after_terminal(window=5.0)()
+        took = time.monotonic() - started
+        other.join(5)
+    assert busy_for * 0.9 <= took < 2 * quiet - 0.05, took  # looking only once a window: 2 * quiet
