@@ -254,6 +254,49 @@ def _paused_at_line(fn: Callable[[], Any], k: int, name: str, *, c_calls: bool =
     return Worker(run, name), paused, resume
 
 
+class PausedSide:
+    """A race's first side: ``fn()`` on a TCK thread stopped before its ``k``-th step of the
+    subject's code (see ``_paused_at_line``) until let go."""
+
+    def __init__(self, fn: Callable[[], Any], k: int, name: str, *, c_calls: bool = False,
+                 rival: int | None = None) -> None:
+        self.call, self.paused, self.resume = _paused_at_line(fn, k, name, c_calls=c_calls, rival=rival)
+
+    def let_go(self, timeout: float) -> bool:
+        """Let it go on now; whether its call then returned within ``timeout``."""
+        self.resume.set()
+        return self.call.wait(timeout)
+
+
+def race(first: Callable[[], Any], second: Callable[[], Any], k: int, *, rule: str, what: str,
+         timeout: float, name: str = "rs-tck:paused-side", c_calls: bool = False,
+         watch_rival: bool = False, reached: Callable[[PausedSide], object] | None = None,
+         after: Callable[[], object] | None = None) -> None:
+    """``first`` on a TCK thread stopped before its ``k``-th step of the subject's code, ``second``
+    on this thread meanwhile; then the first goes on and must return within ``timeout`` (else
+    ``rule`` is broken: ``what``).
+
+    ``reached(side)`` waits for the first side to stop (by default a moment for its pause);
+    ``after()`` runs once the second side is done, as the first is let go (a hold to end).
+    ``watch_rival``: this thread runs the second side, and the pause ends early when it stands
+    still in the subject's code (waiting for a lock the paused thread holds).
+    """
+    side = PausedSide(first, k, name, c_calls=c_calls, rival=threading.get_ident() if watch_rival else None)
+    if reached is None:
+        side.paused.wait(PREEMPT_WAIT_S * 5)
+    else:
+        reached(side)
+    try:
+        second()
+    finally:
+        side.resume.set()
+        if after is not None:
+            after()
+    if not side.call.wait(timeout):
+        raise RuleViolation(rule, what, "the call made on the TCK's thread did not return", setting="timeout")
+    side.call.result()
+
+
 #: How often a pause looks at its rival thread, and for how many looks in a row it must stand
 #: still at one instruction of the subject's code to count as waiting for the paused one (a
 #: thread merely waiting its turn for the interpreter lock moves on sooner).

@@ -17,7 +17,6 @@ publisher side (1.1, 1.3, 1.7, 1.9) in every test.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -34,8 +33,9 @@ from ..trace import short_repr
 from . import publisher
 from . import subscriber_whitebox
 from ._racing import PREEMPT_WAIT_S
-from ._racing import _paused_at_line
+from ._racing import PausedSide
 from ._racing import aggressive_switching
+from ._racing import race
 
 VERIFICATION = "processor"
 tck_test = Registry(VERIFICATION)
@@ -396,7 +396,9 @@ def stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_tol
                 else:
                     upstream.send_complete(rule="1.5")
 
-            _race(ctx, (join, end) if r % 2 == 0 else (end, join), 1 + (r // 2) % JOIN_SWEEP)
+            first, second = (join, end) if r % 2 == 0 else (end, join)
+            _race(ctx, first, second, 1 + (r // 2) % JOIN_SWEEP, rule="1.5",
+                  what="subscribe() and cancel() to return promptly")
             joiner.expect_subscription()
             if not _told_or_served(ctx, upstream, joiner):
                 ctx.env.check()
@@ -404,25 +406,18 @@ def stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_tol
             env.count_iterations(r + 1, 0)
 
 
-def _race(ctx: ProcessorContext, sides: tuple[Callable[[], None], Callable[[], None]], k: int) -> None:
-    """The first side on a TCK thread stopped before its ``k``-th line of the subject's code, the
-    second here meanwhile; then the first goes on."""
-    paused_side, other = sides
+def _race(ctx: ProcessorContext, first: Callable[[], None], second: Callable[[], None], k: int, *,
+          rule: str, what: str, c_calls: bool = False, watch_rival: bool = False,
+          reached: Callable[[PausedSide], object] | None = None) -> None:
+    """``race`` the two sides; a subject served on an event loop gets them one after the other
+    (a pause on a TCK thread would have the loop wait on it)."""
     env = ctx.env
     if env.dispatch is not type(env)._direct:
-        paused_side()
-        other()
+        first()
+        second()
         return
-    call, paused, resume = _paused_at_line(paused_side, k, "rs-tck:paused-side")
-    paused.wait(PREEMPT_WAIT_S * 5)
-    try:
-        other()
-    finally:
-        resume.set()
-    if not call.wait(2 * ctx.settings.timeout + 1.0):
-        raise RuleViolation("1.5", "subscribe() and cancel() to return promptly",
-                            "the call made on the TCK's thread did not return", setting="timeout")
-    call.result()
+    race(first, second, k, rule=rule, what=what, timeout=2 * ctx.settings.timeout + 1.0,
+         c_calls=c_calls, watch_rival=watch_rival, reached=reached)
 
 
 def _told_or_served(ctx: ProcessorContext, upstream: ManualPublisher, joiner: ProbeSubscriber) -> bool:
@@ -496,7 +491,11 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
     env = ctx.env
     direct = env.dispatch is type(env)._direct
     sub = upstream.subscription
-    released: list[Any] = [None, None]  # the pause's resume event, its call
+    paused_side: list[PausedSide] = []  # this round's, once it started
+
+    def reached(side: PausedSide) -> None:
+        paused_side[:] = [side]
+        side.paused.wait(PREEMPT_WAIT_S * 5)
 
     def send() -> None:
         upstream.send_next(rule="3.8")
@@ -505,9 +504,8 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
         # Races a paused request(): the element goes out the moment the processor asks for it.
         # No demand a moment into the pause: the request upstream is still to come, so the
         # paused thread goes on to make it (or it holds elements and asks for none).
-        if upstream.wait_demand(timeout=ASKED_WAIT_S) <= 0 and released[0] is not None:
-            released[0].set()
-            released[1].wait(ctx.settings.timeout)
+        if upstream.wait_demand(timeout=ASKED_WAIT_S) <= 0 and paused_side:
+            paused_side[0].let_go(ctx.settings.timeout)
         if upstream.wait_demand(timeout=0.0) > 0:
             send()
 
@@ -529,23 +527,9 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
                     upstream.expect_demand(rule="3.8", what=f"a request upstream once the subscriber "
                                            f"requested {probe.requested} and {sub.sent} were sent")
             sides = ((send, request), (request, send), (request, send_when_asked))[kind]
-            if direct:
-                call, paused, resume = _paused_at_line(sides[0], 1 + k % RELAY_SWEEP,
-                                                       "rs-tck:paused-side", c_calls=True,
-                                                       rival=threading.get_ident())
-                released[:] = [resume, call]
-                paused.wait(PREEMPT_WAIT_S * 5)
-                try:
-                    sides[1]()
-                finally:
-                    resume.set()
-                if not call.wait(2 * ctx.settings.timeout + 1.0):
-                    raise RuleViolation("3.8", "on_next() and request() to return promptly",
-                                        "the call made on the TCK's thread did not return", setting="timeout")
-                call.result()
-            else:
-                sides[0]()
-                sides[1]()
+            _race(ctx, sides[0], sides[1], 1 + k % RELAY_SWEEP, rule="3.8",
+                  what="on_next() and request() to return promptly", c_calls=True, watch_rival=True,
+                  reached=reached)
             _delivered_without_more(ctx, probe, sub.sent, r)
             # Then what the processor asks for, a little of it: a demand count that a race left
             # too high lets an element through beyond the subscriber's demand (the probe flags it,

@@ -10,8 +10,8 @@ too, and each report is matched against the signals really sent (2.11).
 
 from __future__ import annotations
 
-import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..contexts import TckFailure
@@ -19,6 +19,7 @@ from ..contexts import WhiteboxStage
 from ..contexts import WhiteboxStages
 from ..errors import NotVerified
 from ..errors import RuleViolation
+from ..manual import ManualSubscription
 from ..registry import Registry
 from ..registry import TckTest
 from ..results import Level
@@ -28,8 +29,9 @@ from ..worker import Worker
 from ._racing import PREEMPT_WAIT_S
 from ._racing import PROMPT_WAIT_S
 from ._racing import RIVAL_HOLD_S
-from ._racing import _paused_at_line
+from ._racing import PausedSide
 from ._racing import aggressive_switching
+from ._racing import race
 from ._racing import race_rounds
 from ._racing import race_two_subscriptions
 
@@ -268,9 +270,9 @@ def stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subs
     request stops at its ``k``-th step in the subject's code (``k`` swept over the rounds), or,
     past them, stays inside the subscription until the rival acts, so that a second thread that
     goes ahead instead of leaving its demand to the one inside is seen, and so is demand that
-    the one inside drops as it leaves. The last round cancels from the second thread. If this fails, route every request/cancel through
-    one serial path (a lock-free trampoline with a work counter, or a lock), re-checked before
-    the thread that drains leaves.
+    the one inside drops as it leaves. The last round cancels from the second thread. If this
+    fails, route every request/cancel through one serial path (a lock-free trampoline with a work
+    counter, or a lock), re-checked before the thread that drains leaves.
     """
     if ctx.settings.skip_stochastic:
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
@@ -289,27 +291,20 @@ def stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subs
             last = r == PUPPET_RACE_ROUNDS - 1
             before = sub.requested
             env.trace.add("tck", "puppet.request", "1 (on a second thread)")
-            # Stopped k steps into the subject's code, or (k past them) held inside the call.
-            pulled, paused, resume = _paused_at_line(lambda: stage.puppet.request(1),
-                                                     1 + (r // 2) % PUPPET_SWEEP, "rs-tck:puppet",
-                                                     c_calls=True, rival=threading.get_ident())
-            deadline = time.monotonic() + PROMPT_WAIT_S
-            while not (paused.is_set() or sub.wait_inside(PREEMPT_WAIT_S / 10)) and time.monotonic() < deadline:
-                pass
-            try:
+
+            def rival(last: bool = last, beside_a_signal: bool = r % 2 == 0) -> None:
                 if last:
                     stage.cancel()
-                elif r % 2 == 0 and sub.demand > 0:
+                elif beside_a_signal and sub.demand > 0:
                     stage.send_next(rule="2.7")  # the subscriber's own request, from on_next
                 else:
                     stage.request(1)
-            finally:
-                resume.set()
-                sub.release()
-            if not pulled.wait(2 * ctx.settings.timeout + 1.0):
-                raise RuleViolation("2.7", "puppet.request(1) to return promptly",
-                                    "it did not return", setting="timeout")
-            pulled.result()
+
+            # Stopped k steps into the subject's code, or (k past them) held inside the call.
+            race(lambda: stage.puppet.request(1), rival, 1 + (r // 2) % PUPPET_SWEEP, rule="2.7",
+                 what="puppet.request(1) to return promptly", timeout=2 * ctx.settings.timeout + 1.0,
+                 name="rs-tck:puppet", c_calls=True, watch_rival=True, reached=_stopped_or_inside(sub),
+                 after=sub.release)
             env.check()
             if last or r % 2 == 0 or not pulls_reach:
                 continue
@@ -331,6 +326,17 @@ def stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subs
                     setting="timeout")
     stage.expect_upstream_cancel(rule="2.7")
     ctx.at_close(stage.upstream.settle)
+
+
+def _stopped_or_inside(sub: ManualSubscription) -> Callable[[PausedSide], object]:
+    """Wait, briefly, for the pulled request to stop at its step or to be held inside ``sub``."""
+
+    def reached(side: PausedSide) -> None:
+        deadline = time.monotonic() + PROMPT_WAIT_S
+        while not (side.paused.is_set() or sub.wait_inside(PREEMPT_WAIT_S / 10)) and time.monotonic() < deadline:
+            pass
+
+    return reached
 
 
 def upstream_requested(stage: WhiteboxStage, total: int, timeout: float) -> bool:
