@@ -65,8 +65,9 @@ _STALL_CHECK_S = 5.0
 #: many may be in flight beyond those calling their subjects.
 LOOKAHEAD = 256
 
-#: The order tests start in: race hunts first (alone), then the fuzz searches (CPU work that fills
-#: the rule tests' windows), then the rule tests, the busy ones (``TckTest.busy``) last.
+#: The order tests start in: the fuzz searches (CPU work that fills the rule tests' windows), the
+#: rule tests, the busy ones (``TckTest.busy``), then the race hunts, each alone once no test calls
+#: its subject or waits to (see ``_pump``).
 _START_RANK: dict[str, int] = {Level.STOCHASTIC: 4, Level.FUZZ: 1}
 
 
@@ -81,7 +82,8 @@ class Schedule:
     another's work. Tests start ahead of the one whose result is asked for (by at most
     ``concurrency`` + ``LOOKAHEAD``: a whole verification, so its windows all overlap), and a
     new test starts before one back from a window; a test marked ``busy`` (mostly the TCK's own
-    work) starts after those, its work filling their windows. A consumer that stops asking
+    work) starts after those, its work filling their windows, and a race hunt last, alone, in
+    their windows (see ``_pump``). A consumer that stops asking
     (``pytest -x``) leaves the tests already started to run out on daemon threads.
 
     A fuzz search starts before the rule tests and runs beside them: it computes while they
@@ -114,8 +116,7 @@ class Schedule:
         self._futures: list[concurrent.futures.Future[TestResult]] = [
             concurrent.futures.Future() for _ in self.tests
         ]
-        # Race-hunting tests run alone (see ``_pump``): first, before any test is waiting to
-        # call again, rather than holding up every test after them. Then the fuzz searches.
+        # Race-hunting tests run alone (see ``_pump``), in the others' windows.
         self._order = sorted(range(len(self.tests)), key=lambda i: _START_RANK.get(
             self.tests[i].level, 3 if self.tests[i].busy else 2))
         self._searches = not settings.no_fuzz
@@ -186,7 +187,8 @@ class Schedule:
             index = self._order[self._started]
             # A stochastic test hunts races with tight timing over many rounds: it runs alone
             # (no other test calls, nor will until it ends), so tests beside it neither slow it
-            # past its timeout nor change what it can see.
+            # past its timeout nor change what it can see. It starts once every test started
+            # before it waits out a window (none calls or waits to): those windows then overlap it.
             alone = self.tests[index].level == Level.STOCHASTIC
             if alone and (self._active or self._waiting):
                 return
