@@ -719,7 +719,7 @@ class PublisherScenario:
                 continue  # a subscriber that raised is owed nothing (2.13: cancelled)
             if sub.illegal_at is not None or n == FAILED:
                 if not probe.cancelled:
-                    probe.expect_terminal(timeout=self.timeout)
+                    probe._wait(_ended_or_excused(sub), self.timeout)
             elif not probe.cancelled and sub.index == 0:
                 # What is owed is read live: a re-entrant request or cancel may still be made.
                 # One that raises meanwhile is owed nothing more (2.13): no waiting out the timeout.
@@ -727,8 +727,9 @@ class PublisherScenario:
                     continue  # a stall: the verdict is lost demand, no second timeout for a terminal
                 if n < MAX_DEMAND - 1 and probe.requested >= n and not probe.cancelled \
                         and sub.raised_at is None:
-                    # (a cancel from on_next may have landed meanwhile: no terminal is owed then)
-                    probe.expect_terminal(timeout=self.timeout)
+                    # (a cancel from on_next may have landed meanwhile: no terminal is owed then;
+                    # nor once the last element's on_next raises, after it was counted)
+                    probe._wait(_ended_or_excused(sub), self.timeout)
 
     def served(self) -> bool:
         """Whether the first subscriber has what ``await_owed`` waited for (else it timed out)."""
@@ -998,6 +999,12 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
 def _owed_or_raised(sub: _Subscriber, n: int) -> Callable[[], bool]:
     owed = _owed_arrived(sub.probe, n)
     return lambda: sub.raised_at is not None or owed()
+
+
+def _ended_or_excused(sub: _Subscriber) -> Callable[[], bool]:
+    """A terminal signal arrived, or none is owed any more: the subscriber cancelled or raised."""
+    probe = sub.probe
+    return lambda: probe.terminal is not None or probe.cancelled or sub.raised_at is not None
 
 
 def _owed_arrived(probe: ProbeSubscriber, n: int) -> Callable[[], bool]:
