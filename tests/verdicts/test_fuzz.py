@@ -584,3 +584,20 @@ def test_a_systematic_failure_that_does_not_repeat_is_a_race_and_the_random_sear
     assert finding.phase == "systematic"
     assert finding.race == (0, fuzz_search.RACE_REPLAYS)
     assert budget.ran == 5  # not confirmed: the random search ran all the same
+
+
+def test_a_subscriber_raising_at_its_last_element_is_owed_no_terminal_signal_to_wait_for() -> None:
+    # The probe counts the element, then its on_next raises: the settle saw all it was owed and
+    # waited out the whole timeout for an on_complete that a cancelled subscription never gets.
+    from rstck.reference import identity_processor
+    from rstck.subjects import ProcessorSubject
+
+    scenario = (7, (("request", 2, "here"), ("request", 1, "here"), ("request", 1, "here")),
+                ((0, 2, ("request", 2, "here")), (0, 7, ("raise",))),
+                (("subscribe", (("request", 3, "here"), ("request", 1, "here"))), ("request", 1, 2, "here"),
+                 ("request", 0, 1, "here"), ("request", 0, 2, "here"), ("request", 0, 5, "here"),
+                 ("subscribe", ()), ("request", 0, 2, "here")))
+    settings = FAST.replace(timeout=2.0, fuzz_replay=encode("publisher", scenario))
+    result = run("processor", FUZZ_TEST["publisher"], ProcessorSubject(identity_processor), settings)
+    assert result.outcome == "passed", result.message
+    assert result.duration_s < settings.timeout, result.duration_s
