@@ -12,6 +12,7 @@ feeder per stream). An idle pooled thread is handed its next call without that w
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -24,6 +25,18 @@ IDLE_S = 10.0
 
 _idle: list[_Pooled] = []
 _idle_lock = threading.Lock()
+
+
+def _forked() -> None:
+    # A forked child has only the thread that forked: the pooled ones it lists do not exist there
+    # (a call handed to one would never run), and the lock may have been held mid-fork.
+    global _idle_lock
+    _idle.clear()
+    _idle_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 class _Pooled(threading.Thread):

@@ -100,3 +100,26 @@ def test_idle_threads_end_after_a_while_and_count_as_the_kits(monkeypatch: pytes
     finally:
         for thread in old:  # each waits on its own lock: hand it a no-op to end its wait normally
             thread.give(lambda: None, IDLE_NAME)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_starts_its_own_threads() -> None:
+    import os
+
+    call = Worker(lambda: None, "rs-tck:before-fork")
+    assert call.wait(5)
+    _idle_again(call.thread)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's idle threads do not exist here
+        try:
+            child = Worker(lambda: b"ran", "rs-tck:in-child")
+            os.write(write, child.result() if child.wait(5) else b"hung")
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        assert os.read(read, 16) == b"ran"
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
