@@ -9,6 +9,7 @@ their process ids.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,7 +58,7 @@ class LoopbackCluster:
         while ready not in log.read_text(errors="replace"):
             if process.poll() is not None or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace")[-1500:]
-                self.stop()
+                self.stop(keep_files=True)
                 raise RuntimeError(f"Spark {name} did not start (see {log}):\n{tail}")
             time.sleep(0.25)
 
@@ -75,8 +76,12 @@ class LoopbackCluster:
                         "Successfully registered with master")
         return self
 
-    def stop(self) -> None:
-        """Workers first, then the master; each by its own pid (``spark-class`` execs the JVM)."""
+    def stop(self, *, keep_files: bool = False) -> None:
+        """Workers first, then the master; each by its own pid (``spark-class`` execs the JVM).
+
+        Then the cluster's folder (logs, the workers' copies of shipped code) goes, unless
+        ``keep_files``: after a failure its logs tell what happened.
+        """
         for process in reversed(self.processes):
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
@@ -86,9 +91,11 @@ class LoopbackCluster:
                     process.kill()
                     process.wait()
         self.processes.clear()
+        if not keep_files:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
+        self.stop(keep_files=kind is not None)

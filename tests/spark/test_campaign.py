@@ -288,6 +288,7 @@ def test_standalone_cluster_on_loopback_ships_the_subject(spark: Any, tmp_path: 
              "--master", cluster.master_url, "--conf", "spark.executor.memory=512m", "--out", str(out)],
             capture_output=True, text=True, check=False, cwd=ROOT, env=env, timeout=900,
         )
+    assert not cluster.dir.exists()  # its logs and the workers' copies of the shipped code went with it
     assert done.returncode == 1, done.stderr[-3000:]  # the racy build shows in one of the two runs
     assert "shipped" in done.stderr
     assert "tests.zip" in done.stderr
