@@ -48,6 +48,7 @@ class _Pooled(threading.Thread):
         self._job: tuple[Callable[[], object], str] | None = (fn, name)
 
     def give(self, fn: Callable[[], object], name: str) -> None:
+        self.name = name  # named for its call from the hand-over on, before it wakes to run it
         self._job = (fn, name)
         self._go.release()
 
