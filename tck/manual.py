@@ -426,7 +426,6 @@ class ManualPublisher:
         self.closed = False
         self._cond = threading.Condition()
         self._listeners: list[Listener] = []
-        self._threads: list[threading.Thread] = []
 
     def __repr__(self) -> str:
         return f"ManualPublisher({self.name!r})"
@@ -471,7 +470,7 @@ class ManualPublisher:
         if self.fail_on_subscribe is not None:
             self._terminate(subscription, "on_error", self.fail_on_subscribe, None)
         elif self.count is not None and not self.inline and index == 0:
-            self._threads.append(spawn(partial(self._feed, subscription), f"rs-tck:{self.name}-feeder"))
+            spawn(partial(self._feed, subscription), f"rs-tck:{self.name}-feeder")
         return subscription
 
     # -- the TCK's side: sending -------------------------------------------------------------

@@ -93,7 +93,7 @@ def scenario_env(ctx: Any) -> Iterator[ScenarioEnvironment]:
 
 
 def call_on_thread(env: Environment, label: str, fn: Callable[[], Any], timeout: float) -> bool:
-    """Run ``fn`` on a fresh thread and wait for it; False if it did not return in time."""
+    """Run ``fn`` on a kit thread of its own and wait for it; False if it did not return in time."""
     done = threading.Event()
 
     def run() -> None:

@@ -80,20 +80,6 @@ def test_a_thread_blocked_in_the_kit_for_results_does_not_count() -> None:
     assert out == [False]
 
 
-class _Quiet:
-    def on_subscribe(self, subscription: object) -> None:
-        pass
-
-    def on_next(self, element: object) -> None:
-        pass
-
-    def on_error(self, exc: BaseException) -> None:
-        pass
-
-    def on_complete(self) -> None:
-        pass
-
-
 def test_the_watch_after_the_end_stops_soon_after_the_last_other_thread_does() -> None:
     # The thread in the way is often busy for a moment only (pytest reporting a verdict): once
     # the quiet window has passed, the watch looks again every few ms, not a window later.
@@ -101,10 +87,12 @@ def test_the_watch_after_the_end_stops_soon_after_the_last_other_thread_does() -
     from rstck.manual import ManualPublisher
     from rstck.settings import Settings
 
+    from tests.broken.subscribers import GoodSubscriber
+
     quiet, busy_for = 0.4, 0.5
     with Environment(Settings(timeout=1.0, no_signal_window=quiet)) as env:
         upstream = ManualPublisher(env)
-        upstream.subscribe(_Quiet())
+        upstream.subscribe(GoodSubscriber())
         upstream.send_complete()
         other = threading.Thread(target=time.sleep, args=(busy_for,), name="Thread-busy", daemon=True)
         other.start()
