@@ -45,19 +45,17 @@ class _Pooled(threading.Thread):
     def __init__(self, fn: Callable[[], object], name: str) -> None:
         super().__init__(name=name, daemon=True)
         self._go = threading.Lock()  # released when a call is handed over
-        self._job: tuple[Callable[[], object], str] | None = (fn, name)
+        self._job: Callable[[], object] | None = fn
 
     def give(self, fn: Callable[[], object], name: str) -> None:
         self.name = name  # named for its call from the hand-over on, before it wakes to run it
-        self._job = (fn, name)
+        self._job = fn
         self._go.release()
 
     def run(self) -> None:
         while True:
-            job, self._job = self._job, None
-            assert job is not None
-            fn, self.name = job
-            del job
+            fn, self._job = self._job, None
+            assert fn is not None
             try:
                 fn()
             except BaseException:  # what an unpooled thread does: threading.excepthook
