@@ -337,13 +337,15 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
             return 130
         saved: list[str] = []
         done: set[str] = set()
+        shipped_in: Path | None = None
         sigint = signal.getsignal(signal.SIGINT)
         try:
             with _plain_interrupt(spark):  # Ctrl-C: every job cancelled, then KeyboardInterrupt
                 ship = campaign.ship if campaign.ship is not None else not rs_spark.is_local(spark.sparkContext.master)
                 if ship:
+                    shipped_in = rs_spark.scratch()
                     for path in rs_spark.ship(spark, [s.spec for s in campaign.subjects]
-                                              + [s.failed for s in campaign.subjects if s.failed], rs_spark.scratch()):
+                                              + [s.failed for s in campaign.subjects if s.failed], shipped_in):
                         print(f"{PROG}: shipped {path} to the executors", file=sys.stderr)
                 rs_spark.fold_spool(spark, out)
                 done = rs_spark.done_units(spark, out, [u["unit_id"] for u in units])
@@ -385,11 +387,13 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
                 # this process ends and closes its stdin; a stop would take seconds. The rows are
                 # on disk (spooled ones are added by the next run), and the lock goes with this process.
                 sys.stdout.flush()
+                rs_spark.discard(shipped_in)
                 os._exit(130)
             return 130
         finally:
             if owned:
                 spark.stop()
+                rs_spark.discard(shipped_in)
     bad = sum(counts.get(outcome, 0) for outcome in FAILING)
     print(f"{PROG} campaign {cid}: {sum(counts.values())} test executions: "
           + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))

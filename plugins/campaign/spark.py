@@ -7,6 +7,7 @@ unchanged under ``spark-submit`` on a cluster.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import os
@@ -369,4 +370,15 @@ def _executor_error(unit: dict[str, Any], exc: BaseException) -> dict[str, Any]:
 
 
 def scratch() -> Path:
-    return Path(tempfile.mkdtemp(prefix="rs-tck-ship-"))
+    """A folder for the shipped archives. Spark serves an added file from its path for as long
+    as the session lives (an executor that starts later fetches it then), so the folder goes when
+    the campaign's own session has stopped (``discard``), or at exit for a session the caller
+    owns."""
+    path = Path(tempfile.mkdtemp(prefix="rs-tck-ship-"))
+    atexit.register(discard, path)
+    return path
+
+
+def discard(path: Path | None) -> None:
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -291,7 +292,9 @@ def test_standalone_cluster_on_loopback_ships_the_subject(spark: Any, tmp_path: 
     assert not cluster.dir.exists()  # its logs and the workers' copies of the shipped code went with it
     assert done.returncode == 1, done.stderr[-3000:]  # the racy build shows in one of the two runs
     assert "shipped" in done.stderr
-    assert "tests.zip" in done.stderr
+    shipped = re.search(r"shipped (\S+tests\.zip) to the executors", done.stderr)
+    assert shipped is not None, done.stderr[-3000:]
+    assert not Path(shipped.group(1)).parent.exists()  # the archive's folder went when the session stopped
     rows = _rows(spark, out)
     assert len(rows) == 2 * len(select(VERIFICATIONS["publisher"].tests, rules=["1.1", "1.3"]))
     assert all(".zip" in r["subject_origin"] and str(ROOT) not in r["subject_origin"] for r in rows)
