@@ -13,7 +13,8 @@ publisher, sync blackbox and whitebox subscribers, identity processor), in the d
 with ``--rs-no-fuzz``, with ``PYTHONDONTWRITEBYTECODE=1`` and with bytecode written, each
 command run in turn so the machine's load falls on all alike (wall and CPU time, medians); and
 what the kit adds to a pytest run of a project that does not use it (the same run with the
-kit's and Hypothesis' entry points disabled, paired);
+kit's and Hypothesis' entry points disabled, paired); with ``--jvm``, each kind beside the JVM TCK
+class its targets are anchored to, run by a command of the user's, in turn;
 
 and for the probe: ``on_next`` recorded per second in a bulk test (unbounded demand on the
 synchronous range publisher) next to a bare counting subscriber on the same publisher, and
@@ -21,6 +22,7 @@ the memory such a run holds at its peak at two stream lengths (each in a fresh p
 
     python benchmarks/bench.py [--repeat 3] [--json out.json] [--elements 1000000]
     python benchmarks/bench.py --only-processes --process-repeat 7
+    python benchmarks/bench.py --only-processes --jvm '/path/run-testng-class {cls}' --jvm-only
 
 These are benchmarks, not tests: the numbers depend on the machine and on its load, which is
 printed with them.
@@ -34,6 +36,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -284,6 +287,62 @@ def unrelated(repeat: int) -> dict[str, Any]:
     return report
 
 
+#: The JVM TCK class each kit command is compared with (``--jvm``): the anchors of the targets.
+JVM_CLASSES: dict[str, list[str]] = {
+    "publisher": ["org.reactivestreams.tck.RangePublisherTest",
+                  "org.reactivestreams.example.unicast.RangePublisherTest"],
+    "blackbox": ["org.reactivestreams.example.unicast.SyncSubscriberTest"],
+    "whitebox": ["org.reactivestreams.example.unicast.SyncSubscriberWhiteboxTest"],
+    "processor": ["org.reactivestreams.tck.LockstepProcessorTest"],
+}
+
+
+def timed_command(command: list[str]) -> tuple[float, int]:
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, _usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, os.waitstatus_to_exitcode(status)
+
+
+def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
+    """Each kit command beside the JVM TCK class it is anchored to, taken in turn, with bytecode
+    not written (as the targets are stated); the ratio is kit / JVM per round, then the median.
+
+    ``runner`` is a command that runs one TestNG class, ``{cls}`` standing for its name (the
+    JVM TCK built from its own sources; its build is not part of this repository). TestNG's exit
+    status is a bit mask: 1 means a test failed, 2 that some were skipped (as these classes do).
+    """
+    pairs = [(kind, mode, cls) for kind, classes in JVM_CLASSES.items() for mode in MODES for cls in classes]
+    jvm = {cls: shlex.split(runner.replace("{cls}", cls)) for *_, cls in pairs}
+    kit: dict[tuple[str, str, str], list[float]] = {pair: [] for pair in pairs}
+    java: dict[tuple[str, str, str], list[float]] = {pair: [] for pair in pairs}
+    with tempfile.TemporaryDirectory() as project:
+        for kind, mode, cls in pairs:  # once each first: caches made, the JVM's files read
+            timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=False)
+            timed_command(jvm[cls])
+        for _ in range(repeat):
+            for pair in pairs:
+                kind, mode, cls = pair
+                wall, _cpu, code = timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=False)
+                if code != 0:
+                    raise SystemExit(f"pytest {' '.join(KINDS[kind] + MODES[mode])} exited {code}")
+                kit[pair].append(wall)
+                wall, code = timed_command(jvm[cls])
+                if code < 0 or code & 1:
+                    raise SystemExit(f"{' '.join(jvm[cls])} exited {code}: a JVM test failed or it did not run")
+                java[pair].append(wall)
+    rows = []
+    for pair in pairs:
+        kind, mode, cls = pair
+        ratio = statistics.median(k / j for k, j in zip(kit[pair], java[pair], strict=True))
+        row = {"kind": kind, "mode": mode, "jvm_class": cls, "kit_wall_s_median": statistics.median(kit[pair]),
+               "jvm_wall_s_median": statistics.median(java[pair]), "ratio_median": ratio}
+        rows.append(row)
+        print(f"  {kind:<10} {mode:<8} kit {row['kit_wall_s_median']:6.3f} s  {cls.rsplit('.', 2)[-2]}."
+              f"{cls.rsplit('.', 1)[-1]:<30} {row['jvm_wall_s_median']:6.3f} s  ratio {ratio:.2f}", flush=True)
+    return rows
+
+
 # -- the probe -----------------------------------------------------------------------------------
 
 
@@ -387,11 +446,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-processes", action="store_true",
                         help="whole-process figures only (no classes, probe or memory)")
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--jvm", metavar="COMMAND",
+                        help="also time each kind beside its JVM TCK class, run by COMMAND ({cls}: the "
+                        "class), in turn; with --only-processes")
+    parser.add_argument("--jvm-only", action="store_true", help="with --jvm: only the paired JVM figures")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {"machine": machine()}
     print(f"machine: {report['machine']}", flush=True)
-    if not args.skip_processes:
+    if args.jvm:
+        print("paired with the JVM TCK (no bytecode written; ratio kit / JVM, median of rounds):", flush=True)
+        report["jvm"] = jvm_paired(args.process_repeat, args.jvm)
+    if not args.skip_processes and not args.jvm_only:
         print("whole processes (pytest, a user's command):", flush=True)
         report["unrelated"] = unrelated(max(args.process_repeat, 11))
         report["processes"] = processes(args.process_repeat)
