@@ -7,9 +7,9 @@ subscribers and processors.
 
 from __future__ import annotations
 
-from .asyncio_publishers import LoopRangePublisher
-from .asyncio_publishers import asyncio_range_publisher
-from .asyncio_publishers import loop_range_publisher
+from typing import TYPE_CHECKING
+from typing import Any
+
 from .processors import IdentityProcessor
 from .processors import identity_processor
 from .publishers import AsyncRangePublisher
@@ -25,6 +25,23 @@ from .subscribers import async_subscriber
 from .subscribers import async_whitebox_subscriber
 from .subscribers import sync_subscriber
 from .subscribers import sync_whitebox_subscriber
+
+if TYPE_CHECKING:
+    from .asyncio_publishers import LoopRangePublisher
+    from .asyncio_publishers import asyncio_range_publisher
+    from .asyncio_publishers import loop_range_publisher
+
+#: Imported when first asked for: they import asyncio, which no other reference subject needs.
+_ON_A_LOOP = ("LoopRangePublisher", "asyncio_range_publisher", "loop_range_publisher")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ON_A_LOOP:
+        from . import asyncio_publishers
+
+        return getattr(asyncio_publishers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AsyncRangePublisher",

@@ -326,3 +326,16 @@ def test_loading_one_module_of_the_core_does_not_load_the_catalogue() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_reference_subjects_load_asyncio_only_for_the_ones_on_a_loop() -> None:
+    """A run naming a threaded reference subject does not pay for asyncio (about 10 ms)."""
+    code = ("import sys\nfrom rstck.reference import range_publisher, identity_processor\n"
+            "assert 'asyncio' not in sys.modules\n"
+            "from rstck.reference import asyncio_range_publisher\n"
+            "import inspect\nassert inspect.iscoroutinefunction(asyncio_range_publisher)\n"
+            "from rstck.subjects import load_publisher_subject\n"
+            "print(load_publisher_subject('rstck.reference:loop_range_publisher').label)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "loop_range_publisher" in result.stdout
