@@ -195,12 +195,15 @@ def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_
 ) -> None:
     """Short rounds (stochastic_iterations): request(1) eight times here and eight on another thread.
 
-    Each round subscribes afresh; the test thread requests once the other thread has made its
-    first request, so the rest of them land while an emission is running. Exactly
-    16 elements must arrive: one more means a decrement of the demand lost to a concurrent
-    addition, one fewer an addition lost to a decrement. The rounds stop at the first that
-    shows it. If this fails, check that the demand is read, decremented and added to under one
-    lock (or atomically), on the emission path as well as in request().
+    Each round subscribes afresh, and the requests land while an emission runs. In one round of
+    two, both threads request; in the other, the other thread subscribes and requests eight from
+    on_subscribe, and this thread requests once the first element has come (an emission that
+    subscribe() or the publisher's own thread still runs). The kit's calls on a subscription
+    never overlap (rule 2.7: a publisher may rely on that); they come from two threads, one after
+    the other. Exactly 16 elements must arrive: one more means a decrement of the demand lost to
+    a concurrent addition, one fewer an addition lost to a decrement. The rounds stop at the first
+    that shows it. If this fails, check that the demand is read, decremented and added to under
+    one lock (or atomically), on the emission path as well as in request().
     """
     if ctx.settings.skip_stochastic:
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
@@ -209,20 +212,36 @@ def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_
     if ctx.settings.max_elements < total + 1:
         raise NotVerified(f"needs a publisher of {total + 1} elements (max_elements)")
     rounds = ctx.settings.stochastic_iterations
+    timeout = ctx.settings.timeout
+    serial = threading.Lock()  # rule 2.7: one call on the subscription at a time, whichever thread
     go = threading.Semaphore(0)
     begun = threading.Semaphore(0)
     done = threading.Semaphore(0)
-    current: list[ProbeSubscriber] = []
+    current: list[Callable[[], None]] = []
+    failed: list[BaseException] = []
     stop = threading.Event()
 
+    def ask(probe: ProbeSubscriber) -> None:
+        with serial:
+            probe.request(1)
+
     def rival() -> None:
-        while go.acquire(timeout=ctx.settings.timeout) and not stop.is_set():
-            probe = current[0]
-            for k in range(each):
-                probe.request(1)
-                if k == 0:
-                    begun.release()  # the rest race with the emission the test thread starts
+        while go.acquire(timeout=timeout) and not stop.is_set():
+            try:
+                current[0]()
+            except BaseException as exc:  # reported on the test's thread
+                failed.append(exc)
+                begun.release()
             done.release()
+
+    def requests_here(probe: ProbeSubscriber) -> None:
+        for k in range(each):
+            ask(probe)
+            if k == 0:
+                begun.release()  # the rest land while the emission the first one started runs
+
+    def subscribes_here(probe: ProbeSubscriber) -> None:
+        ctx.subscribe(ctx.publisher(total + 1), probe)
 
     helper = threading.Thread(target=rival, name="rs-tck-rival", daemon=True)
     helper.start()
@@ -230,26 +249,44 @@ def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_
     try:
         with aggressive_switching():
             for i in range(rounds):
-                probe = ctx.subscribed(total + 1, name=f"round{i}", keep_elements=False, yield_s=None)
-                current[:] = [probe]
+                if i % 2 == 0:
+                    probe = ctx.subscribed(total + 1, name=f"round{i}", keep_elements=False, yield_s=None)
+                    current[:] = [lambda probe=probe: requests_here(probe)]
+                else:
+                    def first(p: ProbeSubscriber, s: Any) -> None:
+                        with serial:
+                            p.request(each)
+
+                    def came(p: ProbeSubscriber, e: Any) -> None:
+                        if p.received == 1:
+                            begun.release()
+
+                    probe = ctx.probe(f"round{i}", on_subscribe=first, on_next=came,
+                                      keep_elements=False, yield_s=None)
+                    current[:] = [lambda probe=probe: subscribes_here(probe)]
                 go.release()
-                begun.acquire(timeout=ctx.settings.timeout)
+                begun.acquire(timeout=timeout)
+                if failed:
+                    raise failed[0]
                 for _ in range(each):
-                    probe.request(1)
-                if not done.acquire(timeout=ctx.settings.timeout):
-                    raise RuleViolation("1.1", "the other thread's request(1) calls to return",
+                    ask(probe)
+                if not done.acquire(timeout=timeout):
+                    raise RuleViolation("1.1", "the other thread's calls (subscribe(), request(1)) to return",
                                         "they did not return", setting="timeout")
-                if not probe.wait_progress(_has(probe, total), ctx.settings.timeout):
+                if failed:
+                    raise failed[0]
+                if not probe.wait_progress(_has(probe, total), timeout):
                     ctx.env.check()
                     raise RuleViolation(
-                        "3.8", f"{total} elements for {total} request(1), half of them on another thread",
+                        "3.8", f"{total} elements for {total} requested, half of them from another thread",
                         f"{probe.received} arrived in round {i + 1}: a request lost to a concurrent "
                         "emission", evidence=cite(last_seq(ctx.env.trace, probe.name, "on_next")),
                         setting="timeout")
                 showed += probe.excess > 0
                 ctx.env.count_iterations(i + 1, showed)
                 ctx.env.check()  # the probe flags an element beyond demand as it arrives
-                probe.cancel()
+                with serial:
+                    probe.cancel()
     finally:
         stop.set()
         go.release()

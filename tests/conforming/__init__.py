@@ -33,6 +33,8 @@ def subjects() -> dict[str, tuple[str, Any]]:
             publishers.one_shot_publisher, publishers.failed_one_shot_publisher, label="one_shot")),
         "publisher:asyncio_task": ("publisher", PublisherSubject(
             publishers.task_publisher, label="asyncio_task")),
+        "publisher:single_threaded": ("publisher", PublisherSubject(
+            publishers.single_threaded_range_publisher, label="single_threaded")),
         "subscriber_blackbox:jvm_sync": ("subscriber_blackbox", SubscriberSubject(
             subscribers.jvm_sync_subscriber, label="jvm_sync")),
         "subscriber_blackbox:jvm_async": ("subscriber_blackbox", SubscriberSubject(

@@ -11,6 +11,9 @@
 * ``OneShotPublisher``: a source that can be consumed once: the first subscriber gets the
   elements, every later one ``on_subscribe`` then ``on_error`` (rules 1.9 and 1.11 allow it).
 * ``TaskPublisher``: one asyncio task per subscription, awaiting demand on an ``asyncio.Event``.
+* ``SingleThreadedRangePublisher``: no lock at all. It trusts rule 2.7 (its subscriber's calls
+  on a subscription never overlap) and emits only inside those calls, so nothing in it ever runs
+  on two threads at once: the design of a library written for one thread.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 from rstck.api import MAX_DEMAND
 from rstck.api import Subscriber
 
+_log = logging.getLogger(__name__)
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -329,6 +333,104 @@ class JvmRangePublisher:
 
 def jvm_range_publisher(n: int) -> JvmRangePublisher:
     return JvmRangePublisher(0, n)
+
+
+# -- single-threaded, trusting rule 2.7 ---------------------------------------------------------
+
+
+class _UnlockedSubscription:
+    """A trampolined range with plain fields and no lock. Correct while its subscriber's calls
+    are serial (rule 2.7), re-entrant ones from inside a signal included (3.2, 3.3); a call that
+    overlaps another one's own work, from another thread, would corrupt plain fields. That is
+    made deterministic here: such a call's request is lost, as an unlocked counter's addition
+    can be, so a caller breaking 2.7 shows as lost demand."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        self._subscriber: Subscriber[int] | None = subscriber
+        self._index = 0
+        self._count = count
+        self._demand = 0
+        self._emitting = False
+        #: The thread doing this subscription's own work now (not waiting inside a signal).
+        self._working: int | None = None
+
+    def request(self, n: int) -> None:
+        me = threading.get_ident()
+        if self._working not in (None, me):
+            _log.debug("request(%d) overlapped a call on another thread (rule 2.7): lost", n)
+            return
+        outer, self._working = self._working, me
+        try:
+            self._request(n)
+        finally:
+            self._working = outer
+
+    def _request(self, n: int) -> None:
+        subscriber = self._subscriber
+        if subscriber is None:
+            return
+        if n <= 0:
+            self._subscriber = None
+            self._signal(subscriber.on_error, ValueError(f"rule 3.9: request({n}), n must be positive"))
+            return
+        self._demand = min(self._demand + n, MAX_DEMAND)
+        if self._emitting:
+            return  # re-entrant, from on_next: the loop below takes it (rule 3.3)
+        self._emitting = True
+        try:
+            self._emit()
+        finally:
+            self._emitting = False
+
+    def _signal(self, method: Any, *args: Any) -> None:
+        """Call the subscriber; while it runs, this subscription does no work of its own."""
+        working, self._working = self._working, None
+        try:
+            method(*args)
+        finally:
+            self._working = working
+
+    def _emit(self) -> None:
+        while True:
+            subscriber = self._subscriber
+            if subscriber is None:
+                return
+            if self._index >= self._count:
+                self._subscriber = None
+                self._signal(subscriber.on_complete)
+                return
+            if self._demand == 0:
+                return
+            if self._demand < MAX_DEMAND:
+                self._demand -= 1
+            element = self._index
+            self._index += 1
+            try:
+                self._signal(subscriber.on_next, element)
+            except Exception:
+                self._subscriber = None  # rule 2.13: a raising subscriber counts as cancelled
+                raise
+
+    def cancel(self) -> None:
+        self._subscriber = None  # one store: safe from any thread (rule 3.5)
+
+
+class SingleThreadedRangePublisher:
+    def __init__(self, count: int) -> None:
+        self._count = count
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: the subscriber must not be None")
+        subscription = _UnlockedSubscription(subscriber, self._count)
+        subscriber.on_subscribe(subscription)
+        if self._count == 0 and subscription._subscriber is not None and not subscription._emitting:
+            subscription._subscriber = None
+            subscriber.on_complete()
+
+
+def single_threaded_range_publisher(n: int) -> SingleThreadedRangePublisher:
+    return SingleThreadedRangePublisher(n)
 
 
 # -- one-shot ------------------------------------------------------------------------------------
