@@ -307,13 +307,15 @@ def required_spec104_must_signal_on_error_when_failing(ctx: PublisherContext) ->
 @tck_test("1.5", "required")
 def required_spec105_must_signal_on_complete_when_finite_stream_terminates(ctx: PublisherContext) -> None:
     """A 3-element stream, requested one at a time, must end with on_complete; so must streams
-    of 64, 1000 and 1024 elements, each asked for in one request of exactly its length.
+    of every length from 33 to 64, and of 1000 and 1024, each asked for in one request of
+    exactly its length.
 
-    The long ones end with no demand left exactly where a batch or turn of a size dividing
-    their length ends (16 to 1024, 100, 125, 200, 250, 500): on_complete needs no demand, so
-    nothing else comes to restart an emission that stopped there. If this fails, check that
-    on_complete is signalled once the last element was delivered, even when it is requested
-    separately, and that a turn ending at the last element still looks for the end.
+    Those end with no demand left exactly where a batch or turn of a size dividing their length
+    ends: every size up to 64 divides one of 33 to 64, and 1000 and 1024 add 100, 125, 200, 250,
+    500 and the powers of two to 1024. on_complete needs no demand, so nothing else comes to
+    restart an emission that stopped there. If this fails, check that on_complete is signalled
+    once the last element was delivered, even when it is requested separately, and that a turn
+    ending at the last element still looks for the end.
     """
     probe = ctx.subscribed(3, completes=True)
     for _ in range(3):
@@ -322,7 +324,7 @@ def required_spec105_must_signal_on_complete_when_finite_stream_terminates(ctx: 
     probe.request(1)
     probe.expect_completion()
     ctx.closing_quiet(probe, after="after on_complete")
-    lengths = [n for n in _BOUNDARY_LENGTHS if n <= ctx.settings.max_elements]
+    lengths = [n for n in (*_BATCH_MULTIPLES, *_BOUNDARY_LENGTHS) if n <= ctx.settings.max_elements]
     exact = [ctx.subscribed(n, completes=True, name=f"exactly{n}", keep_elements=False, yield_s=None)
              for n in lengths]
     for long, n in zip(exact, lengths, strict=True):
@@ -1506,6 +1508,8 @@ _BULK = 2049
 #: Streams asked for in one request of exactly their length, where a terminal signal is owed
 #: with no demand left: their divisors are the usual batch sizes (16 to 1024, 100, 125, 250).
 _BOUNDARY_LENGTHS = (64, 1000, 1024)
+#: Each batch size from 1 to 64 divides one of these (a size up to 32 twice or more).
+_BATCH_MULTIPLES = tuple(range(33, 64))
 #: request(1) calls in one subscription: far past any small counter or log.
 _CALLS = 20_000
 

@@ -1594,6 +1594,13 @@ class NoCompleteWhenATurnEndsAtTheLast(IdleAfterATurnWithNothingOwed):
     TURN = 128
 
 
+class NoCompleteWhenAnOddTurnEndsAtTheLast(IdleAfterATurnWithNothingOwed):
+    """Rule 1.5: turns of 37, a size dividing none of 64, 1000 and 1024; a stream of 37 (or 74)
+    asked for in one request of its length never completes."""
+
+    TURN = 37
+
+
 class LosesTheErrorWhenATurnEndsOwingIt(IdleAfterATurnWithNothingOwed):
     """Rule 3.9: turns of 250; request(1000), then request(0) from on_next #1000: no on_error."""
 
