@@ -1332,8 +1332,11 @@ def required_spec309_request_zero_from_inside_on_next_must_signal_value_error(ct
     path that only adds demand. After the on_error, a further request(5) yields nothing
     (rules 1.6, 1.7). Then request(n) and request(0) from on_next #n, for n of 64, 1000 and
     1024: the on_error is owed, with no demand left, exactly where a batch or turn of a size
-    dividing n ends. If this fails, check that request() validates n on every path, and that
-    a turn ending with an error pending still delivers it.
+    dividing n ends. Last, with unbounded demand outstanding (request(2**63-1) on a stream
+    of 2**63-2 that cannot end first): request(0) from on_next #3, where a request() that
+    stops looking once demand is unbounded skips the check; elements in flight may come
+    first, then the on_error. If this fails, check that request() validates n on every path,
+    and that a turn ending with an error pending still delivers it.
     """
 
     def zero(p: ProbeSubscriber, e: Any) -> None:
@@ -1361,6 +1364,48 @@ def required_spec309_request_zero_from_inside_on_next_must_signal_value_error(ct
     for long, n in zip(late, lengths, strict=True):
         if _stalled(long, n, "3.9", f"for request({n}), then request(0) from on_next #{n}", ctx):
             long.expect_error(ValueError, rule="3.9")
+    if ctx.settings.max_elements < MAX_DEMAND - 1:
+        ctx.env.trace.note("request(0) with unbounded demand outstanding: not tried, it needs a "
+                           f"stream of {MAX_DEMAND - 1} elements (max_elements)")
+        return
+    _zero_with_unbounded_demand(ctx)
+
+
+#: Elements after request(0) with unbounded demand before the probe gives up and cancels: more
+#: than any batch in flight when the request came.
+_IN_FLIGHT_CAP = 10_000
+
+
+def _zero_with_unbounded_demand(ctx: PublisherContext) -> None:
+    at = 3
+
+    def zero_then_cap(p: ProbeSubscriber, e: Any) -> None:
+        if p.received == at:
+            p.request(0)
+        elif p.received == at + _IN_FLIGHT_CAP and p.terminal is None:
+            p.cancel()  # re-entrant: unwinds a synchronous publisher that ignored the request(0)
+
+    probe = ctx.subscribed(MAX_DEMAND - 1, name="zero-unbounded", keep_elements=False, yield_s=None,
+                           on_next=zero_then_cap)
+    probe.request(MAX_DEMAND)
+    probe._wait(lambda: probe.terminal is not None or probe.cancelled, ctx.settings.timeout)
+    if probe.terminal == "on_error" and isinstance(probe.error, ValueError):
+        return
+    after = max(0, probe.received - at)
+    if probe.terminal is None and not probe.cancelled:
+        probe.cancel()
+    ctx.env.check()
+    raise RuleViolation(
+        "3.9",
+        f"on_error(ValueError) for request(0) made from on_next #{at} with unbounded demand "
+        f"outstanding (elements in flight may come first)",
+        f"{after} element(s) after it{' (then the TCK cancelled)' if after >= _IN_FLIGHT_CAP else ''}, "
+        f"and {probe._terminal_text() if probe.terminal else 'no on_error'}",
+        hint="validate n before any shortcut for unbounded demand: request(0) is illegal whatever the "
+        "demand",
+        evidence=cite(last_seq(ctx.env.trace, probe.name, "request")),
+        setting="timeout",
+    )
 
 
 # -- 2.13 from the publisher's side: subscribers that raise ---------------------------------------

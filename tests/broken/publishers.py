@@ -1601,6 +1601,16 @@ class NoCompleteWhenAnOddTurnEndsAtTheLast(IdleAfterATurnWithNothingOwed):
     TURN = 37
 
 
+class SkipsValidationOnceUnbounded(RangeSubscription):
+    """Rule 3.9: once the demand is unbounded, request() returns at once, before it looks at n
+    (nothing to add): request(0) then goes unanswered and the stream flows on."""
+
+    def request(self, n: int) -> None:
+        if self.demand >= MAX_DEMAND:
+            return
+        super().request(n)
+
+
 class LosesTheErrorWhenATurnEndsOwingIt(IdleAfterATurnWithNothingOwed):
     """Rule 3.9: turns of 250; request(1000), then request(0) from on_next #1000: no on_error."""
 
