@@ -28,7 +28,9 @@ from ..probe import ProbeSubscriber
 from ..probe import RaisingProbe
 from ..registry import Registry
 from ..results import Verdict
+from ..runner import stall_limit
 from ..trace import short_repr
+from ..worker import Worker
 from ._racing import aggressive_switching
 
 VERIFICATION = "publisher"
@@ -445,6 +447,64 @@ def required_spec108_cancelled_subscription_must_eventually_stop_being_signalled
             setting="timeout",
         )
     ctx.env.trace.note(f"{probe.after_cancel} element(s) followed cancel(), then the signals stopped")
+    _cancelled_from_outside_a_signal(ctx, elements)
+
+
+#: Elements a publisher may deliver inside request(2**63-1) before the probe cancels from on_next.
+_INSIDE_REQUEST = 2_000
+
+
+def _cancelled_from_outside_a_signal(ctx: PublisherContext, elements: int) -> None:
+    """Unbounded demand again, cancelled this time from the test's thread while elements flow.
+
+    A cancel that arrives from outside the publisher's own loop takes another path than one
+    made inside on_next (a flag the loop checks only at a point a steady stream never reaches,
+    say). The request is made on another TCK thread; once it has returned (an asynchronous
+    publisher) and elements flow, cancel() comes from here: the two calls never overlap (2.7).
+    A publisher still delivering inside request() is cancelled from on_next instead, as above.
+    """
+    timeout = ctx.settings.timeout
+    returned = threading.Event()
+
+    def inside(p: ProbeSubscriber, e: Any) -> None:
+        if p.received == _INSIDE_REQUEST and not returned.is_set() and not p.cancelled:
+            p.cancel()
+
+    probe = ctx.subscribed(elements, name="cancelled-later", keep_elements=False, on_next=inside, yield_s=None)
+
+    def ask() -> None:
+        try:
+            probe.request(MAX_DEMAND)
+        finally:
+            returned.set()
+
+    asking = Worker(ask, "rs-tck-requester")
+    if not asking.wait(stall_limit(ctx.settings)):
+        return  # the watchdog reports a request() that never returns
+    asking.result()
+    ctx.env.check()
+    if probe.cancelled or not probe._wait(lambda: probe.received >= 100 or probe.terminal is not None, timeout):
+        return  # delivered inside request() (cancelled from on_next), or a trickle the other tests judge
+    if probe.terminal is not None:
+        return
+    cancelled_at = time.monotonic()
+    probe.cancel()
+    _, quiet = probe.wait_quiet(limit=timeout + ctx.settings.no_signal_window)
+    ctx.env.check()
+    if not quiet:
+        raise RuleViolation(
+            "1.8",
+            f"signals to stop within {timeout * 1000:.0f} ms of cancel() made from outside a signal, "
+            "once request(2**63-1) had returned",
+            f"still signalling {(time.monotonic() - cancelled_at) * 1000:.0f} ms after cancel(), "
+            f"{probe.after_cancel} element(s) after it so far",
+            hint="a cancel from another thread must reach the emission loop: check the cancelled flag "
+            "in the loop itself, not only where a signal method returns",
+            evidence=cite(probe.cancel_seq, last_seq(ctx.env.trace, probe.name, "on_next")),
+            setting="timeout",
+        )
+    ctx.env.trace.note(f"cancelled from the test's thread: {probe.after_cancel} element(s) followed, "
+                       "then the signals stopped")
 
 
 @tck_test("1.9", "required")

@@ -226,6 +226,32 @@ class PooledRangeSubscription(RangeSubscription):
     pooled = True
 
 
+class DefersACancelFromAnotherThread(PooledRangeSubscription):
+    """Rule 1.8: a cancel() made from another thread while the pool's drain runs is only noted,
+    for the drain to honour once it runs out of demand (a "safe point"); under unbounded demand
+    it never does. A cancel from inside on_next, on the drain's own thread, works."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.draining: threading.Thread | None = None
+        self.noted = False
+
+    def cancel(self) -> None:
+        if self.draining is not None and self.draining is not threading.current_thread():
+            self.noted = True
+            return
+        super().cancel()
+
+    def drain(self) -> None:
+        self.draining = threading.current_thread()
+        try:
+            super().drain()
+        finally:
+            self.draining = None
+            if self.noted:
+                self.stop()
+
+
 class NoopSubscription:
     """The subscription of a publisher that has already failed: there is nothing to control."""
 
