@@ -312,8 +312,9 @@ def required_spec105_must_signal_on_complete_when_finite_stream_terminates(ctx: 
     of every length from 33 to 64, and of 1000 and 1024, each asked for in one request of
     exactly its length.
 
-    Those end with no demand left exactly where a batch or turn of a size dividing their length
-    ends: every size up to 64 divides one of 33 to 64, and 1000 and 1024 add 100, 125, 200, 250,
+    They are requested once nothing has arrived for a window after subscribing, so that each
+    request starts an emission of its own; they end with no demand left exactly where a batch or
+    turn of a size dividing their length ends: every size up to 64 divides one of 33 to 64, and 1000 and 1024 add 100, 125, 200, 250,
     500 and the powers of two to 1024. on_complete needs no demand, so nothing else comes to
     restart an emission that stopped there. If this fails, check that on_complete is signalled
     once the last element was delivered, even when it is requested separately, and that a turn
@@ -329,6 +330,12 @@ def required_spec105_must_signal_on_complete_when_finite_stream_terminates(ctx: 
     lengths = [n for n in (*_BATCH_MULTIPLES, *_BOUNDARY_LENGTHS) if n <= ctx.settings.max_elements]
     exact = [ctx.subscribed(n, completes=True, name=f"exactly{n}", keep_elements=False, yield_s=None)
              for n in lengths]
+    # A window first, shared by all: work subscribe() started has ended, and each request
+    # starts an emission of its own (one joining a run already under way would not stop there).
+    marks = [(long, long.mark()) for long in exact]
+    exact[0].expect_quiet(rule="1.1", after="before the first request(n)")
+    for long, mark in marks[1:]:
+        long.expect_quiet(window=0.0, rule="1.1", after="before the first request(n)", since=mark)
     for long, n in zip(exact, lengths, strict=True):
         long.request(n)
     for long, n in zip(exact, lengths, strict=True):
