@@ -2,7 +2,8 @@
 
 Each record carries the thread and the demand outstanding at that moment, so a failure can
 show *who* signalled *what* and *when*. Memory is bounded: the first and the last records are
-kept, the middle is counted, so draining 10**6 elements keeps a few hundred records.
+kept, the middle is counted, so draining 10**6 elements keeps a few hundred records. The TCK's
+own notes (what a test concluded along the way) are kept wherever they fall, up to a bound.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 _REPR_LIMIT = 80
+#: Notes kept from the middle of a long trace (beyond the head, whether or not still in the tail).
+NOTES_KEPT = 200
 
 
 def short_repr(value: object, limit: int = _REPR_LIMIT) -> str:
@@ -79,6 +82,7 @@ class Trace:
         # the same text as when it was added).
         self._head: list[tuple[Any, ...]] = []
         self._tail: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=keep)
+        self._notes: list[tuple[Any, ...]] = []
         self._seqs = itertools.count()
         self._t0 = time.monotonic()
 
@@ -118,11 +122,18 @@ class Trace:
     def _rows(self) -> list[tuple[Any, ...]]:
         # list() and deque.copy() run in C without a thread switch: a consistent snapshot.
         rows = [*list(self._head), *self._tail.copy()]
+        if self._notes:
+            kept = {_seq_of(row) for row in rows}
+            rows.extend(row for row in list(self._notes) if row[0] not in kept)
         rows.sort(key=_seq_of)
         return rows
 
     def note(self, text: str) -> Record:
-        return self.add("tck", "note", text)
+        """A conclusion of the TCK's: kept even when the records around it are not."""
+        row = self._append("tck", "note", text, None)
+        if self._keep and row[0] >= self._keep and len(self._notes) < NOTES_KEPT:
+            self._notes.append(row)
+        return self._record(row)
 
     @property
     def total(self) -> int:

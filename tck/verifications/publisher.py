@@ -9,6 +9,7 @@ docstring is the diagnosis shown to users: what it does, and what to check when 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import threading
 import time
@@ -253,7 +254,7 @@ def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_
             for i in range(rounds):
                 if i % 2 == 0:
                     probe = ctx.subscribed(total + 1, name=f"round{i}", keep_elements=False, yield_s=None)
-                    current[:] = [lambda probe=probe: requests_here(probe)]
+                    current[:] = [functools.partial(requests_here, probe)]
                 else:
                     def first(p: ProbeSubscriber, s: Any) -> None:
                         with serial:
@@ -265,7 +266,7 @@ def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_
 
                     probe = ctx.probe(f"round{i}", on_subscribe=first, on_next=came,
                                       keep_elements=False, yield_s=None)
-                    current[:] = [lambda probe=probe: subscribes_here(probe)]
+                    current[:] = [functools.partial(subscribes_here, probe)]
                 go.release()
                 begun.acquire(timeout=timeout)
                 if failed:
@@ -510,8 +511,8 @@ def _cancelled_from_outside_a_signal(ctx: PublisherContext, elements: int) -> No
             evidence=cite(probe.cancel_seq, last_seq(ctx.env.trace, probe.name, "on_next")),
             setting="timeout",
         )
-    ctx.env.trace.note(f"cancelled from the test's thread: {probe.after_cancel} element(s) followed, "
-                       "then the signals stopped")
+    ctx.env.trace.note(f"cancelled from the test's thread: {probe.after_cancel} element(s) followed "
+                       "cancel(), then the signals stopped")
 
 
 @tck_test("1.9", "required")

@@ -36,3 +36,23 @@ def test_the_trace_counts_every_record_even_when_it_keeps_none() -> None:
     assert [(r.seq, r.detail, r.demand) for r in kept.records()] == [
         (0, "0", 5), (1, "1", 4), (3, "3", 2), (4, "4", 1)]
     assert (kept.total, kept.dropped) == (5, 1)
+
+
+def test_a_note_in_the_middle_of_a_long_trace_is_kept() -> None:
+    """What a test concluded halfway (say, that a batch followed a cancel) survives the records
+    after it; the elements around it are still only counted."""
+    from rstck.trace import NOTES_KEPT
+    from rstck.trace import Trace
+
+    trace = Trace(2)
+    for i in range(10):
+        trace.log("probe", "on_next", str(i))
+    trace.note("halfway")
+    for i in range(10, 20):
+        trace.log("probe", "on_next", str(i))
+    details = [r.detail for r in trace.records()]
+    assert details == ["0", "1", "halfway", "18", "19"]
+    assert (trace.total, trace.dropped) == (21, 16)
+    for i in range(NOTES_KEPT + 10):
+        trace.note(f"n{i}")
+    assert len(trace.records()) == 2 + NOTES_KEPT + 2  # bounded: the head, the notes kept, the tail
