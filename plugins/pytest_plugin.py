@@ -142,7 +142,8 @@ def _subject_loader(
         if not spec:
             return None
         subject = load(spec, resolve=config.stash[resolver_key])
-        smoke_check_subject(subject, option, timeout=max(5.0, settings_for(subject, settings).timeout))
+        applied = settings_for(subject, settings)
+        smoke_check_subject(subject, option, timeout=max(5.0, applied.timeout), loop=applied.loop)
         return subject
 
     return loader

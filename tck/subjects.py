@@ -43,6 +43,11 @@ def apply_declared(subject: Any, settings: Settings, *, loop: str | None = None)
     return settings.replace(**changes) if changes else settings
 
 
+def implied_loop(factory: Any) -> str | None:
+    """"asyncio" for an ``async def`` factory: what it returns is awaited, on an event loop."""
+    return "asyncio" if inspect.iscoroutinefunction(factory) else None
+
+
 @dataclass
 class PublisherSubject:
     """A publisher factory together with its capabilities: the richer form of ``--rs-publisher``.
@@ -68,8 +73,7 @@ class PublisherSubject:
 
     def apply(self, settings: Settings) -> Settings:
         """Settings with this subject's declared knobs filled in where the user set none."""
-        loop = "asyncio" if inspect.iscoroutinefunction(self.factory) else None  # needs a loop
-        return apply_declared(self, settings, loop=loop)
+        return apply_declared(self, settings, loop=implied_loop(self.factory))
 
 
 #: Libraries an extra of this package installs, by import name: a missing one gets its install line.
@@ -190,39 +194,56 @@ def _call_bounded(call: Callable[[], Any], label: str, timeout: float, *, hint_l
     return worker.value
 
 
+def _direct(fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(*args)
+
+
+def _factory_caller(loop: str) -> Callable[..., Any]:
+    """How the start-up check calls a subject's factory: ``call(factory, *args)``.
+
+    Under ``--rs-loop=asyncio`` (implied by a subject's ``loop="asyncio"`` or an ``async def``
+    factory) on an event loop the TCK runs on a thread of its own, awaiting what the factory
+    returns there when it is awaitable, as the tests will call it; otherwise directly.
+    """
+    if loop != "asyncio":
+        return _direct
+    from .loop import LoopThread
+
+    return LoopThread("rs-tck-smoke-check-loop").call
+
+
+def _made(call: Callable[[], Any], label: str, timeout: float, loop: str) -> Any:
+    """What a factory returned at the start-up check (see ``_call_bounded``); an awaitable left
+    unawaited, off any loop, is refused with the option that awaits it."""
+    value = _call_bounded(call, label, timeout, hint_loop=loop != "asyncio")
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()
+        raise SetupError(f"{label} returned an awaitable; run with --rs-loop=asyncio to await it")
+    return value
+
+
 def smoke_check(
     subject: PublisherSubject, *, timeout: float, elements: int = 1, loop: str = "thread"
 ) -> None:
-    """Call the factories once, on a TCK thread, so bad input stops the run before it starts."""
-    if loop == "asyncio":
-        from .loop import LoopThread
-
-        on_loop = LoopThread("rs-tck-smoke-check-loop")
-        plain, plain_failed = subject.factory, subject.failed_factory
-        subject = PublisherSubject(
-            lambda n: on_loop.call(plain, n),
-            (lambda: on_loop.call(plain_failed)) if plain_failed is not None else None,
-            label=subject.label,
-        )
+    """Call the factories once, on a TCK thread (or the TCK's loop, see ``_factory_caller``), so
+    bad input stops the run before it starts."""
+    call = _factory_caller(loop)
+    factory, failed = subject.factory, subject.failed_factory
     checks: list[tuple[str, Callable[[], Any]]] = [
-        (f"--rs-publisher={subject.label}: calling it with n={elements}", lambda: subject.factory(elements))
+        (f"--rs-publisher={subject.label}: calling it with n={elements}", lambda: call(factory, elements))
     ]
-    if subject.failed_factory is not None:
-        failed = subject.failed_factory
-        checks.append(("--rs-failed-publisher: calling it", lambda: failed()))
-    for label, call in checks:
-        value = _call_bounded(call, label, timeout, hint_loop=loop != "asyncio")
-        if inspect.isawaitable(value):
-            if inspect.iscoroutine(value):
-                value.close()
-            raise SetupError(f"{label} returned an awaitable; run with --rs-loop=asyncio to await it")
+    if failed is not None:
+        checks.append(("--rs-failed-publisher: calling it", lambda: call(failed)))
+    for index, (label, check) in enumerate(checks):
+        value = _made(check, label, timeout, loop)
         _refuse_class(value, label, "Publisher")
         if not callable(getattr(value, "subscribe", None)):
             raise SetupError(
                 f"{label} returned {type(value).__name__} {short_repr(value)}, which is not a "
                 "Publisher (it has no subscribe() method)"
             )
-        if loop != "asyncio" and call is checks[0][1]:
+        if loop != "asyncio" and index == 0:
             _check_needs_no_loop(value, label, timeout)
 
 
@@ -325,7 +346,7 @@ class SubscriberSubject:
         _default_label(self)
 
     def apply(self, settings: Settings) -> Settings:
-        return apply_declared(self, settings)
+        return apply_declared(self, settings, loop=implied_loop(self.factory))
 
 
 @dataclass
@@ -346,7 +367,7 @@ class WhiteboxSubject:
         _default_label(self)
 
     def apply(self, settings: Settings) -> Settings:
-        return apply_declared(self, settings)
+        return apply_declared(self, settings, loop=implied_loop(self.factory))
 
 
 @dataclass
@@ -373,7 +394,7 @@ class ProcessorSubject:
 
     def apply(self, settings: Settings) -> Settings:
         """Settings with this subject's declared knobs filled in where the user set none."""
-        return apply_declared(self, settings)
+        return apply_declared(self, settings, loop=implied_loop(self.factory))
 
 
 def _load_factory_subject(
@@ -415,22 +436,25 @@ def load_processor_subject(spec: str, *, resolve: Resolver = default_resolve) ->
 
 
 def smoke_check_subject(
-    subject: SubscriberSubject | WhiteboxSubject | ProcessorSubject, option: str, *, timeout: float
+    subject: SubscriberSubject | WhiteboxSubject | ProcessorSubject, option: str, *, timeout: float,
+    loop: str | None = None,
 ) -> None:
-    """Call the factory once, on a TCK thread, and check what it returns has the right methods."""
-    protocol: type = Processor if isinstance(subject, ProcessorSubject) else Subscriber
-    if isinstance(subject, WhiteboxSubject):
-        factory = subject.factory
-        probe = WhiteboxProbe(Environment(Settings()), "smoke-check")
+    """Call the factory once, on a TCK thread (or the TCK's loop, see ``_factory_caller``), and
+    check what it returns has the right methods.
 
-        def call() -> Any:
-            return factory(probe)
-    else:
-        call = subject.factory
+    ``loop``: the run's ``--rs-loop`` with what the subject declares applied; None: what the
+    subject declares (``loop="asyncio"``) or implies (an ``async def`` factory) alone.
+    """
+    if loop is None:
+        loop = subject.apply(Settings()).loop
+    protocol: type = Processor if isinstance(subject, ProcessorSubject) else Subscriber
+    call = _factory_caller(loop)
+    args: tuple[Any, ...] = ()
+    if isinstance(subject, WhiteboxSubject):
+        args = (WhiteboxProbe(Environment(Settings()), "smoke-check"),)
+    factory = subject.factory
     label = f"{option}={subject.label}: calling it"
-    value = _call_bounded(call, label, timeout)
-    if inspect.iscoroutine(value):
-        value.close()
+    value = _made(lambda: call(factory, *args), label, timeout, loop)
     _refuse_class(value, label, protocol.__name__)
     missing = missing_methods(value, protocol)
     if missing:

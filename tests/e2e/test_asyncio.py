@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 LOOP_SUBJECTS = '''
@@ -100,3 +102,69 @@ def test_loop_callback_errors_are_reported_in_their_test(loop_project: pytest.Py
         ),
     ])
     assert "more problem" not in result.stdout.str()
+
+
+# -- subscribers: the start-up check calls their factories on a loop too ------------------------
+
+LOOP_SUBSCRIBERS = '''
+from rstck import SubscriberSubject
+from tests.conforming.subscribers import LoopSubscriber
+
+# Made on a running loop, as loop-bound libraries' subscribers are: declared so.
+loop_subscriber = SubscriberSubject(lambda: LoopSubscriber(), loop="asyncio")
+
+async def async_loop_whitebox(probe):
+    """An async def factory: implies asyncio."""
+    return LoopSubscriber(probe)
+
+def undeclared_loop_subscriber():
+    return LoopSubscriber()
+'''
+
+SUBSCRIBER_RULES = "--rs-rules=2.1,2.5,2.9,2.12"
+
+
+@pytest.fixture
+def loop_subscribers(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    pytester.makepyfile(loopsubscribers=LOOP_SUBSCRIBERS)
+    pytester.syspathinsert()
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))  # tests.conforming, in a subprocess
+    return pytester
+
+
+def test_a_subscriber_factory_that_needs_a_running_loop_runs_from_the_command_line(
+    loop_subscribers: pytest.Pytester,
+) -> None:
+    # In a subprocess: an in-process run after another one in this session would meet the kit's
+    # plugin module of the first (kept on its package), whose SubscriberSubject is another class.
+    result = loop_subscribers.runpytest_subprocess("--rs-subscriber=loopsubscribers:loop_subscriber",
+                                                   SUBSCRIBER_RULES, "-p", "no:cacheprovider", timeout=120)
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+    result.assert_outcomes(passed=6)
+
+
+def test_an_async_def_whitebox_factory_implies_asyncio_from_the_command_line(
+    loop_subscribers: pytest.Pytester,
+) -> None:
+    result = loop_subscribers.runpytest("--rs-whitebox-subscriber=loopsubscribers:async_loop_whitebox",
+                                        SUBSCRIBER_RULES)
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+    result.assert_outcomes(passed=6)
+
+
+def test_a_loop_bound_subscriber_without_the_option_is_a_usage_error_naming_it(
+    loop_subscribers: pytest.Pytester,
+) -> None:
+    result = loop_subscribers.runpytest("--rs-subscriber=loopsubscribers:undeclared_loop_subscriber")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no running event loop (a subject that must be called on an event loop needs --rs-loop=asyncio)" in (
+        result.stderr.str())
+
+
+def test_a_loop_bound_subscriber_with_the_loop_option_runs_from_the_command_line(
+    loop_subscribers: pytest.Pytester,
+) -> None:
+    result = loop_subscribers.runpytest("--rs-subscriber=loopsubscribers:undeclared_loop_subscriber",
+                                        "--rs-loop=asyncio", SUBSCRIBER_RULES)
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+    result.assert_outcomes(passed=6)
