@@ -105,6 +105,10 @@ class WhiteboxProbe:
         self._reported_terminal: list[tuple[str, BaseException | None]] = []
         self._processed_count = 0
         self._unused: list[str] = []
+        #: Every exception the TCK signalled with on_error to the subscriber (``signalled``).
+        self._errors_sent: list[BaseException] = []
+        #: A processor's own failures that reached its TCK downstream (``own_error``).
+        self._own_errors: list[BaseException] = []
 
     def __repr__(self) -> str:
         return f"WhiteboxProbe({self._name!r})"
@@ -205,6 +209,30 @@ class WhiteboxProbe:
                 self._pending.append(value)
             elif signal in ("on_complete", "on_error"):
                 self._terminal = (signal, value)
+                if signal == "on_error" and value is not None:
+                    self._errors_sent.append(value)
+
+    def relays_sent_error(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is (or chains) an exception the TCK signalled with on_error.
+
+        A processor's TCK downstream reports an on_error as the processing of the TCK's only
+        then: a processor is a publisher too, and may end its stream with a failure of its own
+        (rules 1.4, 4.1), such as the on_error some processors send after refusing a None
+        argument (rule 2.13). The TCK's exceptions are its own objects, so identity tells them
+        apart: a relay of one, made twice or when none was signalled, is still caught (2.11).
+        """
+        with self._cond:
+            sent = list(self._errors_sent)
+        return any(_carries(exc, error) for error in sent)
+
+    def own_error(self, exc: BaseException) -> None:
+        """A processor signalled a failure of its own downstream: noted, not counted as processing."""
+        with self._cond:
+            self._own_errors.append(exc)
+            self._cond.notify_all()
+        self._env.trace.note(
+            f"{self._name}: the processor's own on_error({short_repr(exc)}) reached its downstream: not a "
+            "relay of a signal the TCK sent (a processor may fail on its own, rules 1.4 and 4.1)")
 
     @property
     def registrations(self) -> int:
@@ -267,9 +295,19 @@ class WhiteboxProbe:
         timeout = self._env.settings.timeout if timeout is None else timeout
         self._check_unused()
         with self._cond:
-            done = self._cond.wait_for(predicate, timeout)
+            # A processor that ended its stream with a failure of its own reports nothing more.
+            self._cond.wait_for(lambda: predicate() or bool(self._own_errors), timeout)
+            done = predicate()
             status = self._status()
+            own = list(self._own_errors)
         self._check_unused()
+        if not done and own:
+            raise RuleViolation(
+                rule or self._env.rule, what,
+                f"the processor ended its stream with an on_error of its own, "
+                f"{short_repr(own[0])}, which neither is nor wraps an exception the TCK signalled ({status})",
+                hint="relay the upstream's signals as they came (an error as it is, or as the cause of "
+                "the one relayed)")
         if not done:
             raise RuleViolation(rule or self._env.rule, f"{what} within {timeout * 1000:.0f} ms",
                                 f"no such report ({status})", hint=hint, setting="timeout")
@@ -286,9 +324,10 @@ class WhiteboxProbe:
 
     def _status(self) -> str:
         terminal = ", ".join(_shown(s, v) for s, v in self._reported_terminal) or "no terminal"
+        own = "".join(f"; the processor's own on_error({short_repr(e)}) downstream" for e in self._own_errors)
         return (
             f"{self._name} so far: {self._processed_count} report(s); "
-            f"{len(self._pending)} element(s) signalled but not reported; {terminal} reported"
+            f"{len(self._pending)} element(s) signalled but not reported; {terminal} reported{own}"
         )
 
 

@@ -50,8 +50,26 @@ class _Downstream(ProbeSubscriber):
 
     def on_error(self, exc: BaseException) -> None:
         super().on_error(exc)
+        if exc is not None and not self._whitebox.relays_sent_error(exc):
+            self._whitebox.own_error(exc)  # the processor's own failure, not the TCK's on_error
+            return
         with self._whitebox.error(exc):
             pass
+
+
+class _Upstreams(WhiteboxStages):
+    """The processor's upstreams answer a request(n <= 0) as a conforming publisher would.
+
+    A processor may pass its subscriber's request(n) through unchanged (Reactor's ``map``);
+    the upstream then owes it on_error(ValueError) (rule 3.9), which the processor relays. So
+    here an illegal request is answered, not reported: rule 3.9 is judged downstream, on what
+    the probe receives. (A subscriber verification still reports it: there the subject is the
+    one that made the illegal request, and no downstream exists to judge it by.)
+    """
+
+    def upstream(self, name: str = "upstream", **options: Any) -> ManualPublisher:
+        options.setdefault("answers_illegal", True)
+        return super().upstream(name, **options)
 
 
 class ProcessorContext(Context):
@@ -62,7 +80,7 @@ class ProcessorContext(Context):
         self.subject = subject
         # Each view owns what it made: the upstreams feeding processors, the probes subscribed
         # to them. A processor need not cancel upstream when its only subscriber cancels.
-        self.as_subscriber = WhiteboxStages(env, subject.element, self._downstreamed, relays_cancel=False)
+        self.as_subscriber = _Upstreams(env, subject.element, self._downstreamed, relays_cancel=False)
         self.as_publisher = PublisherContext(env, PublisherSubject(
             self._fed_processor,
             failed_factory=subject.failed_factory or self._failed_processor,

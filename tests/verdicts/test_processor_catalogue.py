@@ -26,6 +26,7 @@ from rstck.verifications import publisher
 from rstck.verifications import subscriber_whitebox
 
 from tests.broken import processors as broken
+from tests.conforming.processors import MapProcessor
 
 FAST = Settings(timeout=0.3, no_signal_window=0.05, gc_window=0.5, test_limit=15.0,
                 stochastic_iterations=10)
@@ -51,6 +52,62 @@ def run_one(name: str, subject: ProcessorSubject, settings: Settings = FAST) -> 
 
 def case(cls: type[IdentityProcessor], rule: str, name: str, **knobs: Any) -> Any:
     return pytest.param(name, broken.subject(cls, **knobs), rule, id=f"{cls.__name__}-{rule}")
+
+
+class StallsAfterOne(MapProcessor):
+    """Rule 3.8: asked for 3, it asks its upstream for 1, relays it, and never asks again.
+
+    The broken counterpart of a processor that asks for a part of the demand at a time.
+    """
+
+    asked = False
+
+    def request(self, n: int) -> None:
+        if n > 0 and not self.asked:
+            self.asked = True
+            super().request(1)
+
+
+class ReplacesErrors(MapProcessor):
+    """Rule 2.10: relays the upstream's on_error as a fresh exception that does not carry it."""
+
+    def on_error(self, t: BaseException) -> None:
+        if t is None:
+            raise TypeError("on_error(None)")
+        super().on_error(RuntimeError("something failed upstream"))
+
+
+class RelaysErrorsTwice(MapProcessor):
+    """Rule 1.7 (and 2.11): relays the upstream's on_error to its subscriber twice."""
+
+    def on_error(self, t: BaseException) -> None:
+        actual = self._actual
+        super().on_error(t)
+        if actual is not None:
+            actual.on_error(t)
+
+
+class CompletesOnNone(MapProcessor):
+    """Rule 2.11: refuses on_next(None) with TypeError, but first completes its subscriber: a
+    completion the TCK never signalled (an on_error of its own would be its right, rule 1.4)."""
+
+    def on_next(self, t: Any) -> None:
+        if t is None:
+            self.on_complete()
+        super().on_next(t)
+
+
+class SwallowsTheAnswer(MapProcessor):
+    """Rule 3.9: passes request(0) on unchanged, then drops the upstream's ValueError answering it."""
+
+    def on_error(self, t: BaseException) -> None:
+        if not isinstance(t, ValueError):
+            super().on_error(t)
+
+
+def unicast(cls: type[MapProcessor], rule: str, name: str) -> Any:
+    return pytest.param(name, ProcessorSubject(cls, max_subscribers=1, label=cls.__name__), rule,
+                        id=f"{cls.__name__}-{rule}")
 
 
 BROKEN = [
@@ -86,6 +143,15 @@ BROKEN = [
     case(broken.ShutsDownInTwoSteps, "3.8", OWN["1.5 joining"]),
     case(broken.ResetsItsDeliveryTurn, "3.8", OWN["3.8 arriving"]),
     case(broken.CountsInFlightAfterAsking, "3.8", OWN["3.8 arriving"]),
+    unicast(StallsAfterOne, "3.8", OWN["3.8"]),
+    unicast(ReplacesErrors, "2.10",
+            "required_spec210_must_be_prepared_to_receive_an_on_error_signal_with_preceding_request_call"),
+    unicast(ReplacesErrors, "4.2", OWN["4.2"]),
+    unicast(RelaysErrorsTwice, "1.7",
+            "required_spec210_must_be_prepared_to_receive_an_on_error_signal_with_preceding_request_call"),
+    unicast(CompletesOnNone, "2.11", "required_spec213_on_next_must_raise_type_error_when_parameters_are_none"),
+    unicast(SwallowsTheAnswer, "3.9", "required_spec309_request_zero_must_signal_value_error"),
+    unicast(SwallowsTheAnswer, "3.9", "required_spec309_request_zero_from_inside_on_next_must_signal_value_error"),
 ]
 
 
