@@ -19,18 +19,23 @@ and 3.11 allow a publisher to, so a subscriber that is not ready for it is caugh
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from functools import partial
+from types import CodeType
 from typing import Any
 
 from .api import MAX_DEMAND
 from .environment import Environment
 from .errors import RuleViolation
 from .errors import SetupError
+from .reach import KIT_PREFIX
 from .reach import nothing_else_runs
+from .reach import thread_frames
 from .trace import short_repr
 from .worker import spawn
 
@@ -68,6 +73,116 @@ def kits_step(frame: Any) -> bool:
     return name.startswith(_KIT) and not name.startswith(_REFERENCE)
 
 
+def _subjects_file(filename: str) -> bool:
+    return not _stdlib(filename) and (not filename.startswith(_KIT) or filename.startswith(_REFERENCE))
+
+
+#: Per subscriber class: the code of its methods, and of the functions nested in them.
+_OWN_CODE: weakref.WeakKeyDictionary[type, tuple[frozenset[CodeType], frozenset[CodeType]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _code_in(value: Any) -> list[CodeType]:
+    """The code of a class attribute: a function, a static or class method, a property."""
+    try:
+        fns = ((value.fget, value.fset, value.fdel) if isinstance(value, property)
+               else (getattr(value, "__func__", value),))
+        codes = [getattr(fn, "__code__", None) for fn in fns]
+    except Exception:  # an odd descriptor: no code of its own
+        return []
+    return [c for c in codes if isinstance(c, CodeType)]
+
+
+def _own_code(cls: type) -> tuple[frozenset[CodeType], frozenset[CodeType]]:
+    known = _OWN_CODE.get(cls)
+    if known is not None:
+        return known
+    methods: set[CodeType] = set()
+    for klass in cls.__mro__:
+        for value in list(vars(klass).values()):
+            methods.update(c for c in _code_in(value) if _subjects_file(c.co_filename))
+    nested: set[CodeType] = set()
+    todo = [c for m in methods for c in m.co_consts if isinstance(c, CodeType)]
+    while todo:
+        code = todo.pop()
+        if code not in nested:
+            nested.add(code)
+            todo.extend(c for c in code.co_consts if isinstance(c, CodeType))
+    known = _OWN_CODE[cls] = (frozenset(methods), frozenset(nested - methods))
+    return known
+
+
+
+
+def runs_code_of(subscriber: Any) -> bool:
+    """Whether a thread other than the caller is inside ``subscriber``'s own code just now.
+
+    Its own code: a method of its class running for it (its first argument is ``subscriber``),
+    or a function nested in one (a worker's closure, a lambda). A worker processing an element
+    is (however long that takes, sleeping or blocked in a call); a ``threading.Timer`` or an
+    executor's thread waiting to run something is not, nor is a coroutine suspended at an
+    ``await``. What ``rstck.reach`` is to threads, this is to the subscriber's work: evidence
+    that it still has something to work off. One look at every thread's stack: microseconds.
+    """
+    try:
+        methods, nested = _own_code(type(subscriber))
+    except TypeError:  # a class that takes no weak reference: no evidence
+        return False
+    if not methods and not nested:
+        return False
+    me = threading.get_ident()
+    for ident, top in thread_frames().items():
+        frame: Any = top
+        while frame is not None and ident != me:
+            code = frame.f_code
+            if code in nested:
+                return True
+            if (code in methods and code.co_argcount
+                    and frame.f_locals.get(code.co_varnames[0]) is subscriber):
+                return True
+            frame = frame.f_back
+    return False
+
+
+#: A ``ThreadPoolExecutor``'s worker's name: its prefix, an underscore and its number.
+_POOLED = re.compile(r"(.+)_\d+")
+
+
+def _pool_of(name: str) -> str | None:
+    match = _POOLED.fullmatch(name)
+    return match.group(1) if match else None
+
+
+def all_busy_in_subjects_code(idents: set[int]) -> bool:
+    """Whether the threads ``idents`` (but the caller's, dead ones and the kit's) all run a
+    subject's code now, and there is one at least.
+
+    The threads that called a subscription include a shared pool's workers: while every one of
+    them (the pool's others too, told by their names) is busy with some subject's task, the
+    subscriber's own next task may be waiting behind them in the pool's queue, not running
+    anywhere; once one is free, a task of its would run.
+    The kit's own threads (but its event loops) only ever call subjects while a test drives
+    them, and are left out.
+    """
+    frames = thread_frames()
+    names = {t.ident: t.name for t in threading.enumerate() if t.ident is not None}
+    me = threading.get_ident()
+    # An executor's workers are named ``<prefix>_<n>``: the one that called stands for them all.
+    pools = {_pool_of(names.get(i, "")) for i in idents} - {None}
+    busy = False
+    for ident in set(idents) | {i for i, n in names.items() if _pool_of(n) in pools}:
+        frame: Any = frames.get(ident)
+        name = names.get(ident, "")
+        if frame is None or ident == me or (name.startswith(KIT_PREFIX) and "loop" not in name):
+            continue
+        while frame is not None and not _subjects_file(frame.f_code.co_filename):
+            frame = frame.f_back
+        if frame is None:
+            return False  # free: it would take a task of the subscriber's now
+        busy = True
+    return busy
+
+
 #: How long after a terminal signal the 2.4 tests keep watching for a request or cancel: the
 #: period of a credit timer, the time a worker takes to drain a backlog. A closing window,
 #: overlapped with the next tests.
@@ -75,6 +190,9 @@ AFTER_TERMINAL_WINDOW_S = 1.0
 #: Once that watch has been quiet for a window, how often it looks again for a thread that could
 #: still call (``rstck.reach``): the thread in the way is often only busy for a moment.
 _RECHECK_S = 0.005
+#: How often a 2.4 watch (or an idle-marking ``settle``) looks whether one of the subscriber's
+#: threads is in its code (``runs_code_of``): a worker busy with an element is not idle.
+_WORK_POLL_S = 0.01
 
 # The TCK's own on_complete/on_error calls running on this thread, innermost last. A call on a
 # subscription of the subscriber being signalled, made from this thread meanwhile, breaks 2.3.
@@ -94,6 +212,10 @@ def _identity(index: int) -> Any:
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
+
+
+def _at_most(n: int) -> str:
+    return "none" if n == 0 else f"at most {n}"
 
 
 def _demand_text(n: int) -> str:
@@ -124,15 +246,30 @@ class ManualSubscription:
         self.requests_at_terminal: int | None = None
         self.broken = False  # a signal raised: the subscriber counts as having cancelled (2.13)
         self.overlaps = 0
-        #: When the terminal signal's call returned (monotonic): a request that starts later,
-        #: while the subscriber is ``idle``, breaks 2.4 (see ``_late``), unless the TCK itself
-        #: asked the subscriber for it (``excuse``: a whitebox puppet pulled after the end).
+        #: When the terminal signal's call returned (monotonic): a request that starts later
+        #: and that nothing before the end explains breaks 2.4 (see ``_late``), unless the TCK
+        #: itself asked the subscriber for it (``excuse``: a whitebox puppet pulled after the end).
         self.ended_at: float | None = None
         self.excused = False
         self.late_calls = 0
-        #: A whole quiet window passed with no call on this subscription and nothing sent or
-        #: asked of the subscriber since: it has no work left that could explain a request.
+        #: A whole quiet window passed with no call on this subscription, nothing sent or asked
+        #: of the subscriber, and none of its threads seen in its own code (``runs_code_of``):
+        #: it has no work left that could explain a request.
         self.idle = False
+        #: What ``_late`` weighs a request after the end against, counted as calls begin:
+        #: requests begun once an element had gone out and before the end (each may be the
+        #: answer to one processed element), requests before the end at all, puppet pulls
+        #: before the end, and requests after it.
+        self.answered = 0
+        self.early_requests = 0
+        self.pulls = 0
+        self.late_requests = 0
+        #: When a 2.4 watch last saw one of the subscriber's threads in its code (monotonic).
+        self.worked_at = 0.0
+        #: The subscriber reported processing the terminal signal (``seal``): it has received it.
+        self.sealed = False
+        #: A 2.4 watch is on (``watch``): requests after the end beyond the backlog are told.
+        self.watched = False
         #: Trace records of the on_subscribe that handed this subscription out, and of each
         #: cancel() on it: what a verdict about the order of the two cites.
         self.subscribed_seq: int | None = None
@@ -149,8 +286,9 @@ class ManualSubscription:
         #: Set by the 2.7 hunts: the next caller to leave the subscription is paused in its own
         #: code (see ``Preemption``).
         self.preemption: Preemption | None = None
-        #: The thread of the latest request/cancel.
+        #: The thread of the latest request/cancel, and every thread that called.
         self.last_caller: int | None = None
+        self.callers: set[int] = set()
         self._wip = 0
 
     def __repr__(self) -> str:
@@ -159,15 +297,15 @@ class ManualSubscription:
     # -- the Subscription interface, called by the subject on any thread --------------------
 
     def request(self, n: int) -> None:
-        # Read first: a call begun before the end returned, or while work was left, is no late call.
-        ended, idle = self.ended_at, self.idle
+        # Counted first: a call begun before the end returned, or while work was left, is no late call.
+        late, idle = self._begin_request()
         pub = self.publisher
         shown = short_repr(n)
         what = f"request({shown})"
         entered = self._enter(what)
         try:
             pub.env.bump()
-            problems = self._inside_terminal(what) or self._late(what, ended, idle)
+            problems = self._inside_terminal(what) or self._late(what, late, idle)
             valid = isinstance(n, int) and not isinstance(n, bool)
             with pub._cond:
                 self.calls += 1
@@ -176,7 +314,8 @@ class ManualSubscription:
                 self.idle = False
                 self.request_count += 1
                 self.last_request = n
-                if not valid or n <= 0:
+                illegal = not valid or n <= 0
+                if illegal and not pub.answers_illegal:
                     problems.append((
                         "3.9",
                         "request(n) with an int n > 0 (the spec calls any other request illegal)",
@@ -204,6 +343,8 @@ class ManualSubscription:
             for rule, expected, observed in problems:
                 pub.env.violation(rule, expected, observed, evidence=(seq,))
             self._pause(call)
+            if illegal and pub.answers_illegal and not state and self.must_reject is None:
+                pub._answer_illegal(self, shown)
             if pub.inline and not state:
                 pub._drain(self)
         finally:
@@ -247,46 +388,143 @@ class ManualSubscription:
                 )]
         return []
 
-    def _late(self, what: str, ended: float | None, idle: bool) -> list[tuple[str, str, str]]:
-        """Rule 2.4: a request after the terminal signal returned that no work explains.
-
-        A subscriber that processes its signals later, in order (the JVM's AsyncSubscriber),
-        may still ask for more while it works off elements that came before the end: to it,
-        the end has not been received yet. So a request is judged only once the subscriber was
-        idle (a whole quiet window with nothing sent to it, no call from it and no puppet
-        pulled: ``settle``, the 2.4 tests' closing watch) before it began, and after the end
-        returned: a timer that grants credit, a worker that asks again when its queue has run
-        dry. A cancel() is never flagged: cancelling what one considers cancelled is the
-        no-op rule 3.7 makes of it (a clean-up, a dispose). Calls inside the terminal call are
-        rule 2.3's. The first such request is told.
-        """
-        if ended is None or not idle or self.excused:
-            return []
+    def _begin_request(self) -> tuple[int, bool]:
+        """Count a request as it begins: its number among those after the end (0: before it)."""
         with self.publisher._cond:
+            idle = self.idle
+            if self.requests_at_terminal is None and self.ended_at is None:
+                self.early_requests += 1
+                if self.sent:
+                    self.answered += 1
+                return 0, idle
+            self.late_requests += 1
+            return self.late_requests, idle
+
+    def backlog(self) -> int:
+        """How many requests after the end what came before it can explain (``_late``)."""
+        unanswered = max(0, self.sent - self.answered)
+        return unanswered + self.pulls + (1 if self.early_requests == 0 else 0)
+
+    def _late(self, what: str, late: int, idle: bool) -> list[tuple[str, str, str]]:
+        """Rule 2.4: a request after the terminal signal returned that nothing explains.
+
+        The rule binds once the subscriber has *received* the end. One that processes its
+        signals later, in order (the JVM's AsyncSubscriber), receives it only after the elements
+        that came before it, and may ask for more while it works them off: a request per element
+        processed, or per batch. So a request that begins after the end returned (``late``: its
+        number among those) is weighed against what could explain it, whatever processing takes:
+
+        * the backlog (``backlog``): each element sent that no request begun after it went out
+          answered yet, each puppet pull before the end, and on_subscribe if no request came
+          before the end, explains one request. One more is unexplained at any speed: a timer, a
+          retry, a refill by a subscriber that had answered all it got. Told once a 2.4 watch
+          is on (``watch``), so that the processor tests' upstreams are not judged by it;
+        * idleness (``idle``): a whole quiet window with nothing sent, no call and none of the
+          subscriber's threads in its code (``runs_code_of``: the watch and ``settle`` look) -
+          it had nothing left to work off, and a request now is unexplained even within the
+          count (a batching subscriber's timer). A worker busy with an element for longer than
+          the window is in its code all along: it is not taken for idle;
+        * its own account (``seal``, whitebox): once it reported processing the end, nothing.
+
+        A cancel() is never flagged: cancelling what one considers cancelled is the no-op rule
+        3.7 makes of it (a clean-up, a dispose). Calls inside the terminal call are rule 2.3's.
+        The first such request is told.
+        """
+        if not late or self.excused:
+            return []
+        pub = self.publisher
+        with pub._cond:
+            backlog = self.backlog()
+            if self.sealed:
+                why = f"after it reported processing {self.terminal}()"
+            elif idle:
+                why = ("after it had gone idle (a quiet window with nothing sent to it and none of its "
+                       "threads in its code)")
+            elif late > backlog and self.watched:
+                why = (f"its request #{late} since then, when what came before the end explains "
+                       f"{_at_most(backlog)} ({self._explains()})")
+            else:
+                return []
             self.late_calls += 1
             first = self.late_calls == 1
-            self.publisher._cond.notify_all()
+            pub._cond.notify_all()
         if not first:
             return []
+        now = time.monotonic()
         expected = (f"no request on {self.name} after {self.terminal}() returned (the subscription "
-                    "counts as cancelled)")
-        observed = (f"{what} on {self.name} {_ms(time.monotonic() - ended)} after {self.terminal}() "
-                    f"returned, from thread {threading.current_thread().name}")
+                    "counts as cancelled) but those that finish its work on what came before it")
+        observed = (f"{what} on {self.name} {_ms(now - (self.ended_at or now))} after {self.terminal}() "
+                    f"returned, from thread {threading.current_thread().name}, {why}")
         return [("2.4", expected, observed)]
+
+    def _explains(self) -> str:
+        return (f"one per element sent and not yet answered by a request: {max(0, self.sent - self.answered)}"
+                f" of {self.sent}; per puppet pull: {self.pulls}; for on_subscribe: "
+                f"{1 if self.early_requests == 0 else 0}")
+
+    def watch(self) -> None:
+        """A 2.4 watch starts: requests after the end beyond the backlog are told (``_late``).
+
+        One made before the watch began is told now, citing the requests after the end.
+        """
+        pub = self.publisher
+        with pub._cond:
+            if self.watched:
+                return
+            self.watched = True
+            over = (self.late_requests > self.backlog() and not self.excused and not self.late_calls)
+            if over:
+                self.late_calls += 1
+                pub._cond.notify_all()
+            start = self.requests_at_terminal or 0
+            late = self.late_requests
+            backlog = self.backlog()
+            explains = self._explains()
+        if over:
+            pub.env.violation(
+                "2.4", f"no request on {self.name} after {self.terminal}() returned (the subscription counts "
+                "as cancelled) but those that finish its work on what came before it",
+                f"{late} request(s) on {self.name} after {self.terminal}() returned, when what came "
+                f"before the end explains {_at_most(backlog)} ({explains})",
+                evidence=tuple(self.request_seqs[start:]))
+
+    def seal(self) -> None:
+        """The subscriber reported processing the terminal signal: nothing explains a request now."""
+        with self.publisher._cond:
+            self.sealed = True
+
+    def working(self) -> bool:
+        """Whether the subscriber may be at work now (noted in ``worked_at``).
+
+        It is if one of its threads is in its code (``runs_code_of``), or if every thread that
+        called this subscription is busy in a subject's code (``all_busy_in_subjects_code``: its
+        next task may be queued behind them, in a shared pool).
+        """
+        if runs_code_of(self.subscriber) or all_busy_in_subjects_code(self.callers):
+            self.worked_at = time.monotonic()
+            return True
+        return False
 
     def excuse(self) -> None:
         """The TCK asks the subscriber for calls after the end: they are not its own doing."""
         self.excused = True
 
     def stir(self) -> None:
-        """The TCK asks the subscriber for something (a puppet pulled): it has work again."""
+        """The TCK asks the subscriber for something (a puppet pulled): it has work again.
+
+        Before the end, what the pull makes it do may come after the end: one more request
+        the backlog explains.
+        """
         with self.publisher._cond:
             self.idle = False
+            if self.requests_at_terminal is None and self.ended_at is None:
+                self.pulls += 1
 
     def _enter(self, what: str) -> bool:
         """Rule 2.7: note a second thread entering while another is still inside."""
         me = threading.get_ident()
         self.last_caller = me
+        self.callers.add(me)
         self.publisher.env.threads.add(me)
         first = False
         with self._sections_lock:
@@ -403,6 +641,7 @@ class ManualPublisher:
         signal_rule: str | None = None,
         yield_s: float | None = 0.0,
         hold_s: float | None = None,
+        answers_illegal: bool = False,
     ) -> None:
         self.env = env
         self.name = name
@@ -422,6 +661,16 @@ class ManualPublisher:
         self.yield_s = yield_s
         #: Longer, event-ended pause for calls from the subject's own threads (see _pause).
         self.hold_s = hold_s
+        #: A request(n <= 0) is answered as a conforming publisher answers it (rule 3.9:
+        #: on_error(ValueError), serialised with the other signals) instead of being reported
+        #: against the subscriber: the upstream of a processor, which may pass a downstream's
+        #: request through unchanged (``_answer_illegal``).
+        self.answers_illegal = answers_illegal
+        #: With ``answers_illegal``: signals being delivered per subscription, the answer waiting
+        #: for them to return (rule 1.3), and the subscriptions the answer ended.
+        self._emitting: dict[ManualSubscription, int] = {}
+        self._answers: dict[ManualSubscription, BaseException] = {}
+        self._answered: set[ManualSubscription] = set()
         self.subscriptions: list[ManualSubscription] = []
         self.closed = False
         self._cond = threading.Condition()
@@ -464,6 +713,9 @@ class ManualPublisher:
         self.env.trace.add(name, "subscribe", short_repr(subscriber))
         for listener in self._listeners:
             listener("on_subscribe", subscription)
+        if self.answers_illegal:
+            with self._cond:
+                self._claim(subscription)
         if not self._signal(subscription, "on_subscribe", short_repr(subscription), 0,
                             subscriber.on_subscribe, subscription):
             return subscription
@@ -481,7 +733,7 @@ class ManualPublisher:
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
         with self._cond:
-            ready = self._cond.wait_for(lambda: sub.demand > 0, timeout)
+            ready = self._cond.wait_for(lambda: sub.demand > 0 or self._answering(sub), timeout)
             seen = sub.describe()
         if not ready:
             raise RuleViolation(
@@ -490,7 +742,16 @@ class ManualPublisher:
                 f"no outstanding demand ({seen})",
                 hint="the subscriber must request (rule 2.1) before the TCK may send", setting="timeout",
             )
-        return self._next(sub, rule)
+        element = self._next(sub, rule)
+        if element is _UNSET:
+            raise RuleViolation(
+                rule or self.env.rule, f"element {sub.sent + 1} sent on {sub.name}",
+                f"the subscriber's request(n <= 0) on it was answered with on_error(ValueError), as "
+                f"a publisher must answer it (rule 3.9): the subscription is over ({sub.describe()})",
+                hint="request only n > 0 of the upstream; pass a downstream's illegal request on only "
+                "when its answer is relayed",
+            )
+        return element
 
     def send_complete(self, *, subscription: ManualSubscription | None = None,
                       rule: str | None = None) -> bool:
@@ -607,11 +868,13 @@ class ManualPublisher:
 
     def closing_after_terminal(self, *, subscription: ManualSubscription | None = None,
                                window: float = AFTER_TERMINAL_WINDOW_S) -> Callable[[], None]:
-        """A closing claim: no request for ``window`` after the terminal signal returned.
+        """A closing claim: no unexplained request for ``window`` after the terminal signal returned.
 
         Long enough for a worker draining a backlog or a periodic credit timer to show; the
-        calls are flagged as they happen (``_late``), this only keeps watching that long, or
-        until, after a quiet window, no thread is left that could call (``rstck.reach``).
+        calls are judged as they happen (``_late``), this starts the 2.4 watch (``watch``) and
+        keeps it that long, or until, once the subscriber is idle, no thread is left that could
+        call (``rstck.reach``). Idle: a quiet window since the end, its latest call and the last
+        time one of its threads was seen in its code, looked for every few ms.
         """
         sub = subscription or self.subscription
 
@@ -619,18 +882,23 @@ class ManualPublisher:
         on_loop = self.env.settings.loop == "asyncio"
 
         def claim() -> None:
+            sub.watch()
             with self.env.aside(), self._cond:
                 while sub.late_calls == 0 and not self.closed and sub.ended_at is not None:
                     now = time.monotonic()
                     remaining = sub.ended_at + window - now
                     if remaining <= 0:
                         return
-                    # Quiet since the end and since its latest call (a window the test itself
-                    # waited out before this claim counts).
-                    quiet_for = now - max(sub.ended_at, sub.last_call_at)
-                    step = quiet - quiet_for
-                    if quiet_for >= quiet:
-                        sub.idle = True  # the backlog is worked off: any request now is unexplained
+                    step = _WORK_POLL_S
+                    if not sub.idle:
+                        # Quiet since the end, its latest call and its latest work seen (a window
+                        # the test itself waited out before this claim counts).
+                        sub.working()
+                        quiet_for = now - max(sub.ended_at, sub.last_call_at, sub.worked_at)
+                        step = min(quiet - quiet_for, _WORK_POLL_S)
+                        if quiet_for >= quiet:
+                            sub.idle = True  # the backlog is worked off: any request now is unexplained
+                    if sub.idle:
                         if on_loop:
                             step = remaining  # the loop runs the subject's callbacks: the whole watch
                         elif nothing_else_runs():
@@ -649,19 +917,30 @@ class ManualPublisher:
         """Return once a whole window passes with no request or cancel; False if never.
 
         The subscriber is then idle (see ``ManualSubscription._late``) until it is sent or asked
-        for something, or calls again; with ``idle=False`` (a window too short to tell a
-        finished subscriber from a slow one) it is not marked so.
+        for something, or calls again, unless one of its threads was seen in its code during
+        the window (``runs_code_of``: a worker still busy with an element); with ``idle=False``
+        (a window too short to tell a finished subscriber from a slow one) it is not marked so.
+        Marking it starts the 2.4 watch (``ManualSubscription.watch``).
         """
         sub = subscription or self.subscription
         window = self.env.settings.no_signal_window if window is None else window
         limit = self.env.settings.timeout + window if limit is None else limit
         deadline = time.monotonic() + limit
+        if idle:
+            sub.watch()
         with self.env.aside(), self._cond:
             while True:
                 seen = sub.calls
-                self._cond.wait_for(_changed(sub, seen), window)
+                until = time.monotonic() + window
+                worked = False
+                while sub.calls == seen:
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait_for(_changed(sub, seen), min(left, _WORK_POLL_S) if idle else left)
+                    worked = (idle and sub.working()) or worked
                 if sub.calls == seen:
-                    sub.idle = sub.idle or idle
+                    sub.idle = sub.idle or (idle and not worked)
                     return True
                 if time.monotonic() >= deadline:
                     return False
@@ -683,7 +962,11 @@ class ManualPublisher:
             time.sleep(self.yield_s)
 
     def _next(self, sub: ManualSubscription, rule: str | None) -> Any:
+        """Deliver the next element; ``_UNSET`` (nothing sent) once an illegal request is answered."""
         with self._cond:
+            if self._answering(sub):
+                return _UNSET
+            self._claim(sub)
             index = sub.sent
             before = sub.demand
             sub.sent += 1
@@ -705,12 +988,27 @@ class ManualPublisher:
 
     def _terminate(self, sub: ManualSubscription, signal: str, error: BaseException | None,
                    rule: str | None) -> bool:
+        demand = 0
         with self._cond:
-            if sub.terminal is not None:
+            if sub in self._answered:
+                ended = True  # the answer to an illegal request ended it first (rule 3.9)
+            elif sub.terminal is not None:
                 raise RuntimeError(f"{sub.name}: {signal} after {sub.terminal}")  # a TCK bug
-            sub.terminal = signal
-            demand = sub.demand
-            self._cond.notify_all()
+            else:
+                ended = False
+                self._answers.pop(sub, None)  # a request(n <= 0) racing the end: the end came first
+                self._claim(sub)
+                sub.terminal = signal
+                demand = sub.demand
+                self._cond.notify_all()
+        if ended:
+            self.env.trace.note(f"{sub.name}: no {signal}: the on_error answering the subscriber's "
+                                "illegal request ended the subscription")
+            return False
+        return self._end(sub, signal, error, rule, demand)
+
+    def _end(self, sub: ManualSubscription, signal: str, error: BaseException | None,
+             rule: str | None, demand: int) -> bool:
         for listener in self._listeners:
             listener(signal, error)
         if signal == "on_complete":
@@ -759,6 +1057,7 @@ class ManualPublisher:
             with self._cond:
                 sub.broken = True
                 self._cond.notify_all()
+            self._release(sub)  # (an answer held back lapses: the subscriber counts as cancelled)
             note = self.env.trace.note(f"{signal}({detail}) raised {short_repr(exc)}")
             violation = RuleViolation(
                 rule or self.signal_rule or "2.13",
@@ -771,10 +1070,67 @@ class ManualPublisher:
             violation.__cause__ = exc
             self.env.flop(violation)
             return False
+        self._release(sub)
         return True
 
+    # -- answering request(n <= 0) as a conforming publisher (``answers_illegal``) ---------------
+
+    def _answering(self, sub: ManualSubscription) -> bool:
+        """An illegal request on ``sub`` is answered, or about to be: nothing else goes out."""
+        return sub in self._answers or sub in self._answered
+
+    def _claim(self, sub: ManualSubscription) -> None:
+        """A signal to ``sub`` starts (``_cond`` held): an answer waits for it to return."""
+        if self.answers_illegal:
+            self._emitting[sub] = self._emitting.get(sub, 0) + 1
+
+    def _release(self, sub: ManualSubscription) -> None:
+        """A signal to ``sub`` returned: the answer it held back goes now, on this thread."""
+        if not self.answers_illegal:
+            return
+        with self._cond:
+            left = self._emitting[sub] = self._emitting[sub] - 1
+            answer = self._take_answer(sub) if left == 0 else None
+        if answer is not None:
+            self._end(sub, "on_error", answer, None, sub.demand)
+
+    def _take_answer(self, sub: ManualSubscription) -> BaseException | None:
+        """The pending answer, claimed for delivery (``_cond`` held); None if it lapsed."""
+        error = self._answers.pop(sub, None)
+        if error is None:
+            return None
+        if sub.terminal is not None or sub.cancelled or sub.broken or self.closed:
+            return None  # cancelled or ended meanwhile: a request is then a no-op (rule 3.6)
+        self._claim(sub)
+        sub.terminal = "on_error"
+        self._answered.add(sub)
+        self._cond.notify_all()
+        return error
+
+    def _answer_illegal(self, sub: ManualSubscription, shown: str) -> None:
+        """Answer ``request(shown)``, n <= 0, with on_error(ValueError), as rule 3.9 requires.
+
+        The processor under test may pass its subscriber's request on unchanged (Reactor's
+        ``map`` does): then the upstream, a conforming publisher, answers it, and the verdict on
+        3.9 is the downstream probe's, on what the processor relays. The answer is delivered on
+        this thread at once, or, while a signal to the subscriber is still running (the request
+        came from inside on_next, or from another thread meanwhile), by that signal's thread as
+        it returns: never beside another signal (rule 1.3). No more elements follow it.
+        """
+        with self._cond:
+            if sub.terminal is not None or sub.cancelled or sub.broken or self.closed or self._answering(sub):
+                return
+            self._answers[sub] = ValueError(
+                f"request({shown}): n must be positive (rule 3.9: non-positive requests are illegal)")
+            answer = self._take_answer(sub) if self._emitting.get(sub, 0) == 0 else None
+            self._cond.notify_all()  # send_next and the feeder wait on it
+        self.env.trace.note(f"{sub.name}: request({shown}) is answered with on_error(ValueError), as a "
+                            "conforming publisher answers it (rule 3.9)")
+        if answer is not None:
+            self._end(sub, "on_error", answer, None, sub.demand)
+
     def _stopped(self, sub: ManualSubscription) -> bool:
-        return self.closed or sub.cancelled or sub.broken or sub.terminal is not None
+        return self.closed or sub.cancelled or sub.broken or sub.terminal is not None or sub in self._answers
 
     def _feed(self, sub: ManualSubscription) -> None:
         """Feeder thread: one element per unit of demand, then the end signal."""

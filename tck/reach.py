@@ -11,9 +11,12 @@ whatever it waits on, keeps the watch going to its end.
 
 from __future__ import annotations
 
+import gc
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 #: Every thread the kit starts is named with this prefix.
 KIT_PREFIX = "rs-tck"
@@ -53,3 +56,24 @@ def nothing_else_runs() -> bool:
         t.ident == me or t.ident in waiting or _kit_only(t)
         for t in _threads()
     )
+
+
+_FRAMES_LOCK = threading.Lock()
+
+
+def thread_frames() -> dict[int, Any]:
+    """``sys._current_frames()``, one caller at a time and with the collector held off.
+
+    CPython 3.11 builds that dict holding the runtime's thread-list lock: a collection there
+    (a gc callback, such as Hypothesis's, or a finalizer) may hand the GIL to a thread that then
+    waits for that lock (one starting or ending, or a second such call), and both hang for good
+    (python/cpython#106883).
+    """
+    with _FRAMES_LOCK:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return sys._current_frames()
+        finally:
+            if enabled:
+                gc.enable()

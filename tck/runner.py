@@ -28,6 +28,7 @@ from .errors import RuleViolation
 from .errors import SetupError
 from .errors import format_exception
 from .errors import format_frames
+from .reach import thread_frames
 from .reach import waiting_for_results
 from .registry import TckTest
 from .results import Failure
@@ -143,7 +144,7 @@ def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -
 
 
 def _stack(thread: threading.Thread) -> str:
-    frame = sys._current_frames().get(thread.ident or -1)
+    frame = thread_frames().get(thread.ident or -1)
     if frame is None:
         return "    (stack unavailable)"
     text = format_frames(traceback.extract_stack(frame)[-8:])

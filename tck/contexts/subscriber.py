@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from typing import cast
 
 from ..environment import Environment
 from ..errors import NotVerified
@@ -21,6 +22,7 @@ from ..subjects import WhiteboxSubject
 from ..trace import short_repr
 from ..whitebox import Puppet
 from ..whitebox import WhiteboxProbe
+from ..worker import Worker
 from .base import Context
 
 _SUBSCRIBER_METHODS = ("on_subscribe", "on_next", "on_error", "on_complete")
@@ -90,30 +92,62 @@ class SubscriberContext(Context):
                             hint="check arguments for None first and raise TypeError")
 
     def second_subscription(self, subscriber: Any, upstream: ManualPublisher,
-                            other: ManualPublisher, rule: str) -> ManualSubscription:
-        """Offer ``subscriber`` a second subscription from ``other``: it must cancel that one only.
+                            other: ManualPublisher, rule: str, *, elsewhere: bool = False) -> bool:
+        """Offer ``subscriber`` a second subscription from ``other``: it must cancel that one and
+        never request on it. Returns whether the subscriber still keeps its first one.
 
         Rules 2.5 and 2.12 apply to a subscriber whose first subscription is active; one that
-        already gave it up (rule 2.6) is not judged by them. Only a cancel of the first that
-        follows the second on_subscribe counts against it, and the failure cites both records.
+        already gave it up (rule 2.6) is not judged by them. Rule 2.5 asks only that the second be
+        cancelled: a subscriber that also cancels its first, taking the violation as fatal (fail
+        fast), is within its rights (it may cancel its own subscription at any time), and the
+        trace says so. One that cancels its first and keeps the second has adopted it, and that
+        failure cites both records. ``elsewhere``: the second on_subscribe is made on a fresh TCK
+        thread once the earlier signals returned (serial, as rule 1.3 allows), so that a
+        subscriber keeping its subscription per thread is seen adopting it.
         """
         first = upstream.subscription
         if first.cancelled:
             raise NotVerified(f"the subscriber cancelled its subscription before a second one could be "
                               f"offered; rule {rule} concerns an active one")
-        second = other.attach(subscriber, must_reject=rule)
+        second = self._offer(subscriber, other, rule, elsewhere)
         self.env.check()
-        other.expect_cancel(subscription=second, rule=rule,
-                            what="cancel() of the second subscription" if other is not upstream
-                            else "cancel() of the second subscription of the same subscriber")
+        what = ("cancel() of the second subscription" if other is not upstream
+                else "cancel() of the second subscription of the same subscriber")
+        try:
+            other.expect_cancel(subscription=second, rule=rule, what=what)
+        except RuleViolation as violation:
+            gave_up = first.cancelled_after(second.subscribed_seq)
+            if gave_up is None:
+                raise
+            raise RuleViolation(rule, violation.expected,
+                                f"the subscriber cancelled its first subscription (#{gave_up}) after the "
+                                f"second on_subscribe (#{second.subscribed_seq}) and kept the second: it "
+                                "adopted it", evidence=cite(second.subscribed_seq, gave_up),
+                                setting="timeout") from None
         upstream.settle()
-        wrong = first.cancelled_after(second.subscribed_seq)
-        if wrong is not None:
-            raise RuleViolation(rule, "the first, active subscription kept",
-                                f"the subscriber cancelled it (#{wrong}) after the second on_subscribe "
-                                f"(#{second.subscribed_seq})",
-                                evidence=cite(second.subscribed_seq, wrong))
-        return second
+        gave_up = first.cancelled_after(second.subscribed_seq)
+        if gave_up is None:
+            return True
+        self.env.trace.note(
+            f"the subscriber cancelled its first subscription too (#{gave_up}) after the second "
+            f"on_subscribe (#{second.subscribed_seq}): legal, a subscriber offered a second subscription "
+            "must cancel that one (rule 2.5) and may cancel its own at any time"
+        )
+        return False
+
+    def _offer(self, subscriber: Any, other: ManualPublisher, rule: str, elsewhere: bool) -> ManualSubscription:
+        """``other`` subscribes ``subscriber`` (``must_reject``), here or on a fresh TCK thread."""
+        if not elsewhere:
+            return other.attach(subscriber, must_reject=rule)
+        self.env.trace.note(f"{other.name}: the next on_subscribe is made on another TCK thread")
+        sender = Worker(lambda: other.attach(subscriber, must_reject=rule), "rs-tck:other-thread")
+        limit = 2 * self.settings.timeout + 1.0
+        with self.env.calling("on_subscribe() (made on another thread)"):
+            returned = sender.wait(limit)
+        if not returned:
+            raise RuleViolation(None, "a signal to return promptly",
+                                "on_subscribe did not return (made on another thread)", setting="timeout")
+        return cast(ManualSubscription, sender.result())
 
     def close(self) -> None:
         for upstream in self._upstreams:

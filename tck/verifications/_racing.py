@@ -16,6 +16,7 @@ from ..errors import RuleViolation
 from ..evidence import cite
 from ..manual import Preemption
 from ..manual import kits_step
+from ..reach import thread_frames
 from ..worker import Worker
 
 #: The thread switch interval while a test hunts a race. The interpreter's default (5 ms) lets
@@ -313,7 +314,7 @@ def _hold(resume: threading.Event, limit: float, rival: int | None) -> None:
     last: tuple[int, int] | None = None
     still = 0
     while not resume.wait(_RIVAL_LOOK_S) and time.monotonic() < deadline:
-        frame = sys._current_frames().get(rival)
+        frame = thread_frames().get(rival)
         if frame is None or kits_step(frame):
             last, still = None, 0  # the kit's own work (a probe's pause, its bookkeeping) goes on
             continue

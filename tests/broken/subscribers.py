@@ -553,21 +553,44 @@ class ReportsWithoutWith(GoodSubscriber):
 # -- defects that hide in one calling context ----------------------------------------------------
 
 
-class CancelsBothOnSecondSubscription(GoodSubscriber):
-    """Rule 2.5: a second on_subscribe makes it cancel the new subscription and its first one too.
+class SwapsToSecondSubscription(GoodSubscriber):
+    """Rule 2.5: a second on_subscribe makes it cancel its first subscription and keep the new one.
 
-    Its cancel of the first follows the second on_subscribe in the trace, which is what the
-    verdict cites; a subscriber that cancelled its first *before* (rule 2.6) is not accused.
+    It asks nothing of the new one by itself, so only the missing cancel of it shows; the
+    verdict cites the second on_subscribe and the cancel of the first that followed it.
+    (Cancelling the first *as well as* the new one is legal: giving up is the subscriber's right.)
     """
 
     def on_subscribe(self, subscription: Subscription) -> None:
         if subscription is None:
             raise TypeError("on_subscribe(None)")
         if self.subscription is not None:
-            subscription.cancel()
-            self.cancel()
+            self.subscription.cancel()
+            self.subscription = subscription
             return
         super().on_subscribe(subscription)
+
+
+class KeepsSubscriptionPerThread(GoodSubscriber):
+    """Rule 2.5: it looks for its subscription in a ``threading.local`` ("signals always come on
+    one thread"), so a second on_subscribe from another thread finds none and is adopted and
+    requested from, never cancelled. From the thread of the first it is cancelled correctly.
+    """
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.local = threading.local()
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if getattr(self.local, "subscription", None) is not None or self.done:
+            subscription.cancel()
+            return
+        self.local.subscription = subscription
+        self.subscription = subscription
+        self.probe.register(request=self.puppet_request, cancel=self.cancel)
+        self.request(1)
 
 
 # -- asyncio subscribers -----------------------------------------------------------------------
@@ -947,3 +970,116 @@ class DropsDemandLeftForItsDrain(GoodSubscriber):
             inside = self._wip > 0
         if self.subscription is not None and not inside:
             self.subscription.cancel()
+
+
+# -- 2.4: requests after the end that no backlog explains, by batching and by slow subscribers ---
+
+
+class BatchRetriesAfterEnd(GoodSubscriber):
+    """Rule 2.4: batches of demand (8 at first, 6 more after every 6 processed, limitRate's), and
+    200 ms after on_complete or on_error a "retry" asks the ended subscription for a batch again.
+
+    It processes each element inside on_next, so it has nothing left to work off at the end;
+    with fewer than 6 elements processed its batch pattern would make no request for a while,
+    which is why the count of the elements before the end cannot tell: it is caught once idle.
+    """
+
+    FIRST, BATCH, LATER = 8, 6, 0.2
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is not None or self.done:
+            subscription.cancel()
+            return
+        self.subscription = subscription
+        self.probe.register(request=self.puppet_request, cancel=self.cancel)
+        self.request(self.FIRST)
+
+    def process(self, element: Any) -> None:
+        if self.cancelled or self.done:
+            return
+        self.received.append(element)
+        if len(self.received) % self.BATCH == 0:
+            self.request(self.BATCH)
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        self._retry()
+
+    def on_error(self, exc: BaseException) -> None:
+        super().on_error(exc)
+        self._retry()
+
+    def _retry(self) -> None:
+        assert self.subscription is not None
+        timer = threading.Timer(self.LATER, self.subscription.request, (self.FIRST,))
+        timer.daemon = True
+        timer.start()
+
+
+class _Locked:
+    """A subscription whose calls are made one at a time, under a lock (rule 2.7)."""
+
+    def __init__(self, subscription: Subscription) -> None:
+        self._subscription = subscription
+        self._lock = threading.Lock()
+
+    def request(self, n: int) -> None:
+        with self._lock:
+            self._subscription.request(n)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._subscription.cancel()
+
+
+_MADE: dict[str, type[Any]] = {}
+
+
+def _tops_up_class() -> type[Any]:
+    """``TopsUpWhileWorking``, built once on first use (on the conforming ``SlowActor``)."""
+    if "tops_up" in _MADE:
+        return _MADE["tops_up"]
+    from tests.conforming.subscribers import SlowActor
+
+    class TopsUpWhileWorking(SlowActor):
+        """Rule 2.4: a slow actor (``SlowActor``: 150 ms per element, one request per element
+        processed) that, when the end arrives, also asks for one element more "for the road",
+        from a timer 50 ms later, while its worker still works off what came before the end.
+
+        Its worker's requests each finish its work on an element that came before the end, and
+        it is busy all along, never idle; the timer's request is one more than those, whatever
+        the timing: the count of requests after the end against the elements left tells it.
+        """
+
+        def _handle_subscribe(self, subscription: Subscription) -> None:
+            super()._handle_subscribe(_Locked(subscription))
+
+        def on_complete(self) -> None:
+            super().on_complete()
+            self._top_up()
+
+        def on_error(self, exc: BaseException) -> None:
+            super().on_error(exc)
+            self._top_up()
+
+        def _top_up(self) -> None:
+            timer = threading.Timer(0.05, self._one_more)
+            timer.daemon = True
+            timer.start()
+
+        def _one_more(self) -> None:
+            if self._subscription is not None:
+                self._subscription.request(1)
+
+    _MADE["tops_up"] = TopsUpWhileWorking
+    return TopsUpWhileWorking
+
+
+def tops_up_while_working() -> Any:
+    return _tops_up_class()()
+
+
+def tops_up_while_working_whitebox(probe: Any) -> Any:
+    return _tops_up_class()(probe)

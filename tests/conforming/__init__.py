@@ -60,8 +60,23 @@ def subjects() -> dict[str, tuple[str, Any]]:
             subscribers.loop_subscriber, loop="asyncio", label="asyncio_loop")),
         "subscriber_whitebox:asyncio_loop": ("subscriber_whitebox", WhiteboxSubject(
             subscribers.loop_whitebox, loop="asyncio", label="asyncio_loop_whitebox")),
+        # Gives up its own subscription too when offered a second (2.5 asks only that the
+        # second be cancelled).
+        "subscriber_blackbox:fail_fast": ("subscriber_blackbox", SubscriberSubject(
+            subscribers.fail_fast_subscriber, label="fail_fast")),
+        "subscriber_whitebox:fail_fast": ("subscriber_whitebox", WhiteboxSubject(
+            subscribers.fail_fast_whitebox, label="fail_fast_whitebox")),
         "processor:actor": ("processor", ProcessorSubject(
             processors.actor_processor, max_subscribers=1, label="actor")),
         "processor:prefetch": ("processor", ProcessorSubject(
             processors.prefetch_processor, max_subscribers=1, label="prefetch")),
+        # Asks its upstream for one element at a time, one more as each arrives (3.8).
+        "processor:netty_handler": ("processor", ProcessorSubject(
+            processors.handler_processor, max_subscribers=1, label="netty_handler")),
+        # Ends its own stream with on_error after refusing a None argument (2.13, 2.11).
+        "processor:akka_virtual": ("processor", ProcessorSubject(
+            processors.virtual_processor, max_subscribers=1, label="akka_virtual")),
+        # Passes request(n <= 0) on unchanged; the upstream's on_error answers it (3.9).
+        "processor:reactor_map": ("processor", ProcessorSubject(
+            processors.map_processor, max_subscribers=1, label="reactor_map")),
     }

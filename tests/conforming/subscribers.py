@@ -1,6 +1,7 @@
 """Conforming subscribers: the JVM examples' ``SyncSubscriber`` and ``AsyncSubscriber``, and
 ``first()``/``take(n)``, which cancel their own subscription once they have what they need
-(rule 2.6) and cancel any subscription offered after that (rule 2.5).
+(rule 2.6) and cancel any subscription offered after that (rule 2.5), and a fail-fast one
+that, offered a second subscription, cancels it and its own first one too.
 
 Each takes an optional whitebox probe: with one, it registers a puppet whose calls go straight
 to the subscription (as the JVM's whitebox tests of these examples do) and reports the
@@ -415,6 +416,71 @@ class LoopSubscriber:
             self._loop.call_soon(self._subscription.request, 1)  # breaks 2.4
 
 
+class FailFastSubscriber:
+    """Fails fast on a protocol violation: a second on_subscribe (someone broke rule 2.12, or
+    subscribed it twice) is cancelled, as rule 2.5 asks, and taken as fatal: the subscriber
+    cancels its own, first subscription too and ignores whatever still arrives (rule 2.8).
+    The shape of subscribers that treat "onSubscribe called twice" as an unrecoverable error.
+
+    Conforming: rule 2.5 asks only that the new subscription be cancelled, which it is, and it
+    never requests on it; nothing forbids a subscriber cancelling its own subscription at any
+    time (rules 2.6 and 3.5 make that its right; the JVM TCK's 2.5 test checks only the second's
+    cancellation). Requests 4 at first and one more per element; which subscription is active
+    is decided in one step under a lock, and its calls on its subscription are serialised
+    under a re-entrant lock (rule 2.7; re-entrant for elements delivered inside request, 3.10).
+    """
+
+    def __init__(self, probe: Any = None) -> None:
+        self._probe = probe
+        self._subscription: Subscription | None = None
+        self._failed: BaseException | None = None
+        self._state = threading.Lock()
+        self._calls = threading.RLock()
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("rule 2.13: on_subscribe(None)")
+        give_up: Subscription | None = None
+        with self._state:
+            first, adopt = self._subscription, self._subscription is None and self._failed is None
+            if adopt:
+                self._subscription = subscription
+            elif first is not None and self._failed is None:
+                self._failed = RuntimeError("on_subscribe called twice: protocol violation, giving up")
+                give_up = first
+        if not adopt:
+            subscription.cancel()  # rule 2.5
+            if give_up is not None:
+                with self._calls:
+                    give_up.cancel()  # fail fast: a subscriber may cancel its own at any time
+            return
+        if self._probe is not None:
+            self._probe.register(request=subscription.request, cancel=subscription.cancel)
+        with self._calls:
+            subscription.request(4)
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("rule 2.13: on_next(None)")
+        if self._failed is not None:
+            return
+        with _report(self._probe, "next", element):
+            pass
+        with self._calls:
+            if self._failed is None and self._subscription is not None:
+                self._subscription.request(1)
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("rule 2.13: on_error(None)")
+        with _report(self._probe, "error", exc):
+            pass
+
+    def on_complete(self) -> None:
+        with _report(self._probe, "complete"):
+            pass
+
+
 def cancel_at_once_sink() -> CancelAtOnceSink:
     return CancelAtOnceSink()
 
@@ -437,3 +503,83 @@ def loop_subscriber() -> LoopSubscriber:
 
 def loop_whitebox(probe: Any) -> LoopSubscriber:
     return LoopSubscriber(probe)
+
+
+def fail_fast_subscriber() -> FailFastSubscriber:
+    return FailFastSubscriber()
+
+
+def fail_fast_whitebox(probe: Any) -> FailFastSubscriber:
+    return FailFastSubscriber(probe)
+
+
+class SlowActor(JvmAsyncSubscriber):
+    """The JVM's ``AsyncSubscriber`` with a slow ``whenNext``: ``work_s`` per element.
+
+    Its mailbox is worked off in order, one signal at a time, so it receives on_complete or
+    on_error only once it has processed the elements that came before; meanwhile it asks for
+    more as it goes, ``batch`` at a time: one per element processed (``batch=1``, the JVM
+    example's shape), or ``batch`` at first and ``batch`` more after every ``batch`` processed
+    (limitRate's). Legal however long an element takes (rules 2.4, 2.11): the TCK must tell
+    it from a subscriber that asks after it had nothing left to work off. It runs on a pool
+    of its own, so that its long tasks do not hold up the other conforming subjects.
+    """
+
+    def __init__(self, probe: Any = None, *, work_s: float = 0.15, batch: int = 1) -> None:
+        super().__init__(probe, _slow_pool())
+        self._work_s = work_s
+        self._batch = batch
+        self._processed = 0
+
+    def _handle_subscribe(self, subscription: Subscription) -> None:
+        if self._subscription is not None:
+            subscription.cancel()  # rule 2.5
+            return
+        self._subscription = subscription
+        if self._probe is not None:
+            self._probe.register(request=self._request_from_outside, cancel=self._cancel_from_outside)
+        subscription.request(self._batch)
+
+    def _handle_next(self, element: Any) -> None:
+        import time
+
+        if self._subscription is None:
+            return
+        with _report(self._probe, "next", element):
+            time.sleep(self._work_s)  # whenNext: the element's processing
+        self._processed += 1
+        if self._processed % self._batch == 0:
+            self._subscription.request(self._batch)
+
+
+_slow: list[Executor] = []
+
+
+def _slow_pool() -> Executor:
+    with _slow_lock:
+        if not _slow:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _slow.append(ThreadPoolExecutor(max_workers=4, thread_name_prefix="slow-actor"))
+        return _slow[0]
+
+
+_slow_lock = threading.Lock()
+
+
+def slow_actor() -> SlowActor:
+    """150 ms per element, one request per element processed."""
+    return SlowActor()
+
+
+def slow_actor_whitebox(probe: Any) -> SlowActor:
+    return SlowActor(probe)
+
+
+def slow_batching_actor() -> SlowActor:
+    """20 ms per element, 24 more asked for after every 24 processed: a batch takes 480 ms."""
+    return SlowActor(work_s=0.02, batch=24)
+
+
+def slow_batching_actor_whitebox(probe: Any) -> SlowActor:
+    return SlowActor(probe, work_s=0.02, batch=24)

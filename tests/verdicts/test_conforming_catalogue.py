@@ -76,7 +76,7 @@ def test_verdicts_cite_the_records_that_show_them_and_the_setting_they_rest_on()
     cancels = [r["seq"] for r in flood.trace if r["signal"] == "cancel"]
     assert failure.evidence[0] == cancels[0]
 
-    subject = SubscriberSubject(lambda: bs.CancelsBothOnSecondSubscription(), label="cancels-both")
+    subject = SubscriberSubject(lambda: bs.SwapsToSecondSubscription(), label="swaps")
     results = run_verification("subscriber_blackbox", subject, rules=["2.5"])
     (accused,) = [r for r in results if r.outcome == "failed" and r.test.startswith("required_")]
     second_on_subscribe, first_cancel = accused.failures[0].evidence

@@ -101,7 +101,9 @@ BROKEN = [
     *both(broken.RequestsBeforeStoring, "3.10"),
     *white(broken.DeadlocksOnInlineNext, "3.10"),
     *both(broken.FailsOnInlineEnd, "3.11"),
-    *both(broken.CancelsBothOnSecondSubscription, "2.5", "already_has"),
+    *both(broken.SwapsToSecondSubscription, "2.5", "already_has"),
+    *both(broken.SwapsToSecondSubscription, "2.12"),
+    *both(broken.KeepsSubscriptionPerThread, "2.5", "already_has"),
     *(pytest.param(BB, named(BB, "2.4", f"cancelled_after_{end}"), SubscriberSubject(
         broken.loop_requests_after_end, loop="asyncio", label="LoopRequestsAfterEnd"), "2.4",
         id=f"blackbox-LoopRequestsAfterEnd-2.4-{end}") for end in ("on_complete", "on_error")),
@@ -158,6 +160,43 @@ def test_every_verified_subscriber_rule_has_a_broken_subscriber() -> None:
                     if t.level != "untested" and t.rule_id is not None}
         caught = {p.values[3] for p in BROKEN if p.values[0] == verification}
         assert verified <= caught, f"{verification}: no broken subscriber for {verified - caught}"
+
+
+@pytest.mark.parametrize("verification", [BB, WB])
+def test_giving_up_the_first_subscription_on_a_second_is_legal_and_noted(verification: str) -> None:
+    """Rule 2.5 asks only that the second subscription be cancelled: a fail-fast subscriber that
+    cancels its own first one too passes 2.5 and 2.12, the trace saying why."""
+    from tests.conforming import subscribers as conforming
+
+    subject = (SubscriberSubject(conforming.fail_fast_subscriber, label="fail_fast") if verification == BB
+               else WhiteboxSubject(conforming.fail_fast_whitebox, label="fail_fast"))
+    for rule, contains in (("2.5", "already_has"), ("2.12", "")):
+        result = run_one(verification, named(verification, rule, contains), subject)
+        assert result.verdict == "passed", result.message
+        notes = [r["detail"] for r in result.trace if r["signal"] == "note"]
+        assert any("cancelled its first subscription too" in note and "legal" in note for note in notes), notes
+
+
+@pytest.mark.parametrize("verification", [BB, WB])
+def test_trading_the_first_subscription_for_the_second_cites_both_records(verification: str) -> None:
+    subject = (broken.blackbox if verification == BB else broken.whitebox)(broken.SwapsToSecondSubscription)
+    result = run_one(verification, named(verification, "2.5", "already_has"), subject)
+    assert result.verdict == "failed"
+    assert "kept the second: it adopted it" in result.message
+    second_on_subscribe, first_cancel = result.failures[0].evidence
+    by_seq = {r["seq"]: r for r in result.trace}
+    assert (by_seq[second_on_subscribe]["actor"], by_seq[second_on_subscribe]["signal"]) == ("second", "on_subscribe")
+    assert (by_seq[first_cancel]["actor"], by_seq[first_cancel]["signal"]) == ("upstream", "cancel")
+
+
+@pytest.mark.parametrize("verification", [BB, WB])
+def test_the_required_2_5_test_offers_one_more_subscription_from_another_thread(verification: str) -> None:
+    subject = (broken.blackbox if verification == BB else broken.whitebox)(broken.GoodSubscriber)
+    result = run_one(verification, named(verification, "2.5", "already_has"), subject)
+    assert result.verdict == "passed", result.message
+    offered = {r["actor"]: r["thread"] for r in result.trace if r["signal"] == "on_subscribe"}
+    assert offered["second"] == offered["upstream"] != offered["third"] == "rs-tck:other-thread"
+    assert [r["actor"] for r in result.trace if r["signal"] == "cancel"] == ["second", "third"]
 
 
 # -- subscribers that must pass ----------------------------------------------------------------
@@ -296,9 +335,16 @@ def test_a_request_for_an_on_subscribe_handled_after_the_end_is_not_flagged(env:
     assert flagged(env) == ["2.4"]
 
 
+class _ProcessesLater(broken.GoodSubscriber):
+    """on_next only takes the element: its processing, and the request that answers it, come later."""
+
+    def process(self, element: Any) -> None:
+        self.received.append(element)
+
+
 def test_late_requests_that_work_or_the_tck_explain_are_not_flagged(env: Environment) -> None:
     busy = ManualPublisher(env, "busy")
-    busy.subscribe(broken.GoodSubscriber())
+    busy.subscribe(_ProcessesLater())
     busy.settle()
     busy.send_next()
     busy.send_complete()
@@ -310,6 +356,8 @@ def test_late_requests_that_work_or_the_tck_explain_are_not_flagged(env: Environ
     pulled.subscription.excuse()  # a whitebox puppet pulled after the end
     pulled.subscription.request(1)
     assert flagged(env) == []
+    # A thread of someone else's that could still call: the watch does not end early (rstck.reach).
+    threading.Thread(target=time.sleep, args=(0.5,), name="Thread-other", daemon=True).start()
     started = time.monotonic()
     busy.closing_after_terminal(window=0.2)()  # watches the whole window, then stops
     assert 0.1 < time.monotonic() - started < 1.0
