@@ -200,12 +200,23 @@ def timed_process(args: list[str], cwd: str, *, bytecode: bool) -> tuple[float, 
            if not k.startswith("RS_TCK_") and k != "PYTHONDONTWRITEBYTECODE"}
     if not bytecode:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return _timed([sys.executable, "-m", "pytest", *args], cwd, env)
+
+
+def _timed(argv: list[str], cwd: str | None, env: dict[str, str] | None) -> tuple[float, float, int]:
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     return wall, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status)
+
+
+def kit_run(kind: str, mode: str, project: str, *, bytecode: bool) -> tuple[float, float]:
+    """Wall and CPU seconds of the kit's command for ``kind`` in ``mode``; it must pass."""
+    wall, cpu, code = timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=bytecode)
+    if code != 0:
+        raise SystemExit(f"pytest {' '.join(KINDS[kind] + MODES[mode])} exited {code}")
+    return wall, cpu
 
 
 def _summary(walls: list[float], cpus: list[float]) -> dict[str, float]:
@@ -223,10 +234,7 @@ def processes(repeat: int) -> list[dict[str, Any]]:
         for _ in range(repeat):
             for command in commands:
                 kind, mode, bytecode = command
-                wall, cpu, code = timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=bytecode)
-                if code != 0:
-                    raise SystemExit(f"pytest {' '.join(KINDS[kind] + MODES[mode])} exited {code}")
-                samples[command].append((wall, cpu))
+                samples[command].append(kit_run(kind, mode, project, bytecode=bytecode))
     rows = []
     for (kind, mode, bytecode), runs in samples.items():
         row = {"kind": kind, "mode": mode, "bytecode": bytecode,
@@ -297,13 +305,6 @@ JVM_CLASSES: dict[str, list[str]] = {
 }
 
 
-def timed_command(command: list[str]) -> tuple[float, int]:
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, _usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - start, os.waitstatus_to_exitcode(status)
-
-
 def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
     """Each kit command beside the JVM TCK class it is anchored to, taken in turn, with bytecode
     not written (as the targets are stated); the ratio is kit / JVM per round, then the median.
@@ -319,15 +320,12 @@ def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as project:
         for kind, mode, cls in pairs:  # once each first: caches made, the JVM's files read
             timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=False)
-            timed_command(jvm[cls])
+            _timed(jvm[cls], None, None)
         for _ in range(repeat):
             for pair in pairs:
                 kind, mode, cls = pair
-                wall, _cpu, code = timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=False)
-                if code != 0:
-                    raise SystemExit(f"pytest {' '.join(KINDS[kind] + MODES[mode])} exited {code}")
-                kit[pair].append(wall)
-                wall, code = timed_command(jvm[cls])
+                kit[pair].append(kit_run(kind, mode, project, bytecode=False)[0])
+                wall, _cpu, code = _timed(jvm[cls], None, None)
                 if code < 0 or code & 1:
                     raise SystemExit(f"{' '.join(jvm[cls])} exited {code}: a JVM test failed or it did not run")
                 java[pair].append(wall)
