@@ -117,9 +117,10 @@ def _own_code(cls: type) -> tuple[frozenset[CodeType], frozenset[CodeType]]:
 def runs_code_of(subscriber: Any) -> bool:
     """Whether a thread other than the caller is inside ``subscriber``'s own code just now.
 
-    Its own code: a method of its class running for it (its first argument is ``subscriber``),
-    or a function nested in one (a worker's closure, a lambda). A worker processing an element
-    is (however long that takes, sleeping or blocked in a call); a ``threading.Timer`` or an
+    Its own code: a method of its class (running for it or for another instance of it; the
+    kit's own threads delivering signals left out), or a function nested in one (a worker's
+    closure, a lambda). A worker processing an element is (however long that takes, sleeping
+    or blocked in a call); a ``threading.Timer`` or an
     executor's thread waiting to run something is not, nor is a coroutine suspended at an
     ``await``. What ``rstck.reach`` is to threads, this is to the subscriber's work: evidence
     that it still has something to work off. One look at every thread's stack: microseconds.
@@ -131,14 +132,19 @@ def runs_code_of(subscriber: Any) -> bool:
     if not methods and not nested:
         return False
     me = threading.get_ident()
+    names = {t.ident: t.name for t in threading.enumerate() if t.ident is not None}
     for ident, top in thread_frames().items():
+        name = names.get(ident, "")
+        if ident == me or (name.startswith(KIT_PREFIX) and "loop" not in name):
+            continue  # the kit delivering a signal is not the subscriber's own work
         frame: Any = top
-        while frame is not None and ident != me:
+        while frame is not None:
             code = frame.f_code
-            if code in nested:
-                return True
-            if (code in methods and code.co_argcount
-                    and frame.f_locals.get(code.co_varnames[0]) is subscriber):
+            # Which instance a method runs for is not asked (``frame.f_locals`` on another
+            # thread's frame is unsafe in CPython 3.11: it can write stale values back into
+            # that frame): another instance of the class at work counts too, which only errs
+            # towards not accusing.
+            if code in nested or code in methods:
                 return True
             frame = frame.f_back
     return False

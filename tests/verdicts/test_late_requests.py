@@ -176,7 +176,9 @@ def test_a_method_running_for_the_subscriber_is_work_a_timer_waiting_to_call_it_
         thread = threading.Thread(target=other.work)
         thread.start()
         try:
-            assert not runs_code_of(mine)  # the same class, another instance
+            # The same class, another instance: counted too (which instance a method runs for
+            # is not read, frame.f_locals being unsafe on another thread in CPython 3.11).
+            assert runs_code_of(mine)
             assert runs_code_of(other)
         finally:
             other.go.set()
