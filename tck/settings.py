@@ -52,6 +52,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("coordinated_emission", "--rs-coordinated-emission", "rs_coordinated_emission",
          "RS_TCK_COORDINATED_EMISSION", "bool",
          "The processor emits an element only once every subscriber has demand for it"),
+    Knob("deterministic_sequence", "--rs-deterministic-sequence", "rs_deterministic_sequence",
+         "RS_TCK_DETERMINISTIC_SEQUENCE", "bool",
+         "factory(n) gives every subscriber the same elements in the same order, whatever it "
+         "requests when: the fuzz verification then checks that none is lost, duplicated or reordered"),
     Knob("never_requests", "--rs-never-requests", "rs_never_requests", "RS_TCK_NEVER_REQUESTS",
          "bool", "The subscriber never requests, by design (a sink that cancels at once or ignores "
          "its input): the tests that need its demand are not applicable"),
@@ -88,7 +92,7 @@ KNOBS_BY_NAME = {k.name: k for k in KNOBS}
 MAX_FUZZ_STEPS = 3
 CAPABILITY_KNOBS = (
     "max_elements", "recursion_depth", "max_subscribers", "skip_stochastic", "coordinated_emission",
-    "loop", "never_requests", "any_thread_puppet",
+    "loop", "never_requests", "any_thread_puppet", "deterministic_sequence",
 )
 
 
@@ -107,6 +111,7 @@ class Settings:
     skip_stochastic: bool = False
     stochastic_iterations: int = 100
     coordinated_emission: bool = False
+    deterministic_sequence: bool = False
     never_requests: bool = False
     any_thread_puppet: bool = False
     loop: str = "thread"

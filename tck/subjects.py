@@ -63,6 +63,8 @@ class PublisherSubject:
     recursion_depth: int | None = None
     max_subscribers: int | None = None
     skip_stochastic: bool | None = None
+    #: factory(n) gives every subscriber the same sequence (``--rs-deterministic-sequence``).
+    deterministic_sequence: bool | None = None
     #: "asyncio" for a publisher that must be called on an event loop (see ``--rs-loop``).
     loop: str | None = None
     label: str = ""
@@ -387,6 +389,8 @@ class ProcessorSubject:
     max_subscribers: int | None = None
     skip_stochastic: bool | None = None
     coordinated_emission: bool | None = None
+    #: The processor relays every subscriber the same sequence (``--rs-deterministic-sequence``).
+    deterministic_sequence: bool | None = None
     label: str = ""
 
     def __post_init__(self) -> None:

@@ -20,9 +20,11 @@ The verdict rests on the rules, checked as in every verification by the probes (
 * 3.9: a non-positive request on a live subscription ends it with ``on_error(ValueError)``;
 * 2.13: after on_next raised, no element follows: the subscription counts as cancelled, and
   nothing is owed (request() and subscribe() must still return, as the probes check live);
-* conservation: no element lost, duplicated or reordered. The reference is what the same
-  factory produced for a plain subscriber, twice, when both runs agree (a deterministic
-  publisher); otherwise only counts are checked.
+* conservation, for a subject that declares ``deterministic_sequence`` only: no element lost,
+  duplicated or reordered. The factory contract promises n elements, not their values or
+  order (a merge interleaves its sources by demand, a parallel source by timing), so an
+  undeclared subject is held to counts. The reference is what the same factory produced for
+  a plain subscriber, twice, when both runs agree.
 """
 
 from __future__ import annotations
@@ -475,6 +477,8 @@ class _Subscriber:
         self.cancel_received = 0
         self.requests_after_cancel = 0
         self.took_all = False
+        #: Whether the settle asked for one more element to see the end (``_ask_for_the_end``).
+        self.asked_end = False
         #: Elements received when on_next raised (the subscription then counts as cancelled),
         #: and the trace record of the raise.
         self.raised_at: int | None = None
@@ -729,7 +733,28 @@ class PublisherScenario:
                         and sub.raised_at is None:
                     # (a cancel from on_next may have landed meanwhile: no terminal is owed then;
                     # nor once the last element's on_next raises, after it was counted)
+                    self._ask_for_the_end(sub, n)
                     probe._wait(_ended_or_excused(sub), self.timeout)
+
+    def _ask_for_the_end(self, sub: _Subscriber, n: int) -> None:
+        """request(1) once all ``n`` elements arrived with no demand left and no end yet.
+
+        Rule 1.5 asks for on_complete, not for the end to be known before more is asked for
+        (a lazy source, a filter asking upstream for a replacement): as in the fixed 1.5 test,
+        only silence after a further request breaks it. factory(0) with nothing requested is
+        asked the same way.
+        """
+        probe = sub.probe
+        with probe._lock:
+            spent = probe.demand <= 0 and probe.received >= n and probe.terminal is None \
+                and not probe.cancelled and sub.raised_at is None
+        if not spent:
+            return
+        self.env.trace.note(f"settle: {sub.name} has all {n} element(s), no demand left and no end yet: "
+                            "request(1) for the end")
+        sub.asked_end = True
+        with sub.lock:
+            probe.request(1)
 
     def served(self) -> bool:
         """Whether the first subscriber has what ``await_owed`` waited for (else it timed out)."""
@@ -906,9 +931,10 @@ class PublisherScenario:
         crossed = requested >= MAX_DEMAND
         rule = "3.17" if crossed else "3.8"
         elements = list(sub.probe.elements)
-        if received > n and n < MAX_DEMAND - 1 and _distinct(elements):
-            # More distinct elements than asked for is the factory's doing, not a rule's (a
-            # repeated element is judged by _conserved).
+        if received > n and n < MAX_DEMAND - 1 and (
+                not self.env.settings.deterministic_sequence or _distinct(elements)):
+            # More elements than n is the factory's doing, not a rule's (for a subject that
+            # declares its sequence, a repeated element is judged by _conserved).
             return [RuleViolation(None, f"at most {n} element(s) from factory({n}) (the factory contract: "
                                   f"exactly n elements, then on_complete)",
                                   f"{who}{received} element(s)",
@@ -927,11 +953,15 @@ class PublisherScenario:
             return [RuleViolation(None, f"all {n} elements before on_complete (the factory contract)",
                                   f"{who}on_complete after {received} element(s)")]
         if n < MAX_DEMAND - 1 and requested >= n and terminal is None:
-            return [RuleViolation("1.5", f"on_complete after the last of {n} elements",
-                                  f"{who}no terminal signal within {self.timeout * 1000:.0f} ms")]
+            further = ", even after a further request(1)" if sub.asked_end else ""
+            return [RuleViolation("1.5", f"on_complete after the last of {n} elements, at the latest "
+                                  "once more is requested",
+                                  f"{who}no terminal signal within {self.timeout * 1000:.0f} ms{further}")]
         return []
 
     def _conserved(self, sub: _Subscriber, n: int, elements: list[Any], who: str) -> list[RuleViolation]:
+        if not self.env.settings.deterministic_sequence:
+            return []  # undeclared: neither the order nor the values are promised
         reference = self.reference(n)
         if reference is None:
             return []
@@ -949,7 +979,8 @@ class PublisherScenario:
             shown = ", ".join(short_repr(e) for e in reference[:6])
             return [RuleViolation(
                 None, f"the stream's elements in order, each once (factory({n}) produced "
-                f"{shown}{', ...' if len(reference) > 6 else ''} for a plain subscriber, twice)",
+                f"{shown}{', ...' if len(reference) > 6 else ''} for a plain subscriber, twice, "
+                "and the subject declares deterministic_sequence)",
                 f"{who}{what}", hint="no element may be lost, duplicated or reordered by a "
                 "particular order of requests and cancels")]
         return []

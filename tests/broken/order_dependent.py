@@ -104,6 +104,30 @@ class RequestOverwritesWhileServing(_Serving):
         return min(demand + n, MAX_DEMAND)
 
 
+class ReordersAfterAReentrantRequest(_Serving):
+    """Element order: a request landing while the drain loop runs swaps the next two elements.
+
+    The refill it triggers goes to the front of a buffer read last-in first-out: the count and
+    the values are right, only the order is not. No rule orders elements; a subject that
+    declares ``deterministic_sequence`` promises one, and the fuzz verification holds it to it.
+    Shown by: request(3); from on_next #1: request(1).
+    """
+
+    swap_at: int | None = None
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            if self.serving and n > 0 and self.swap_at is None and self.end is not None \
+                    and self.index + 1 < self.end:
+                self.swap_at = self.index
+        super().request(n)
+
+    def element(self, index: int) -> int:
+        if self.swap_at is not None and index in (self.swap_at, self.swap_at + 1):
+            return 2 * self.swap_at + 1 - index
+        return index
+
+
 class IllegalRequestIgnoredAcrossThreads(DoubleCountedAcrossThreads):
     """3.9: ``request(n <= 0)`` from another thread while the drain loop runs is dropped.
 

@@ -1615,14 +1615,27 @@ class IdleAfterATurnWithNothingOwed(RangeSubscription):
 
 
 class NoCompleteWhenATurnEndsAtTheLast(IdleAfterATurnWithNothingOwed):
-    """Rule 1.5: turns of 128; a stream of 1024 asked for in one request(1024) never completes."""
+    """Rule 1.5: turns of 128; a stream of 1024 asked for in one request(1024) never completes,
+    even when more is requested.
+
+    Idling with the end owed alone is legal (the end may come once more is asked for); but
+    ``request`` returns at once once every element was emitted ("nothing left to emit"), so
+    nothing ever looks for the end again.
+    """
 
     TURN = 128
 
+    def request(self, n: int) -> None:
+        with self.lock:
+            exhausted = n > 0 and self.index == self.end
+        if not exhausted:
+            super().request(n)
 
-class NoCompleteWhenAnOddTurnEndsAtTheLast(IdleAfterATurnWithNothingOwed):
-    """Rule 1.5: turns of 37, a size dividing none of 64, 1000 and 1024; a stream of 37 (or 74)
-    asked for in one request of its length never completes."""
+
+class NoCompleteWhenAnOddTurnEndsAtTheLast(NoCompleteWhenATurnEndsAtTheLast):
+    """Rule 1.5: as above with turns of 37, a size dividing none of 64, 1000 and 1024; a stream
+    of 37 (or 74) asked for in one request of its length never completes, even when more is
+    requested."""
 
     TURN = 37
 

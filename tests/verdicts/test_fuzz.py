@@ -41,6 +41,7 @@ from rstck.verifications import VERIFICATIONS
 from rstck.verifications._racing import aggressive_switching
 
 from tests.broken import order_dependent as od
+from tests.broken import publishers as bp
 
 pytest_plugins = ["pytester"]
 
@@ -118,6 +119,40 @@ def test_default_fuzz_budget_catches_it_on_its_rule(case: Case) -> None:
     shrunk = decode(fuzz["replay"])[1]
     steps = size(shrunk) if case.verification == "publisher" else len(shrunk[1])
     assert steps <= od.STEPS[case.id], fuzz["scenario"]
+
+
+@pytest.mark.usefixtures("ci")
+def test_element_order_is_judged_only_when_the_subject_declares_it() -> None:
+    """The factory promises n elements, not their order: a swap passes unless it is declared."""
+    factory = od.factory(od.ReordersAfterAReentrantRequest)
+    plain = run("publisher", FUZZ_TEST["publisher"], PublisherSubject(factory), FAST)
+    assert plain.outcome == "passed", plain.message
+    declared = run("publisher", FUZZ_TEST["publisher"], PublisherSubject(factory, deterministic_sequence=True), FAST)
+    assert (declared.outcome, declared.rule) == ("failed", None), declared.message
+    assert "in order, each once" in declared.message
+    assert "deterministic_sequence" in declared.message
+
+
+class _IdleAfterAnOddTurn(bp.IdleAfterATurnWithNothingOwed):
+    """Idles when a turn of 37 ends at the last element; the next request finds the end."""
+
+    TURN = 37
+
+
+@pytest.mark.parametrize(("case", "outcome"), [
+    (od.SilentEndAfterReentrantBulk, "failed"),  # never ends, whatever is asked
+    (bp.NoCompleteWhenAnOddTurnEndsAtTheLast, "failed"),  # ignores requests once exhausted
+    (_IdleAfterAnOddTurn, "passed"),  # ends once more is asked for: legal
+])
+def test_a_stream_whose_demand_is_spent_is_asked_once_more_before_it_is_accused(case: Any, outcome: str) -> None:
+    """1.5 in the fuzz: 37 requested exactly, in two parts; the kit then asks one more and judges."""
+    scenario = (37, (), ((0, 1, ("request", 36, "here")),), (("request", 0, 1, "here"),))
+    subject = PublisherSubject(od.factory(case))
+    result = run("publisher", FUZZ_TEST["publisher"], subject, FAST.replace(fuzz_replay=encode("publisher", scenario)))
+    assert result.outcome == outcome, result.message
+    if outcome == "failed":
+        assert result.rule == "1.5", result.message
+        assert "even after a further request(1)" in result.message, result.message
 
 
 CONFORMING = [
