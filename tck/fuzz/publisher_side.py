@@ -724,6 +724,12 @@ class PublisherScenario:
             if sub.illegal_at is not None or n == FAILED:
                 if not probe.cancelled:
                     probe._wait(_ended_or_excused(sub), self.timeout)
+                    if n != FAILED and n < MAX_DEMAND - 1:
+                        # All n arrived and no end: a stream that never ends breaks 1.5 before
+                        # 3.9, but only if it stays silent when more is asked for.
+                        self._ask_for_the_end(sub, n)
+                        if sub.asked_end:
+                            probe._wait(_ended_or_excused(sub), self.timeout)
             elif not probe.cancelled and sub.index == 0:
                 # What is owed is read live: a re-entrant request or cancel may still be made.
                 # One that raises meanwhile is owed nothing more (2.13): no waiting out the timeout.
