@@ -16,7 +16,8 @@ The verdict rests on the rules, checked as in every verification by the probes (
   outstanding at that moment, and for unbounded demand the signals must stop within the
   timeout. A bounded batch after cancel is conforming (1.8 says "eventually");
 * 3.8/3.17: demand requested and not cancelled is served: ``min(requested, n)`` elements arrive
-  (3.17 when the total crossed 2**63-1), and 1.5: on_complete follows the n-th;
+  (3.17 when the total crossed 2**63-1), and 1.5: on_complete follows the n-th, at the
+  latest once one more element is requested (the kit asks when the demand is spent);
 * 3.9: a non-positive request on a live subscription ends it with ``on_error(ValueError)``;
 * 2.13: after on_next raised, no element follows: the subscription counts as cancelled, and
   nothing is owed (request() and subscribe() must still return, as the probes check live);
