@@ -87,7 +87,7 @@ class ProbeSubscriber:
         "_on_next_hook", "_others", "_pause_s", "_racy", "_sections", "_threads", "_waiters",
         "after_cancel", "after_terminal", "cancel_seq", "concurrent_entries", "demand", "elements",
         "env", "error", "excess", "keep_elements", "max_depth", "name", "on_subscribe_hook",
-        "requested", "requested_after_cancel", "signals", "storm_limit", "subscription",
+        "requested", "requested_after_cancel", "signals", "storm_limit", "subscribing", "subscription",
         "subscriptions", "terminal", "terminal_seq", "yield_s",
     )
 
@@ -132,6 +132,9 @@ class ProbeSubscriber:
         #: A thread inside a signal method that waits for a call it handed over -> the thread
         #: making that call (see ``acting_for``).
         self._handoffs: dict[int, int] = {}
+        #: The thread inside the first on_subscribe, until it returns: the probe's own calls on
+        #: the subscription from any other thread wait for that (see ``_after_on_subscribe``).
+        self.subscribing: int | None = None
         #: The outermost signal method each thread is inside, to name both sides of an overlap.
         self._methods: dict[int, str] = {}
         #: The trace record of the signal each thread is (or was last) inside.
@@ -198,6 +201,7 @@ class ProbeSubscriber:
 
     def on_subscribe(self, subscription: Subscription) -> None:
         overlap = self._enter("on_subscribe")
+        mine = False
         try:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
@@ -220,6 +224,7 @@ class ProbeSubscriber:
                     self.subscriptions.append(subscription)
                     if first:
                         self.subscription = subscription
+                        self.subscribing, mine = get_ident(), True
                 record = self._record("on_subscribe", short_repr(subscription))
                 if self._waiters:
                     self._wake()
@@ -235,6 +240,11 @@ class ProbeSubscriber:
                     self._rewake()
         finally:
             self._exit()
+            if mine:
+                with self._lock:
+                    self.subscribing = None
+                    if self._waiters:
+                        self._wake()
 
     def on_next(self, element: Any) -> None:
         me = get_ident()
@@ -549,6 +559,7 @@ class ProbeSubscriber:
     def request(self, n: int) -> None:
         """Request ``n`` through the subscription, counting the demand as the probe sees it."""
         subscription = self._require_subscription("request")
+        self._after_on_subscribe("request", n)
         with self._lock:
             if self._fast_owner not in (None, get_ident()):
                 self._fast_end()
@@ -565,6 +576,7 @@ class ProbeSubscriber:
 
     def cancel(self) -> None:
         subscription = self._require_subscription("cancel")
+        self._after_on_subscribe("cancel")
         with self._lock:
             self._fast_end()
             self._cancelled = True
@@ -572,6 +584,29 @@ class ProbeSubscriber:
         if self.cancel_seq is None:
             self.cancel_seq = record.seq
         self._call("cancel", subscription.cancel)
+
+    def _after_on_subscribe(self, what: str, *args: int) -> None:
+        """Hold a call made from another thread while on_subscribe still runs until it returns.
+
+        A subscriber that hands its subscription to another thread before on_subscribe returns
+        brings about the overlap itself: a publisher that emits on the requesting thread (the
+        JVM's RangePublisher) then signals on_next there while on_subscribe runs here, and
+        conforming subscribers defer such calls (RxJava's StrictSubscriber). The probe does the
+        same, so the kit never provokes what rule 1.3 would blame on the publisher. Exempt: the
+        thread inside on_subscribe itself, a call it handed over and waits for (``acting_for``),
+        and a thread inside a signal of this probe (its overlap is the publisher's doing). The
+        wait is bounded by the timeout; past it the call is made anyway, with a note.
+        """
+        owner = self.subscribing
+        me = get_ident()
+        if owner is None or owner == me or self._handoffs.get(owner) == me or me in self._sections \
+                or self.env.closed:
+            return
+        timeout = self.env.settings.timeout
+        if self._wait(lambda: self.subscribing is None or self._handoffs.get(owner) == me, timeout):
+            return
+        self.env.trace.note(f"{self.name}: {what}({', '.join(map(str, args))}) waited {_ms(timeout)} for "
+                            "on_subscribe to return on another thread; made anyway")
 
     def _require_subscription(self, what: str) -> Subscription:
         if self.subscription is None:
