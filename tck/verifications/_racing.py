@@ -52,7 +52,7 @@ def paced_deadline(settings: Any) -> float:
     """When a test that sends element after element as a subscriber asks stops sending: half
     its time limit from now. A slow subscriber (one element at a time, each a while after the
     last) is not a broken one: the test is sized to its pace, not ended at its limit."""
-    return time.monotonic() + settings.test_limit / 2
+    return time.monotonic() + float(settings.test_limit) / 2
 
 
 def out_of_time(env: Any, deadline: float | None, done: int, what: str) -> bool:
