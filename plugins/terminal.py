@@ -29,6 +29,7 @@ from .verdicts import LABELS
 from .verdicts import SEVERITY
 from .verdicts import broken_rules
 from .verdicts import counts
+from .verdicts import inconclusive
 from .verdicts import race_count
 from .verdicts import shown
 from .verdicts import verdict
@@ -42,6 +43,8 @@ def _cell(results: list[TestResult]) -> tuple[str, str, str]:
     bad = shown(results)
     known = bad == Verdict.FAILED and all(r.baseline == "known" for r in results if verdict(r) == Verdict.FAILED)
     text = "FAILED" if bad in FAILING and not known else LABELS.get(bad, bad)
+    if bad == Verdict.ERROR and all(inconclusive(r) for r in results if verdict(r) == Verdict.ERROR):
+        text = "INCONCLUSIVE"  # too slow for the time limit: not a rule's failure (docs/verifications.md)
     if known:
         text = "known deviation"
     tests = counts((r.level for r in results), LEVELS)

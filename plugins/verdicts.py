@@ -26,6 +26,12 @@ def verdict(r: TestResult) -> Verdict | Outcome:
     return r.verdict if r.verdict in LABELS else r.outcome
 
 
+def inconclusive(r: TestResult) -> bool:
+    """Whether ``r`` is an error of the kind "too slow for this test": stopped at its time limit
+    (``test_limit``) with no rule seen broken. It fails the run, yet blames no rule."""
+    return r.verdict == Verdict.ERROR and any(f.rule is None and f.setting == "test_limit" for f in r.failures)
+
+
 def is_failure(r: TestResult) -> bool:
     return r.verdict in FAILING or r.outcome in FAILING
 

@@ -82,13 +82,53 @@ class ProbeSubscriber:
     # Slots: on_next reads and writes a dozen attributes per signal, a slot is the fastest.
     # Weak references: rule 3.13 tests look for a subscriber the publisher still holds.
     __slots__ = (
-        "__weakref__", "_cancelled", "_depths", "_fast_append", "_fast_inside", "_fast_key",
-        "_fast_owner", "_fast_seq", "_fast_seqs", "_handoffs", "_inside_seq", "_lock", "_methods",
-        "_on_next_hook", "_others", "_pause_s", "_racy", "_sections", "_threads", "_waiters",
-        "after_cancel", "after_terminal", "cancel_seq", "concurrent_entries", "demand", "elements",
-        "env", "error", "excess", "keep_elements", "max_depth", "name", "on_subscribe_hook",
-        "requested", "requested_after_cancel", "signals", "storm_limit", "subscription",
-        "subscriptions", "terminal", "terminal_seq", "yield_s",
+        "__weakref__",
+        "_cancel_told",
+        "_cancelled",
+        "_depths",
+        "_fast_append",
+        "_fast_inside",
+        "_fast_key",
+        "_fast_owner",
+        "_fast_seq",
+        "_fast_seqs",
+        "_handoffs",
+        "_inside_seq",
+        "_lock",
+        "_methods",
+        "_on_next_hook",
+        "_others",
+        "_pause_s",
+        "_racy",
+        "_requesting",
+        "_sections",
+        "_threads",
+        "_waiters",
+        "after_cancel",
+        "after_terminal",
+        "cancel_queued_at",
+        "cancel_ran_at",
+        "cancel_seq",
+        "concurrent_entries",
+        "demand",
+        "elements",
+        "env",
+        "error",
+        "excess",
+        "keep_elements",
+        "max_depth",
+        "name",
+        "on_subscribe_hook",
+        "requested",
+        "requested_after_cancel",
+        "signals",
+        "storm_limit",
+        "subscribing",
+        "subscription",
+        "subscriptions",
+        "terminal",
+        "terminal_seq",
+        "yield_s",
     )
 
     def __init__(
@@ -132,6 +172,9 @@ class ProbeSubscriber:
         #: A thread inside a signal method that waits for a call it handed over -> the thread
         #: making that call (see ``acting_for``).
         self._handoffs: dict[int, int] = {}
+        #: The thread inside the first on_subscribe, until it returns: the probe's own calls on
+        #: the subscription from any other thread wait for that (see ``_after_on_subscribe``).
+        self.subscribing: int | None = None
         #: The outermost signal method each thread is inside, to name both sides of an overlap.
         self._methods: dict[int, str] = {}
         #: The trace record of the signal each thread is (or was last) inside.
@@ -162,6 +205,15 @@ class ProbeSubscriber:
         self.after_cancel = 0
         #: The trace record of the first cancel(), cited by verdicts about what followed it.
         self.cancel_seq: int | None = None
+        #: When the first cancel() was made, and when the subject's cancel() began to run: on an
+        #: event loop it runs only once the loop gets to it, which a publisher that never
+        #: yields its loop prevents (see ``_cancel_not_run``).
+        self.cancel_queued_at: float | None = None
+        self.cancel_ran_at: float | None = None
+        self._cancel_told = False
+        #: How many of the probe's request() calls are running in the subject right now (counted
+        #: where they run: on an event loop, only while the loop runs them).
+        self._requesting = 0
         self.requested_after_cancel = False
 
     def __repr__(self) -> str:
@@ -198,6 +250,7 @@ class ProbeSubscriber:
 
     def on_subscribe(self, subscription: Subscription) -> None:
         overlap = self._enter("on_subscribe")
+        mine = False
         try:
             self.env.bump()
             problems: list[tuple[str, str, str]] = []
@@ -220,6 +273,7 @@ class ProbeSubscriber:
                     self.subscriptions.append(subscription)
                     if first:
                         self.subscription = subscription
+                        self.subscribing, mine = get_ident(), True
                 record = self._record("on_subscribe", short_repr(subscription))
                 if self._waiters:
                     self._wake()
@@ -235,6 +289,11 @@ class ProbeSubscriber:
                     self._rewake()
         finally:
             self._exit()
+            if mine:
+                with self._lock:
+                    self.subscribing = None
+                    if self._waiters:
+                        self._wake()
 
     def on_next(self, element: Any) -> None:
         me = get_ident()
@@ -303,6 +362,8 @@ class ProbeSubscriber:
             if flood > self.storm_limit:
                 raise ProbeAbort(f"{self.name}: {flood} elements beyond demand or after a terminal signal")
             limit = env.settings.after_cancel_limit
+            if after_cancel and self.cancel_ran_at is None and self.cancel_queued_at is not None:
+                self._cancel_not_run(after_cancel, seq, after_cancel > limit)
             if after_cancel > limit:
                 if after_cancel == limit + 1:
                     env.violation(
@@ -549,6 +610,7 @@ class ProbeSubscriber:
     def request(self, n: int) -> None:
         """Request ``n`` through the subscription, counting the demand as the probe sees it."""
         subscription = self._require_subscription("request")
+        self._after_on_subscribe("request", n)
         with self._lock:
             if self._fast_owner not in (None, get_ident()):
                 self._fast_end()
@@ -561,17 +623,111 @@ class ProbeSubscriber:
                 self.requested_after_cancel = True
             demand = self.demand
         self.env.trace.add(self.name, "request", str(n), demand)
-        self._call("request", subscription.request, n)
+        self._call("request", self._request_now(subscription), n)
+
+    def _request_now(self, subscription: Subscription) -> Callable[[int], None]:
+        """``subscription.request`` that counts itself running (``requesting``) while it runs."""
+
+        def request(n: int) -> None:
+            with self._lock:
+                self._requesting += 1
+            try:
+                subscription.request(n)
+            finally:
+                with self._lock:
+                    self._requesting -= 1
+
+        return request
+
+    @property
+    def requesting(self) -> bool:
+        """Whether a request() of this probe is running in the subject now (an element that
+        arrives meanwhile is delivered inside it, rule 3.10)."""
+        return self._requesting > 0
 
     def cancel(self) -> None:
         subscription = self._require_subscription("cancel")
+        self._after_on_subscribe("cancel")
         with self._lock:
             self._fast_end()
             self._cancelled = True
         record = self.env.trace.add(self.name, "cancel", "", self.demand)
         if self.cancel_seq is None:
             self.cancel_seq = record.seq
-        self._call("cancel", subscription.cancel)
+            self.cancel_queued_at = monotonic()
+        self._call("cancel", self._cancel_now(subscription))
+
+    def _cancel_now(self, subscription: Subscription) -> Callable[[], None]:
+        """``subscription.cancel`` that notes when it began to run, and how late, if it was late."""
+
+        def cancel() -> None:
+            if self.cancel_ran_at is None and self.cancel_queued_at is not None:
+                self.cancel_ran_at = now = monotonic()
+                late = now - self.cancel_queued_at
+                if late > self.env.settings.no_signal_window or self._cancel_told:
+                    self.env.trace.note(f"{self.name}: cancel() ran {late * 1000:.0f} ms after it was "
+                                        f"made (queued on the subject's event loop); {self.after_cancel} "
+                                        "element(s) came meanwhile")
+            subscription.cancel()
+
+        return cancel
+
+    def _cancel_not_run(self, after_cancel: int, seq: int, flood: bool) -> None:
+        """An element after a cancel() that has not begun to run: is the caller shut out?
+
+        With ``--rs-loop=asyncio`` every call is made on the subject's event loop; a publisher
+        that keeps the loop (a drain that never returns to it) delivers element after element
+        while the subscriber's cancel() waits in the loop's queue. The subscription was never
+        cancelled, so rule 1.8 cannot be judged; rule 3.5 can: the caller's cancel() did not
+        return in a timely manner. Said once ``timeout`` has passed or ``after_cancel_limit``
+        elements have come (``flood``), whichever is first (the verdict rests on it), and the
+        flood is stopped then, which gives the loop back. (Loop callbacks run in order: a
+        publisher that yields between batches lets a queued cancel() run after one batch.)
+        """
+        queued = self.cancel_queued_at
+        assert queued is not None
+        waited = monotonic() - queued
+        if waited <= self.env.settings.timeout and not flood:
+            return
+        if not self._cancel_told:
+            self._cancel_told = True
+            self.env.violation(
+                "3.5", "cancel() to run and return in a timely manner (on an event loop, once the "
+                "loop is given back)",
+                f"cancel() was made {waited * 1000:.0f} ms ago and has not run: the event loop was busy "
+                f"in the publisher all that time, delivering {after_cancel} element(s) meanwhile, so a "
+                "cancel from the subscriber could not land (rule 1.8 cannot be judged: the subscription "
+                "was never cancelled)",
+                hint="give the loop back between batches (schedule the rest with loop.call_soon, or "
+                "await asyncio.sleep(0)): a drain that never returns to the loop shuts out every call "
+                "its subscriber makes",
+                evidence=cite(self.cancel_seq, seq),
+                setting="after_cancel_limit" if flood and waited <= self.env.settings.timeout else "timeout",
+            )
+        raise ProbeAbort(f"{self.name}: cancel() has not run for {waited * 1000:.0f} ms")
+
+    def _after_on_subscribe(self, what: str, *args: int) -> None:
+        """Hold a call made from another thread while on_subscribe still runs until it returns.
+
+        A subscriber that hands its subscription to another thread before on_subscribe returns
+        brings about the overlap itself: a publisher that emits on the requesting thread (the
+        JVM's RangePublisher) then signals on_next there while on_subscribe runs here, and
+        conforming subscribers defer such calls (RxJava's StrictSubscriber). The probe does the
+        same, so the kit never provokes what rule 1.3 would blame on the publisher. Exempt: the
+        thread inside on_subscribe itself, a call it handed over and waits for (``acting_for``),
+        and a thread inside a signal of this probe (its overlap is the publisher's doing). The
+        wait is bounded by the timeout; past it the call is made anyway, with a note.
+        """
+        owner = self.subscribing
+        me = get_ident()
+        if owner is None or owner == me or self._handoffs.get(owner) == me or me in self._sections \
+                or self.env.closed:
+            return
+        timeout = self.env.settings.timeout
+        if self._wait(lambda: self.subscribing is None or self._handoffs.get(owner) == me, timeout):
+            return
+        self.env.trace.note(f"{self.name}: {what}({', '.join(map(str, args))}) waited {_ms(timeout)} for "
+                            "on_subscribe to return on another thread; made anyway")
 
     def _require_subscription(self, what: str) -> Subscription:
         if self.subscription is None:

@@ -1,9 +1,12 @@
 """Runs one rule test against a fresh subject and turns what happened into its ``TestResult``.
 
 The body of a verification runs on a TCK-owned daemon thread; this thread only watches it.
-A subject that blocks inside a call (neither returning nor signalling), or a verification that
-overruns its time limit, costs that one verification: it is failed with the stack of the
-blocked call and its thread is abandoned, so one hostile subject cannot hang a whole session.
+A subject that blocks inside a call (neither returning nor signalling) costs that one
+verification: it is failed with the stack of the blocked call and its thread is abandoned, so
+one hostile subject cannot hang a whole session. A verification that overruns its time limit
+(``test_limit``) is abandoned too, but a slow subject is not a broken one: unless the probes
+saw a rule broken on the way, it ends inconclusive (outcome and verdict ``error``, no rule
+cited), visible and failing the run, never a rule's failure.
 """
 
 from __future__ import annotations
@@ -161,6 +164,7 @@ def _result(
 ) -> TestResult:
     problems = env.problems
     primary: RuleViolation | None = None
+    overran = ""  # the time limit's report, when the test was stopped there after a violation
     verdict, outcome, message = Verdict.PASSED, Outcome.PASSED, ""
     failures: list[Failure] = []
     if isinstance(error, NotVerified):
@@ -170,6 +174,17 @@ def _result(
         outcome, verdict = Outcome.ERROR, Verdict.ERROR
         failures = [Failure(None, "a subject the TCK can set up", str(error))]
         message = f"[setup] {error}"
+    elif isinstance(error, _Stalled) and error.setting == "test_limit" and problems:
+        # Stopped at its limit after the probes had seen a rule broken: that is the verdict.
+        primary = as_violation(problems[0], test.rule_id)
+        overran = str(error)
+    elif isinstance(error, _Stalled) and error.setting == "test_limit":
+        # A slow subject is not a broken one: no rule is cited, and the run does not pass.
+        outcome, verdict = Outcome.ERROR, Verdict.ERROR
+        limit = env.settings.test_limit
+        failures = [Failure(None, f"the verification to finish within its limit of {limit:.1f} s "
+                            "(--rs-test-limit-ms)", str(error).split("\n", 1)[0], setting="test_limit")]
+        message = _inconclusive_message(test, env, str(error), subject)
     elif isinstance(error, _Stalled):
         primary = RuleViolation(test.rule, "the verification to run to its end", str(error),
                                 setting=error.setting)
@@ -201,7 +216,7 @@ def _result(
         if test.level == Level.OPTIONAL and cited <= {test.rule_id, None} and not isinstance(error, _Stalled):
             # The optional behaviour is absent; nothing the spec requires was broken.
             outcome, verdict = Outcome.SKIPPED, Verdict.OPTIONAL_UNSUPPORTED
-        message = _failure_message(test, found, env, subject)
+        message = _failure_message(test, found, env, subject, overran)
         if verdict == Verdict.OPTIONAL_UNSUPPORTED:
             message = "optional, not supported: " + message
     records = env.trace.records()
@@ -295,12 +310,32 @@ def _fuzz_lines(fuzz: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _failure_message(test: TckTest, found: list[_Found], env: Environment, subject: str) -> str:
+def _inconclusive_message(test: TckTest, env: Environment, stalled: str, subject: str) -> str:
+    """The report of a test stopped at its time limit with no rule seen broken: inconclusive."""
+    limit = env.settings.test_limit
+    lines = [(f"inconclusive: too slow for this test within --rs-test-limit-ms ({limit * 1000:.0f} ms); "
+             "no rule was seen broken, and none is verified"),
+             ("  check   : raise --rs-test-limit-ms (ini rs_test_limit_ms, env RS_TCK_TEST_LIMIT_MS) for a "
+             "subject this slow, or look at where it was when stopped (below)"),
+             "  setting : test_limit (--rs-test-limit-ms)",
+             "  stopped : " + stalled.replace("\n", "\n  ")]
+    if subject:
+        lines.append(f"  subject : {subject}")
+    lines.append(f"  test    : {test.test_id} ({test.level})")
+    lines.append(f"  trace   : {env.trace.total} record(s)")
+    lines.append(env.trace.format(cited=[]))
+    return "\n".join(lines)
+
+
+def _failure_message(test: TckTest, found: list[_Found], env: Environment, subject: str,
+                     overran: str = "") -> str:
     """The human-readable report of a failed test: the one place its failures become text."""
     first, others = found[0], found[1:]
     lines = _failure_lines(first.violation.failure(), first.raised, first.violation)
     if first.problem is not None:
         lines.append(f"  where   : {first.problem.origin}")
+    if overran:
+        lines.append("  stopped : " + overran.replace("\n", "\n  "))
     lines += _fuzz_lines(getattr(first.violation, "fuzz", None))
     if subject:
         lines.append(f"  subject : {subject}")

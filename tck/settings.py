@@ -34,7 +34,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("gc_window", "--rs-gc-ms", "rs_gc_ms", "RS_TCK_GC_MS", "ms",
          "Longest wait for a publisher to drop a cancelled subscriber (rule 3.13)"),
     Knob("test_limit", "--rs-test-limit-ms", "rs_test_limit_ms", "RS_TCK_TEST_LIMIT_MS", "ms",
-         "Hard limit on one verification, after which it fails and its thread is abandoned"),
+         "Hard limit on one verification, after which its thread is abandoned and it ends "
+         "inconclusive (an error) unless a rule was seen broken"),
     Knob("after_cancel_limit", "--rs-after-cancel-limit", "rs_after_cancel_limit",
          "RS_TCK_AFTER_CANCEL_LIMIT", "int",
          "Elements a publisher may still deliver after cancel() (a batch in progress, a mailbox "

@@ -48,8 +48,24 @@ CATCH_UP_S = 0.05
 SUBSCRIBE_RACE_ROUNDS = 24
 
 
+def paced_deadline(settings: Any) -> float:
+    """When a test that sends element after element as a subscriber asks stops sending: half
+    its time limit from now. A slow subscriber (one element at a time, each a while after the
+    last) is not a broken one: the test is sized to its pace, not ended at its limit."""
+    return time.monotonic() + float(settings.test_limit) / 2
+
+
+def out_of_time(env: Any, deadline: float | None, done: int, what: str) -> bool:
+    """Whether ``deadline`` (``paced_deadline``) has passed; noted in the trace once it has."""
+    if deadline is None or time.monotonic() < deadline:
+        return False
+    env.trace.note(f"{what}: stopped after {done} at half the time limit (--rs-test-limit-ms): "
+                   "the subscriber's own pace, not a stall")
+    return True
+
+
 def race_rounds(env: Any, upstream: Any, rounds: int, sent: list[Any] | None = None,
-                caught_up: Callable[[float], bool] | None = None) -> list[Any]:
+                caught_up: Callable[[float], bool] | None = None, deadline: float | None = None) -> list[Any]:
     """Send up to ``rounds`` elements as demand allows, two on time, then one late; returns them.
 
     An element on time goes out while the subscriber's request() is still held (waiting for a
@@ -61,7 +77,7 @@ def race_rounds(env: Any, upstream: Any, rounds: int, sent: list[Any] | None = N
     among them the moment when a delivery loop has given up its turn but still has work in hand.
     ``caught_up(timeout)`` (the whitebox probe's: one element at most left to process) holds a
     late element back until the subscriber has worked off the others, so that its loop is about
-    to run dry. Stops at a cancel() or when demand runs out.
+    to run dry. Stops at a cancel(), when demand runs out, or at ``deadline`` (``paced_deadline``).
     """
     sub = upstream.subscription
     sent = [] if sent is None else sent
@@ -71,6 +87,8 @@ def race_rounds(env: Any, upstream: Any, rounds: int, sent: list[Any] | None = N
     try:
         for i in range(rounds):
             if upstream.wait_demand(until_cancelled=True) <= 0 or sub.cancelled:
+                break
+            if out_of_time(env, deadline, len(sent), "the race rounds"):
                 break
             # A call from the test's thread (a synchronous subscriber) has no thread to pause, and
             # a subject served on its event loop would have the TCK's signal wait on the pause.

@@ -1667,3 +1667,85 @@ class ServesWhatARaisingOnSubscribeRequested(RangePublisher):
         with contextlib.suppress(Exception):
             subscriber.on_subscribe(subscription)
         subscription.start()
+
+
+# -- on an asyncio event loop ---------------------------------------------------------------------
+
+
+class _HoggingLoopSubscription:
+    """One subscriber's state, touched only on the loop's thread (see ``HogsTheLoop``)."""
+
+    def __init__(self, publisher: HogsTheLoop, subscriber: Subscriber[int]) -> None:
+        self._publisher = publisher
+        self._subscriber: Subscriber[int] | None = subscriber
+        self._next = 0
+        self._demand = 0
+        self._scheduled = False
+        self._halt = _halt
+
+    def request(self, n: int) -> None:
+        if self._subscriber is None:
+            return
+        if n <= 0:
+            subscriber, self._subscriber = self._subscriber, None
+            subscriber.on_error(ValueError(f"rule 3.9: request({n})"))
+            return
+        self._demand = min(MAX_DEMAND, self._demand + n)
+        if not self._scheduled:
+            self._scheduled = True
+            self._publisher.loop.call_soon(self._drain)
+
+    def cancel(self) -> None:
+        self._subscriber = None
+
+    def _drain(self) -> None:
+        # The defect: one callback delivers while there is demand, never giving the loop back.
+        # A cancel made inside on_next lands (it is made on the loop, here); one queued on the
+        # loop from elsewhere waits behind this callback for ever.
+        self._scheduled = False
+        while self._demand > 0 and not self._halt.is_set():
+            subscriber = self._subscriber
+            if subscriber is None:
+                return
+            if self._next == self._publisher.count:
+                self._subscriber = None
+                subscriber.on_complete()
+                return
+            element, self._next = self._next, self._next + 1
+            if self._demand != MAX_DEMAND:
+                self._demand -= 1
+            try:
+                subscriber.on_next(element)
+            except Exception:
+                self._subscriber = None
+                raise
+        subscriber = self._subscriber
+        if subscriber is not None and self._next == self._publisher.count:
+            self._subscriber = None
+            subscriber.on_complete()
+
+
+class HogsTheLoop:
+    """Rule 3.5 (on an event loop): a drain that keeps emitting under unbounded demand and never
+    yields its loop, so a cancel() the subscriber queues on the loop never runs (asyncio
+    streams written as one ``while`` over the demand)."""
+
+    def __init__(self, count: int) -> None:
+        import asyncio
+
+        self.loop = asyncio.get_running_loop()
+        self.count = count
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        subscriber.on_subscribe(_HoggingLoopSubscription(self, subscriber))
+
+
+def loop_factory(cls: Callable[[int], Any]) -> Callable[[int], Any]:
+    """An ``async def`` factory of ``cls``: the publisher is made, and called, on the kit's loop."""
+
+    async def make(n: int) -> Any:
+        return cls(n)
+
+    return make

@@ -79,6 +79,9 @@ def subjects() -> dict[str, tuple[str, Any]]:
             subscribers.fail_fast_subscriber, label="fail_fast")),
         "subscriber_whitebox:fail_fast": ("subscriber_whitebox", WhiteboxSubject(
             subscribers.fail_fast_whitebox, label="fail_fast_whitebox")),
+        # Requests one element at a time, each half a timeout after the one before (3.8): slow.
+        "subscriber_whitebox:one_at_a_time": ("subscriber_whitebox", WhiteboxSubject(
+            subscribers.one_at_a_time_whitebox, label="one_at_a_time_whitebox")),
         "processor:actor": ("processor", ProcessorSubject(
             processors.actor_processor, max_subscribers=1, label="actor")),
         "processor:prefetch": ("processor", ProcessorSubject(

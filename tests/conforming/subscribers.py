@@ -583,3 +583,111 @@ def slow_batching_actor() -> SlowActor:
 
 def slow_batching_actor_whitebox(probe: Any) -> SlowActor:
     return SlowActor(probe, work_s=0.02, batch=24)
+
+
+class OneAtATimeSubscriber:
+    """Asks its upstream for one element at a time, each request half a timeout (of the kit's
+    default, 1 s) after the element before it was processed, for as many as it was asked for.
+
+    The JVM TCK's self-test subject for waiting on demand twice: a slow subscriber, not a broken
+    one (rule 3.8 asks only that the requests add up). Its puppet's ``request(n)`` requests one
+    at once and leaves the rest to a timer after each element.
+    """
+
+    PACE_S = 0.5
+
+    def __init__(self, probe: Any = None) -> None:
+        self._probe = probe
+        self._subscription: Subscription | None = None
+        self._lock = threading.Lock()
+        self._owed = 0  # asked of the puppet, not yet requested upstream
+        self._outstanding = 0  # requested upstream, not yet arrived
+        self._cancelled = False
+        self._timers: list[threading.Timer] = []
+        #: The puppet's calls and the timers' go to the subscription one at a time (rule 2.7).
+        self._calls = threading.RLock()
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("rule 2.13: on_subscribe(None)")
+        if self._subscription is not None:
+            subscription.cancel()  # rule 2.5
+            return
+        self._subscription = subscription
+        if self._probe is not None:
+            self._probe.register(request=self._pull, cancel=self._cancel)
+
+    def _pull(self, n: int) -> None:
+        subscription = self._subscription
+        assert subscription is not None
+        if n <= 0:
+            with self._calls:
+                subscription.request(n)  # the upstream answers it (rule 3.9)
+            return
+        with self._lock:
+            self._owed += n
+            now = self._outstanding == 0 and not self._timers
+            if now:
+                self._owed -= 1
+                self._outstanding += 1
+        if now:
+            with self._calls:
+                subscription.request(1)
+
+    def _cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            timers, self._timers = self._timers, []
+        for timer in timers:
+            timer.cancel()
+        assert self._subscription is not None
+        with self._calls:
+            self._subscription.cancel()
+
+    def _later(self) -> None:
+        with self._lock:
+            self._timers = [t for t in self._timers if t is not threading.current_thread()]
+            if self._cancelled or self._owed <= 0:
+                return
+            self._owed -= 1
+            self._outstanding += 1
+        assert self._subscription is not None
+        with self._calls:
+            self._subscription.request(1)
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("rule 2.13: on_next(None)")
+        with _report(self._probe, "next", element):
+            pass
+        with self._lock:
+            self._outstanding -= 1
+            if self._cancelled or self._owed <= 0:
+                return
+            timer = threading.Timer(self.PACE_S, self._later)
+            timer.daemon = True
+            self._timers.append(timer)
+        timer.start()
+
+    def _stop(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            timers, self._timers = self._timers, []
+        for timer in timers:
+            timer.cancel()
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("rule 2.13: on_error(None)")
+        self._stop()
+        with _report(self._probe, "error", exc):
+            pass
+
+    def on_complete(self) -> None:
+        self._stop()
+        with _report(self._probe, "complete"):
+            pass
+
+
+def one_at_a_time_whitebox(probe: Any) -> OneAtATimeSubscriber:
+    return OneAtATimeSubscriber(probe)

@@ -27,6 +27,13 @@ def not_a_publisher(n):
     return 42
 
 NOT_CALLABLE = 7
+
+def slow_factory(n):
+    """Conforming, but each publisher takes a while to make: slow, not broken."""
+    import time
+    from rstck.reference import range_publisher
+    time.sleep(0.15)
+    return range_publisher(n)
 '''
 
 
@@ -186,3 +193,17 @@ def test_concurrency_must_be_positive(project: pytest.Pytester) -> None:
     result = project.runpytest(REF, "--rs-concurrency=0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--rs-concurrency must be >= 1, got 0*"])
+
+
+def test_a_test_too_slow_for_its_limit_is_inconclusive_not_a_rule_failure(project: pytest.Pytester) -> None:
+    """A hundred slow factories overrun a short limit: an error that blames no rule, and says why."""
+    path = project.path / "results.json"
+    result = project.runpytest("--rs-publisher=subjects:slow_factory", "--rs-rules=1.3", "--rs-test-limit-ms=2000",
+                               "--rs-timeout-ms=500", f"--rs-report-json={path}")
+    result.assert_outcomes(passed=1, errors=0, failed=1)
+    out = result.stdout.str()
+    assert "inconclusive: too slow for this test within --rs-test-limit-ms (2000 ms)" in out
+    assert "INCONCLUSIVE" in out
+    (slow,) = [r for r in json.loads(path.read_text())["results"] if r["outcome"] != "passed"]
+    assert (slow["outcome"], slow["verdict"]) == ("error", "error")
+    assert [(f["rule"], f["setting"]) for f in slow["failures"]] == [(None, "test_limit")]

@@ -220,3 +220,55 @@ def test_the_kits_tracebacks_are_formatted_without_parsing(monkeypatch: pytest.M
     assert 'raise ValueError("inside the subject")' in text
     assert f"line {frames[-1].lineno}, in boom" in format_frames(frames)
     assert "^" not in text
+
+
+# -- the time limit: a slow subject is inconclusive, not broken ----------------------------------
+
+
+def _overrunning(violate: bool) -> Any:
+    """A rule test whose body keeps working (signals keep coming) past its time limit."""
+    import time
+
+    from rstck.contexts import Context
+    from rstck.verifications import Registry
+
+    registry = Registry("publisher")
+
+    @registry("3.8", "required")
+    def required_spec308_slow(ctx: Context) -> None:
+        """A subject that serves, steadily, slower than the limit allows."""
+        if violate:
+            ctx.env.violation("1.1", "at most 1 on_next", "on_next #2 with no outstanding demand")
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and not ctx.env.closed:
+            ctx.env.bump()  # progress: never taken for a blocked call
+            time.sleep(0.01)
+
+    return registry.tests[0]
+
+
+def test_a_test_stopped_at_its_time_limit_is_inconclusive_not_a_rule_failure() -> None:
+    from rstck.contexts import Context
+    from rstck.runner import run_test
+
+    result = run_test(_overrunning(False), Context, Settings(timeout=0.2, test_limit=0.5))
+    assert (result.outcome, result.verdict) == ("error", "error"), result.message
+    assert result.message.startswith("inconclusive: too slow for this test within --rs-test-limit-ms (500 ms)")
+    (failure,) = result.failures
+    assert failure.rule is None  # no rule is blamed: the rule table shows no failure
+    assert failure.setting == "test_limit"
+    from rstck_plugins.verdicts import broken_rules
+    from rstck_plugins.verdicts import is_failure
+
+    assert broken_rules(result) == []
+    assert is_failure(result)  # but it does not pass silently either: the run fails
+
+
+def test_a_violation_seen_before_the_time_limit_stays_the_verdict() -> None:
+    from rstck.contexts import Context
+    from rstck.runner import run_test
+
+    result = run_test(_overrunning(True), Context, Settings(timeout=0.2, test_limit=0.5))
+    assert result.outcome == "failed", result.message
+    assert result.failures[0].rule == "1.1"
+    assert "stopped : the verification did not finish within its limit of 0.5 s" in result.message
