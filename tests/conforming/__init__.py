@@ -18,6 +18,8 @@ from rstck.subjects import WhiteboxSubject
 
 from . import processors
 from . import publishers
+from . import reactor_ports
+from . import rx_ports
 from . import subscribers
 
 
@@ -79,4 +81,53 @@ def subjects() -> dict[str, tuple[str, Any]]:
         # Passes request(n <= 0) on unchanged; the upstream's on_error answers it (3.9).
         "processor:reactor_map": ("processor", ProcessorSubject(
             processors.map_processor, max_subscribers=1, label="reactor_map")),
+    }
+
+
+#: RxJava's TCK classes (``src/test/java/io/reactivex/rxjava3/tck/``) by label: the factory its
+#: ``createPublisher`` builds and its ``maxElementsFromPublisher`` (``BaseTck``: 1024).
+RX_TCK = {
+    "rx_range": (rx_ports.range_tck, rx_ports.MAX_ELEMENTS),
+    "rx_from_iterable": (rx_ports.from_iterable_tck, rx_ports.MAX_ELEMENTS),
+    "rx_just": (rx_ports.just_tck, 1),
+    "rx_empty": (rx_ports.empty_tck, 0),
+    "rx_filter": (rx_ports.filter_tck, rx_ports.MAX_ELEMENTS),
+    "rx_map": (rx_ports.map_tck, rx_ports.MAX_ELEMENTS),
+    "rx_take": (rx_ports.take_tck, rx_ports.MAX_ELEMENTS),
+    "rx_skip": (rx_ports.skip_tck, rx_ports.MAX_ELEMENTS),
+    "rx_concat": (rx_ports.concat_tck, rx_ports.MAX_ELEMENTS),
+    "rx_merge": (rx_ports.merge_tck, rx_ports.MAX_ELEMENTS),
+    "rx_flat_map": (rx_ports.flat_map_tck, rx_ports.MAX_ELEMENTS),
+    "rx_observe_on": (rx_ports.observe_on_tck, rx_ports.MAX_ELEMENTS),
+    "rx_hide": (rx_ports.hide_tck, rx_ports.MAX_ELEMENTS),
+    # Not a TCK class of its own: HideTckTest's source under ObserveOnTckTest's operator, so that
+    # observeOn runs unfused (prefetch 128, a request of 96 each time 96 were emitted).
+    "rx_hide_observe_on": (rx_ports.hide_observe_on, rx_ports.MAX_ELEMENTS),
+}
+
+
+def real_designs() -> dict[str, tuple[str, Any]]:
+    """RxJava's and Reactor's TCK constructions, ported with their operators, by label.
+
+    Kept apart from ``subjects()``: some break a rule for real (docs/verifications.md, "Real
+    designs"), and the conforming catalogue states which test each must fail.
+    """
+    rx = {
+        f"publisher:{label}": ("publisher", PublisherSubject(
+            factory, rx_ports.failed_publisher, max_elements=max_elements, label=label))
+        for label, (factory, max_elements) in RX_TCK.items()
+    }
+    return {
+        **rx,
+        # FluxGenerateVerification: the default maxElementsFromPublisher; any n is a cursor bound.
+        "publisher:reactor_generate": ("publisher", PublisherSubject(
+            reactor_ports.generate_tck, reactor_ports.generate_failed, label="reactor_generate")),
+        # AbstractFluxVerification builds an endless random stream past Integer.MAX_VALUE, from
+        # operators not ported (Mono.fromCallable().repeat()): declared as the range's bound instead.
+        "publisher:reactor_range_filter_map": ("publisher", PublisherSubject(
+            reactor_ports.range_filter_map, reactor_ports.abstract_failed,
+            max_elements=reactor_ports.INT_MAX, label="reactor_range_filter_map")),
+        "publisher:reactor_publish_on": ("publisher", PublisherSubject(
+            reactor_ports.range_filter_map_publish_on, reactor_ports.abstract_failed_publish_on,
+            max_elements=reactor_ports.INT_MAX, label="reactor_publish_on")),
     }
