@@ -336,13 +336,28 @@ class _Terminated(Exception):
 _TERMINATED = _Terminated("Operator has been terminated")
 
 
+class CompositeException(RuntimeError):
+    """``Exceptions.CompositeException`` ("Multiple exceptions"): the errors are its suppressed ones."""
+
+    def __init__(self) -> None:
+        super().__init__("Multiple exceptions")
+        self.suppressed: list[BaseException] = []
+
+
 def _add_throwable(field: AtomicReference, t: BaseException) -> bool:
-    """``Exceptions.addThrowable``."""
+    """``Exceptions.addThrowable``: a second error makes a ``CompositeException`` of both."""
     while True:
         current = field.get()
         if current is _TERMINATED:
             return False
-        update = t if current is None else Exception(current, t)
+        if isinstance(current, CompositeException):
+            current.suppressed.append(t)
+            return True
+        if current is None:
+            update = t
+        else:
+            update = CompositeException()  # Exceptions.multiple(current, t)
+            update.suppressed += [current, t]
         if field.compare_and_set(current, update):
             return True
 
