@@ -127,6 +127,10 @@ def real_designs() -> dict[str, tuple[str, Any]]:
         "publisher:reactor_range_filter_map": ("publisher", PublisherSubject(
             reactor_ports.range_filter_map, reactor_ports.abstract_failed,
             max_elements=reactor_ports.INT_MAX, label="reactor_range_filter_map")),
+        # UnicastProcessorTckTest: one subscriber, 1024 elements.
+        "processor:rx_unicast": ("processor", ProcessorSubject(
+            rx_ports.unicast_processor_tck, failed_factory=rx_ports.unicast_failed_publisher,
+            max_elements=rx_ports.MAX_ELEMENTS, max_subscribers=1, label="rx_unicast")),
         "publisher:reactor_publish_on": ("publisher", PublisherSubject(
             reactor_ports.range_filter_map_publish_on, reactor_ports.abstract_failed_publish_on,
             max_elements=reactor_ports.INT_MAX, label="reactor_publish_on")),

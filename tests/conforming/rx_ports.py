@@ -252,6 +252,8 @@ def validate_subscription(current: Any, nxt: Any) -> bool:
 
 
 def set_once(field: AtomicReference, s: Any) -> bool:
+    if s is None:
+        raise TypeError("s is null")
     if not field.compare_and_set(None, s):
         s.cancel()
         if field.get() is not CANCELLED:
@@ -2533,3 +2535,249 @@ def hide_observe_on(elements: int) -> Flowable:
 def hide_tck(elements: int) -> Flowable:
     """``HideTckTest``: ``Flowable.range(0, (int) elements).hide()``."""
     return range_(0, _int(elements)).hide()
+
+
+# -- processors/UnicastProcessor.java and the TCK's RefCountProcessor -----------------------------
+
+
+class UnicastQueueSubscription(AtomicInteger):
+    """``UnicastProcessor.UnicastQueueSubscription``: the processor's work-in-progress counter and
+    its one subscriber's subscription."""
+
+    def __init__(self, parent: UnicastProcessor) -> None:
+        super().__init__()
+        self.parent = parent
+
+    def request(self, n: int) -> None:
+        if validate_request(n):
+            bp_add(self.parent.requested, n)
+            self.parent.drain()
+
+    def cancel(self) -> None:
+        p = self.parent
+        if p.cancelled:
+            return
+        p.cancelled = True
+        p.downstream.lazy_set(None)
+        if self.get_and_increment() == 0:
+            p.downstream.lazy_set(None)
+            p.queue.clear()
+
+
+class UnicastProcessor(Flowable, FlowableSubscriber):
+    """``processors/UnicastProcessor.java`` (``create()``: delayError, no fusion asked here): an
+    unbounded queue, one subscriber, the queue drained by whoever comes first."""
+
+    def __init__(self, delay_error: bool = True) -> None:
+        self.queue = SpscLinkedArrayQueue(BUFFER_SIZE)
+        self.delay_error = delay_error
+        self.done = False
+        self.error: BaseException | None = None
+        self.downstream = AtomicReference()
+        self.cancelled = False
+        self.once = AtomicReference(False)
+        self.wip = UnicastQueueSubscription(self)
+        self.requested = AtomicLong()
+
+    def drain_regular(self, a: Any) -> None:
+        missed, q, fail_fast = 1, self.queue, not self.delay_error
+        while True:
+            r = self.requested.get()
+            e = 0
+            while r != e:
+                d = self.done
+                t = q.poll()
+                empty = t is None
+                if self.check_terminated(fail_fast, d, empty, a, q):
+                    return
+                if empty:
+                    break
+                a.on_next(t)
+                e += 1
+            if r == e and self.check_terminated(fail_fast, self.done, q.is_empty(), a, q):
+                return
+            if e != 0 and r != MAX_DEMAND:
+                self.requested.add_and_get(-e)
+            missed = self.wip.add_and_get(-missed)
+            if missed == 0:
+                break
+
+    def drain(self) -> None:
+        if self.wip.get_and_increment() != 0:
+            return
+        missed = 1
+        a = self.downstream.get()
+        while True:
+            if a is not None:
+                self.drain_regular(a)
+                return
+            missed = self.wip.add_and_get(-missed)
+            if missed == 0:
+                break
+            a = self.downstream.get()
+
+    def check_terminated(self, fail_fast: bool, d: bool, empty: bool, a: Any, q: Any) -> bool:
+        if self.cancelled:
+            q.clear()
+            self.downstream.lazy_set(None)
+            return True
+        if d:
+            if fail_fast and self.error is not None:
+                q.clear()
+                self.downstream.lazy_set(None)
+                a.on_error(self.error)
+                return True
+            if empty:
+                e = self.error
+                self.downstream.lazy_set(None)
+                if e is not None:
+                    a.on_error(e)
+                else:
+                    a.on_complete()
+                return True
+        return False
+
+    def on_subscribe(self, s: Any) -> None:
+        if self.done or self.cancelled:
+            s.cancel()
+        else:
+            s.request(MAX_DEMAND)
+
+    def on_next(self, t: Any) -> None:
+        if t is None:
+            raise TypeError("onNext called with a null value.")
+        if self.done or self.cancelled:
+            return
+        self.queue.offer(t)
+        self.drain()
+
+    def on_error(self, t: BaseException) -> None:
+        if t is None:
+            raise TypeError("onError called with a null Throwable.")
+        if self.done or self.cancelled:
+            plugins_on_error(t)
+            return
+        self.error = t
+        self.done = True
+        self.drain()
+
+    def on_complete(self) -> None:
+        if self.done or self.cancelled:
+            return
+        self.done = True
+        self.drain()
+
+    def subscribe_actual(self, s: Any) -> None:
+        if not self.once.get() and self.once.compare_and_set(False, True):
+            s.on_subscribe(self.wip)
+            self.downstream.set(s)
+            if self.cancelled:
+                self.downstream.lazy_set(None)
+            else:
+                self.drain()
+        else:
+            EmptySubscription.error(RuntimeError("This processor allows only a single Subscriber"), s)
+
+
+class RefCountSubscriber(AtomicReference, FlowableSubscriber):
+    """``RefCountProcessor.RefCountSubscriber``: its cancel also leaves the parent's list."""
+
+    def __init__(self, actual: Any, parent: RefCountProcessor) -> None:
+        super().__init__(False)
+        self.downstream = actual
+        self.parent = parent
+        self.upstream: Any = None
+
+    def request(self, n: int) -> None:
+        self.upstream.request(n)
+
+    def cancel(self) -> None:
+        self.lazy_set(True)
+        self.upstream.cancel()
+        self.parent.remove(self)
+
+    def on_subscribe(self, s: Any) -> None:
+        self.upstream = s
+        self.downstream.on_subscribe(self)
+
+    def on_next(self, t: Any) -> None:
+        self.downstream.on_next(t)
+
+    def on_error(self, t: BaseException) -> None:
+        self.downstream.on_error(t)
+
+    def on_complete(self) -> None:
+        self.downstream.on_complete()
+
+
+class RefCountProcessor(Flowable, FlowableSubscriber):
+    """``src/test/java/io/reactivex/rxjava3/tck/RefCountProcessor.java``: the processor cancels its
+    upstream once its last subscriber cancelled; it is the subscription its inner processor gets."""
+
+    def __init__(self, actual: UnicastProcessor) -> None:
+        self.actual = actual
+        self.upstream = AtomicReference()
+        self.subscribers = AtomicReference(_INNER_EMPTY)
+
+    def on_subscribe(self, s: Any) -> None:
+        if set_once(self.upstream, s):
+            self.actual.on_subscribe(self)
+
+    def on_next(self, t: Any) -> None:
+        self.actual.on_next(t)
+
+    def on_error(self, t: BaseException) -> None:
+        self.upstream.lazy_set(CANCELLED)
+        self.actual.on_error(t)
+
+    def on_complete(self) -> None:
+        self.upstream.lazy_set(CANCELLED)
+        self.actual.on_complete()
+
+    def subscribe_actual(self, s: Any) -> None:
+        rcs = RefCountSubscriber(s, self)
+        if not self.add(rcs):
+            EmptySubscription.error(RuntimeError("RefCountProcessor terminated"), s)
+            return
+        self.actual.subscribe(rcs)
+
+    def cancel(self) -> None:
+        sh_cancel(self.upstream)
+
+    def request(self, n: int) -> None:
+        self.upstream.get().request(n)
+
+    def add(self, rcs: RefCountSubscriber) -> bool:
+        while True:
+            a = self.subscribers.get()
+            if a is _INNER_CANCELLED:  # TERMINATED
+                return False
+            if self.subscribers.compare_and_set(a, (*a, rcs)):
+                return True
+
+    def remove(self, rcs: RefCountSubscriber) -> None:
+        while True:
+            a = self.subscribers.get()
+            n = len(a)
+            if n == 0:
+                break
+            j = next((i for i, x in enumerate(a) if x is rcs), -1)
+            if j < 0:
+                break
+            b = _INNER_CANCELLED if n == 1 else (*a[:j], *a[j + 1:])
+            if self.subscribers.compare_and_set(a, b):
+                if b is _INNER_CANCELLED:
+                    self.cancel()
+                break
+
+
+def unicast_processor_tck() -> RefCountProcessor:
+    """``UnicastProcessorTckTest.createIdentityProcessor``: ``new RefCountProcessor<>(UnicastProcessor.create())``."""
+    return RefCountProcessor(UnicastProcessor())
+
+
+def unicast_failed_publisher() -> UnicastProcessor:
+    """``UnicastProcessorTckTest.createFailedPublisher``: a ``UnicastProcessor`` after ``onError``."""
+    up = UnicastProcessor()
+    up.on_error(TestException())
+    return up
