@@ -122,16 +122,15 @@ def real_designs() -> dict[str, tuple[str, Any]]:
         # FluxGenerateVerification: the default maxElementsFromPublisher; any n is a cursor bound.
         "publisher:reactor_generate": ("publisher", PublisherSubject(
             reactor_ports.generate_tck, reactor_ports.generate_failed, label="reactor_generate")),
-        # AbstractFluxVerification builds an endless random stream past Integer.MAX_VALUE, from
-        # operators not ported (Mono.fromCallable().repeat()): declared as the range's bound instead.
+        # AbstractFluxVerification: the default maxElementsFromPublisher; past Integer.MAX_VALUE
+        # its source is an endless stream of random ints.
         "publisher:reactor_range_filter_map": ("publisher", PublisherSubject(
-            reactor_ports.range_filter_map, reactor_ports.abstract_failed,
-            max_elements=reactor_ports.INT_MAX, label="reactor_range_filter_map")),
+            reactor_ports.range_filter_map, reactor_ports.abstract_failed, label="reactor_range_filter_map")),
+        "publisher:reactor_publish_on": ("publisher", PublisherSubject(
+            reactor_ports.range_filter_map_publish_on, reactor_ports.abstract_failed_publish_on,
+            label="reactor_publish_on")),
         # UnicastProcessorTckTest: one subscriber, 1024 elements.
         "processor:rx_unicast": ("processor", ProcessorSubject(
             rx_ports.unicast_processor_tck, failed_factory=rx_ports.unicast_failed_publisher,
             max_elements=rx_ports.MAX_ELEMENTS, max_subscribers=1, label="rx_unicast")),
-        "publisher:reactor_publish_on": ("publisher", PublisherSubject(
-            reactor_ports.range_filter_map_publish_on, reactor_ports.abstract_failed_publish_on,
-            max_elements=reactor_ports.INT_MAX, label="reactor_publish_on")),
     }

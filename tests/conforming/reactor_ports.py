@@ -2,7 +2,8 @@
 
 Reactor runs the JVM TCK in ``reactor-core/src/tckTest/java/reactor/core/publisher/tck/``:
 ``FluxGenerateVerification`` (``generate`` → ``map`` → ``map`` → ``log``) is built here as it is;
-``AbstractFluxVerification``'s source (``Flux.range(1, n).filter(i -> true).map(i -> i)``) is built
+``AbstractFluxVerification``'s source (``Flux.range(1, n).filter(i -> true).map(i -> i)``, and past
+``Integer.MAX_VALUE`` the endless ``Mono.fromCallable(random::nextInt).repeat().map(Math::abs)``) is built
 bare and under ``publishOn`` (the first and last stage ``FluxBlackboxProcessorVerification`` adds;
 its inner ``parallel().groups()``/``bufferTimeout``/``zip`` pipeline is not ported). As in Reactor,
 ``Flux.subscribe`` puts a ``StrictSubscriber`` in front of a foreign subscriber (it answers
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -187,6 +189,8 @@ class Flux:
         try:
             while isinstance(publisher, FluxOperator):
                 subscriber = publisher.subscribe_or_return(subscriber)
+                if subscriber is None:  # "I will subscribe myself"
+                    return
                 publisher = publisher.source
             publisher.subscribe_core(subscriber)
         except Exception as e:
@@ -200,6 +204,8 @@ class Flux:
         return FluxFilterFuseable(self, predicate)  # every source used here is Fuseable
 
     def map(self, mapper: Callable[[Any], Any]) -> Flux:
+        if isinstance(self, MonoRepeatPredicate):  # not Fuseable
+            return FluxMap(self, mapper)
         return FluxMapFuseable(self, mapper)
 
     def log(self, category: str) -> Flux:
@@ -221,7 +227,9 @@ class FluxOperator(Flux):
         raise NotImplementedError
 
     def subscribe_core(self, actual: Any) -> None:
-        self.source.subscribe_core(self.subscribe_or_return(actual))
+        subscriber = self.subscribe_or_return(actual)
+        if subscriber is not None:
+            self.source.subscribe_core(subscriber)
 
 
 class StrictSubscriber(CoreSubscriber):
@@ -830,6 +838,278 @@ class FluxMapFuseable(FluxOperator):
         return MapFuseableSubscriber(actual, self.mapper)
 
 
+class MapSubscriber(MapFuseableSubscriber):
+    """``FluxMap.MapSubscriber``: the same relay, over a source that cannot fuse."""
+
+    def request_fusion(self, mode: int) -> int:
+        return NONE
+
+
+class FluxMap(FluxOperator):
+    """``FluxMap.java``."""
+
+    def __init__(self, source: Flux, mapper: Callable[[Any], Any]) -> None:
+        self.source = source
+        self.mapper = mapper
+
+    def subscribe_or_return(self, actual: Any) -> Any:
+        return MapSubscriber(actual, self.mapper)
+
+
+# -- Mono.fromCallable(...).repeat(): MonoCallable.java, MonoRepeatPredicate.java -----------------
+
+
+class MonoCallableSubscription:
+    """``MonoCallable.MonoCallableSubscription``: the first request calls, emits and completes."""
+
+    def __init__(self, actual: Any, callable_: Callable[[], Any]) -> None:
+        self.actual = actual
+        self.callable = callable_
+        self.requested_once = AtomicLong()
+        self.cancelled = False
+        self.done = False
+
+    def request(self, n: int) -> None:
+        if self.cancelled:
+            return
+        if self.requested_once.get() == 1 or not self.requested_once.compare_and_set(0, 1):
+            return
+        s = self.actual
+        try:
+            value = self.callable()
+        except Exception as e:
+            if self.cancelled:
+                on_error_dropped(e)
+                return
+            s.on_error(e)
+            return
+        if self.cancelled:
+            return
+        if value is not None:
+            s.on_next(value)
+        s.on_complete()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def request_fusion(self, mode: int) -> int:
+        return mode & SYNC
+
+
+class MonoCallable(Flux):
+    """``MonoCallable.java`` (a Mono; only its subscription is used here)."""
+
+    def __init__(self, callable_: Callable[[], Any]) -> None:
+        self.callable = callable_
+
+    def subscribe_core(self, actual: Any) -> None:
+        actual.on_subscribe(MonoCallableSubscription(actual, self.callable))
+
+    def repeat(self) -> Flux:
+        """``Mono.repeat()``: ``repeat(ALWAYS_BOOLEAN_SUPPLIER)``."""
+        return MonoRepeatPredicate(self, lambda: True)
+
+
+class MultiSubscriptionSubscriber(CoreSubscriber):
+    """``Operators.MultiSubscriptionSubscriber``: one subscription after another, the outstanding
+    demand carried over; calls that find it busy leave their part for the drain loop."""
+
+    def __init__(self, actual: Any) -> None:
+        self.actual = actual
+        self.unbounded = False
+        self.requested = 0
+        self.subscription: Any = None
+        self.missed_subscription = AtomicReference()
+        self.missed_requested = AtomicLong()
+        self.missed_produced = AtomicLong()
+        self.wip = AtomicLong()
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        if not self.cancelled:
+            self.cancelled = True
+            self.drain()
+
+    def on_complete(self) -> None:
+        self.actual.on_complete()
+
+    def on_error(self, t: BaseException) -> None:
+        self.actual.on_error(t)
+
+    def on_subscribe(self, s: Any) -> None:
+        self.set(s)
+
+    def produced(self, n: int) -> None:
+        if self.unbounded:
+            return
+        if self.wip.get() == 0 and self.wip.compare_and_set(0, 1):
+            r = self.requested
+            if r != MAX_DEMAND:
+                u = r - n
+                if u < 0:
+                    _log.debug("More data produced than requested")
+                    u = 0
+                self.requested = u
+            else:
+                self.unbounded = True
+            if self.wip.decrement_and_get() == 0:
+                return
+            self.drain_loop()
+            return
+        add_cap_atomic(self.missed_produced, n)
+        self.drain()
+
+    def request(self, n: int) -> None:
+        if validate_request(n):
+            if self.unbounded:
+                return
+            if self.wip.get() == 0 and self.wip.compare_and_set(0, 1):
+                r = self.requested
+                if r != MAX_DEMAND:
+                    r = add_cap(r, n)
+                    self.requested = r
+                    if r == MAX_DEMAND:
+                        self.unbounded = True
+                a = self.subscription
+                if self.wip.decrement_and_get() != 0:
+                    self.drain_loop()
+                if a is not None:
+                    a.request(n)
+                return
+            add_cap_atomic(self.missed_requested, n)
+            self.drain()
+
+    def set(self, s: Any) -> None:
+        if self.cancelled:
+            s.cancel()
+            return
+        if s is None:
+            raise TypeError("s")
+        if self.wip.get() == 0 and self.wip.compare_and_set(0, 1):
+            self.subscription = s
+            r = self.requested
+            if self.wip.decrement_and_get() != 0:
+                self.drain_loop()
+            if r != 0:
+                s.request(r)
+            return
+        self.missed_subscription.get_and_set(s)
+        self.drain()
+
+    def drain(self) -> None:
+        if self.wip.get_and_increment() != 0:
+            return
+        self.drain_loop()
+
+    def drain_loop(self) -> None:
+        missed = 1
+        request_amount = 0
+        already_in_request_amount = 0
+        request_target: Any = None
+        while True:
+            ms = self.missed_subscription.get()
+            if ms is not None:
+                ms = self.missed_subscription.get_and_set(None)
+            mr = self.missed_requested.get()
+            if mr != 0:
+                mr = self.missed_requested.get_and_set(0)
+            mp = self.missed_produced.get()
+            if mp != 0:
+                mp = self.missed_produced.get_and_set(0)
+            a = self.subscription
+            if self.cancelled:
+                if a is not None:
+                    a.cancel()
+                    self.subscription = None
+                if ms is not None:
+                    ms.cancel()
+            else:
+                r = self.requested
+                if r != MAX_DEMAND:
+                    u = add_cap(r, mr)
+                    if u != MAX_DEMAND:
+                        v = u - mp
+                        v = max(v, 0)
+                        r = v
+                    else:
+                        r = u
+                    self.requested = r
+                if ms is not None:
+                    self.subscription = ms
+                    if r != 0:
+                        request_amount = add_cap(request_amount, r - already_in_request_amount)
+                        request_target = ms
+                elif mr != 0 and a is not None:
+                    request_amount = add_cap(request_amount, mr)
+                    already_in_request_amount += mr
+                    request_target = a
+            missed = self.wip.add_and_get(-missed)
+            if missed == 0:
+                if request_amount != 0:
+                    request_target.request(request_amount)
+                return
+
+
+class RepeatPredicateSubscriber(MultiSubscriptionSubscriber):
+    """``FluxRepeatPredicate.RepeatPredicateSubscriber``: each ``on_complete`` subscribes again,
+    trampolined on ``wip`` so a synchronous source does not recurse."""
+
+    def __init__(self, source: Flux, actual: Any, predicate: Callable[[], bool]) -> None:
+        super().__init__(actual)
+        self.source = source
+        self.predicate = predicate
+        self.repeat_wip = AtomicLong()
+        self.produced_count = 0
+
+    def on_next(self, t: Any) -> None:
+        self.produced_count += 1
+        self.actual.on_next(t)
+
+    def on_complete(self) -> None:
+        try:
+            b = self.predicate()
+        except Exception as e:
+            self.actual.on_error(e)
+            return
+        if b:
+            self.resubscribe()
+        else:
+            self.actual.on_complete()
+
+    def resubscribe(self) -> None:
+        if self.repeat_wip.get_and_increment() == 0:
+            while True:
+                if self.cancelled:
+                    return
+                c = self.produced_count
+                if c != 0:
+                    self.produced_count = 0
+                    self.produced(c)
+                self.source.subscribe_core(self)
+                if self.repeat_wip.decrement_and_get() == 0:
+                    break
+
+
+class MonoRepeatPredicate(FluxOperator):
+    """``MonoRepeatPredicate.java``: subscribes by itself (``subscribeOrReturn`` returns null)."""
+
+    def __init__(self, source: Flux, predicate: Callable[[], bool]) -> None:
+        self.source = source
+        self.predicate = predicate
+
+    def subscribe_or_return(self, actual: Any) -> Any:
+        parent = RepeatPredicateSubscriber(self.source, actual, self.predicate)
+        actual.on_subscribe(parent)
+        if not parent.cancelled:
+            parent.resubscribe()
+        return None
+
+
+def _java_abs(v: int) -> int:
+    """``Math.abs(int)``: ``Integer.MIN_VALUE`` stays negative."""
+    return v if v == -(2**31) else abs(v)
+
+
 class PeekFuseableSubscriber(CoreSubscriber):
     """``FluxPeekFuseable.PeekFuseableSubscriber`` with ``SignalLogger``'s hooks: every signal,
     request and cancel is logged (``log("log-test", Level.FINE)``) before it passes on."""
@@ -1199,10 +1479,8 @@ def _abstract_flux(elements: int, transform: Callable[[Flux], Flux]) -> Flux:
     """``AbstractFluxVerification.createPublisher``: ``range(1, n).filter(true).map(identity)``."""
     if elements <= INT_MAX:
         return transform(range_(1, elements).filter(lambda i: True).map(lambda i: i))
-    # Mono.fromCallable(random::nextInt).repeat().map(Math::abs): an endless stream. Its
-    # operators (MonoCallable, FluxRepeatPredicate's arbiter) are not ported; the subjects
-    # declare max_elements = Integer.MAX_VALUE instead, so this branch is never taken.
-    raise ValueError(f"unbounded stream of {elements} random ints is not ported")
+    rnd = random.Random()
+    return transform(MonoCallable(lambda: rnd.randint(-(2**31), INT_MAX)).repeat().map(_java_abs))
 
 
 _fluxion_tck: ParallelScheduler | None = None
