@@ -5,6 +5,10 @@ from the same reading of the spec. These are shaped after other designs (the JVM
 actor with an ordered mailbox, a prefetching ``observe_on`` stage, ``first()``/``take(n)``, a
 one-shot source, a coroutine per subscription): legal behaviours the TCK's authors did not
 necessarily have in mind. Every required verification must pass against every one of them.
+
+``real_designs()`` are RxJava's and Reactor's own TCK constructions (``rx_ports``,
+``reactor_ports``): they pass the JVM TCK, and break for real only what docs/verifications.md
+("Real designs") documents.
 """
 
 from __future__ import annotations
