@@ -113,8 +113,44 @@ def verifications_markdown() -> str:
             if test.doc:
                 out.append(test.doc)
                 out.append("")
-    out += ["", matrix_markdown()]
+    out += ["", matrix_markdown(), "", REAL_DESIGNS]
     return "\n".join(out).rstrip() + "\n"
+
+
+#: What RxJava's and Reactor's own TCK constructions break for real. The project's tests port
+#: them with their operators (tests/conforming/rx_ports.py, reactor_ports.py) and hold each to
+#: exactly these failures (tests/verdicts/test_conforming_catalogue.py).
+REAL_DESIGNS = """## Real designs
+
+The publishers RxJava 3 (`src/test/java/io/reactivex/rxjava3/tck/*TckTest.java`) and Reactor
+(`reactor-core/src/tckTest/.../tck/`) verify with the JVM TCK, ported with their operator
+algorithms, pass every test but these. Each is a sentence of the specification the design breaks,
+at the line quoted (RxJava 3.x at 1eca072, Reactor at c4900cd).
+
+- **Rule 3.6, `required_spec306_after_subscription_is_cancelled_request_must_be_nops`**, every
+  construction: "After the Subscription is cancelled, additional Subscription.request(long n) MUST
+  be NOPs", and rule 3.9's error is owed only "While the Subscription is not cancelled".
+  `Flowable.subscribe` and `Flux.subscribe` put a `StrictSubscriber` in front of a subscriber of
+  their own, whose `request` tests `n <= 0` first, whatever the state: RxJava
+  `internal/subscribers/StrictSubscriber.java` lines 66-68 and Reactor
+  `core/publisher/StrictSubscriber.java` lines 132-135,
+  `if (n <= 0) { cancel(); onError(new IllegalArgumentException("§3.9 violated: ..."))`.
+  request(0) after cancel() is answered with `on_error`. The JVM TCK's 3.6 test asks only for
+  positive amounts after the cancel.
+- **Rule 3.9, `fuzz_demand_cancel_orders`**, when the search makes two invalid requests from one
+  `on_next` (replay: `rsfz1-publisher-eNqLNtKJjlYqSi0sTS0uUdIx0lHKSC1KVYqNBQobALlIcrqGSJJocgZwKaBcbCwAcyMaNg`):
+  "Subscription.request(long n) MUST signal onError with a java.lang.IllegalArgumentException if
+  the argument is <= 0". The first error waits for `on_next` to return (RxJava
+  `internal/util/HalfSerializer.java` lines 66-67, Reactor `StrictSubscriber.java` line 106), the
+  second is merged into it, and the one `on_error` delivered is a `CompositeException` of the two:
+  RxJava `internal/util/ExceptionHelper.java` line 67 `update = new CompositeException(current,
+  exception);`, Reactor `core/Exceptions.java` line 98 `update = multiple(current, exception);`.
+- **Sanity, `JustTckTest`**: `createPublisher(elements)` is `Flowable.just(0L)` whatever
+  `elements` is, with `maxElementsFromPublisher()` 1, so factory(0) gives one element. The factory
+  contract (exactly n elements) is the TCK's, not the specification's; the JVM TCK asks for 0
+  elements only in `optional_spec105_emptyStreamMustTerminateBySignallingOnComplete`, where a
+  failure is reported as a skip.
+"""
 
 
 def update_readme(path: Path) -> bool:

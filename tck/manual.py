@@ -33,6 +33,7 @@ from .api import MAX_DEMAND
 from .environment import Environment
 from .errors import RuleViolation
 from .errors import SetupError
+from .probe import passes_on_failure
 from .reach import KIT_PREFIX
 from .reach import nothing_else_runs
 from .reach import thread_frames
@@ -1064,6 +1065,12 @@ class ManualPublisher:
                 sub.broken = True
                 self._cond.notify_all()
             self._release(sub)  # (an answer held back lapses: the subscriber counts as cancelled)
+            if passes_on_failure(exc):
+                # A processor relaying synchronously passed on what a raising probe of the TCK
+                # threw downstream: rule 2.13 has it raise that "in a fashion that is adequate
+                # for the runtime environment", as a synchronous publisher's request() does.
+                self.env.trace.note(f"{signal}({detail}) passed on the subscriber's failure: {short_repr(exc)}")
+                return False
             note = self.env.trace.note(f"{signal}({detail}) raised {short_repr(exc)}")
             violation = RuleViolation(
                 rule or self.signal_rule or "2.13",

@@ -191,6 +191,54 @@ class AcceptsNoneElement(IdentityProcessor):
             super().on_next(element)
 
 
+class _RecordsFailures(_Downstream):
+    """Notes on its processor what its subscriber raised, then lets the reference handle it."""
+
+    def __init__(self, processor: Any, subscriber: Any) -> None:
+        super().__init__(processor, subscriber)
+        inner = self.subscriber
+
+        class Noting:
+            def __getattr__(self, name: str) -> Any:
+                method = getattr(inner, name)
+
+                def call(*args: Any) -> Any:
+                    try:
+                        return method(*args)
+                    except Exception as exc:
+                        processor.failure = exc
+                        raise
+                return call
+
+        self.subscriber = Noting()
+
+
+class ReplacesASubscribersFailure(IdentityProcessor):
+    """Rule 2.13: once a subscriber's on_next raised, its own on_next raises an error of its own.
+
+    Passing the subscriber's failure on to its caller is what rule 2.13 asks of the caller; an
+    error that is not that failure is the processor breaking 2.13 as a subscriber.
+    """
+
+    _downstream_type = _RecordsFailures
+    failure: BaseException | None = None
+
+    def on_next(self, element: Any) -> None:
+        super().on_next(element)
+        if self.failure is not None:
+            raise RuntimeError("relay failed: a subscriber raised")
+
+
+class PassesOnASubscribersFailure(ReplacesASubscribersFailure):
+    """Correct for rule 2.13: raises the subscriber's failure on to its own caller, as the cause."""
+
+    def on_next(self, element: Any) -> None:
+        IdentityProcessor.on_next(self, element)
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise RuntimeError("relay failed: a subscriber raised") from failure
+
+
 # -- its publisher side ------------------------------------------------------------------------
 
 

@@ -5,6 +5,10 @@ from the same reading of the spec. These are shaped after other designs (the JVM
 actor with an ordered mailbox, a prefetching ``observe_on`` stage, ``first()``/``take(n)``, a
 one-shot source, a coroutine per subscription): legal behaviours the TCK's authors did not
 necessarily have in mind. Every required verification must pass against every one of them.
+
+``real_designs()`` are RxJava's and Reactor's own TCK constructions (``rx_ports``,
+``reactor_ports``): they pass the JVM TCK, and break for real only what docs/verifications.md
+("Real designs") documents.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from rstck.subjects import WhiteboxSubject
 
 from . import processors
 from . import publishers
+from . import reactor_ports
+from . import rx_ports
 from . import subscribers
 
 
@@ -95,4 +101,56 @@ def subjects() -> dict[str, tuple[str, Any]]:
         # Passes request(n <= 0) on unchanged; the upstream's on_error answers it (3.9).
         "processor:reactor_map": ("processor", ProcessorSubject(
             processors.map_processor, max_subscribers=1, label="reactor_map")),
+    }
+
+
+#: RxJava's TCK classes (``src/test/java/io/reactivex/rxjava3/tck/``) by label: the factory its
+#: ``createPublisher`` builds and its ``maxElementsFromPublisher`` (``BaseTck``: 1024).
+RX_TCK = {
+    "rx_range": (rx_ports.range_tck, rx_ports.MAX_ELEMENTS),
+    "rx_from_iterable": (rx_ports.from_iterable_tck, rx_ports.MAX_ELEMENTS),
+    "rx_just": (rx_ports.just_tck, 1),
+    "rx_empty": (rx_ports.empty_tck, 0),
+    "rx_filter": (rx_ports.filter_tck, rx_ports.MAX_ELEMENTS),
+    "rx_map": (rx_ports.map_tck, rx_ports.MAX_ELEMENTS),
+    "rx_take": (rx_ports.take_tck, rx_ports.MAX_ELEMENTS),
+    "rx_skip": (rx_ports.skip_tck, rx_ports.MAX_ELEMENTS),
+    "rx_concat": (rx_ports.concat_tck, rx_ports.MAX_ELEMENTS),
+    "rx_merge": (rx_ports.merge_tck, rx_ports.MAX_ELEMENTS),
+    "rx_flat_map": (rx_ports.flat_map_tck, rx_ports.MAX_ELEMENTS),
+    "rx_observe_on": (rx_ports.observe_on_tck, rx_ports.MAX_ELEMENTS),
+    "rx_hide": (rx_ports.hide_tck, rx_ports.MAX_ELEMENTS),
+    # Not a TCK class of its own: HideTckTest's source under ObserveOnTckTest's operator, so that
+    # observeOn runs unfused (prefetch 128, a request of 96 each time 96 were emitted).
+    "rx_hide_observe_on": (rx_ports.hide_observe_on, rx_ports.MAX_ELEMENTS),
+}
+
+
+def real_designs() -> dict[str, tuple[str, Any]]:
+    """RxJava's and Reactor's TCK constructions, ported with their operators, by label.
+
+    Kept apart from ``subjects()``: some break a rule for real (docs/verifications.md, "Real
+    designs"), and the conforming catalogue states which test each must fail.
+    """
+    rx = {
+        f"publisher:{label}": ("publisher", PublisherSubject(
+            factory, rx_ports.failed_publisher, max_elements=max_elements, label=label))
+        for label, (factory, max_elements) in RX_TCK.items()
+    }
+    return {
+        **rx,
+        # FluxGenerateVerification: the default maxElementsFromPublisher; any n is a cursor bound.
+        "publisher:reactor_generate": ("publisher", PublisherSubject(
+            reactor_ports.generate_tck, reactor_ports.generate_failed, label="reactor_generate")),
+        # AbstractFluxVerification: the default maxElementsFromPublisher; past Integer.MAX_VALUE
+        # its source is an endless stream of random ints.
+        "publisher:reactor_range_filter_map": ("publisher", PublisherSubject(
+            reactor_ports.range_filter_map, reactor_ports.abstract_failed, label="reactor_range_filter_map")),
+        "publisher:reactor_publish_on": ("publisher", PublisherSubject(
+            reactor_ports.range_filter_map_publish_on, reactor_ports.abstract_failed_publish_on,
+            label="reactor_publish_on")),
+        # UnicastProcessorTckTest: one subscriber, 1024 elements.
+        "processor:rx_unicast": ("processor", ProcessorSubject(
+            rx_ports.unicast_processor_tck, failed_factory=rx_ports.unicast_failed_publisher,
+            max_elements=rx_ports.MAX_ELEMENTS, max_subscribers=1, label="rx_unicast")),
     }

@@ -105,6 +105,9 @@ class SwallowsTheAnswer(MapProcessor):
             super().on_error(t)
 
 
+S213_ON_NEXT = "required_spec213_publisher_must_consider_the_subscription_cancelled_when_on_next_raises"
+
+
 def unicast(cls: type[MapProcessor], rule: str, name: str) -> Any:
     return pytest.param(name, ProcessorSubject(cls, max_subscribers=1, label=cls.__name__), rule,
                         id=f"{cls.__name__}-{rule}")
@@ -152,6 +155,7 @@ BROKEN = [
     unicast(CompletesOnNone, "2.11", "required_spec213_on_next_must_raise_type_error_when_parameters_are_none"),
     unicast(SwallowsTheAnswer, "3.9", "required_spec309_request_zero_must_signal_value_error"),
     unicast(SwallowsTheAnswer, "3.9", "required_spec309_request_zero_from_inside_on_next_must_signal_value_error"),
+    case(broken.ReplacesASubscribersFailure, "2.13", S213_ON_NEXT),
 ]
 
 
@@ -179,6 +183,15 @@ def test_every_rule_of_the_processors_own_tests_has_a_broken_processor() -> None
 def test_a_processor_that_recovers_cleanly_passes_the_error_tests(name: str) -> None:
     result = run_one(name, broken.subject(broken.RecoversCleanly))
     assert result.verdict == "passed", result.message
+
+
+def test_a_processor_passing_a_subscribers_failure_on_to_its_caller_is_not_accused() -> None:
+    """Rule 2.13 has the caller of a raising on_next raise that failure: a processor relaying
+    synchronously does so from its own on_next, which is then no failure of its own."""
+    result = run_one(S213_ON_NEXT, broken.subject(broken.PassesOnASubscribersFailure))
+    assert result.verdict == "passed", result.message
+    notes = [record["detail"] for record in result.trace if record["signal"] == "note"]
+    assert any("passed on the subscriber's failure" in note for note in notes), notes
 
 
 def test_not_cancelling_upstream_makes_tests_that_need_it_not_applicable() -> None:
