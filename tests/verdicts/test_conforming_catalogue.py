@@ -112,45 +112,29 @@ class Allowed:
     rule: str
     #: it fails every run (a fixed scenario), rather than when a search happens to find it
     always: bool
-    #: a false accusation whose fix is under way: reported as xfail, not as a pass
-    waiting: bool
     why: str
 
 
 #: docs/verifications.md, "Real designs": StrictSubscriber answers request(0) after cancel().
-STRICT_3_6 = Allowed("3.6", True, False, "StrictSubscriber.request tests n <= 0 before the cancellation")
+STRICT_3_6 = Allowed("3.6", True, "StrictSubscriber.request tests n <= 0 before the cancellation")
 #: The same, when the fuzz search cancels before an invalid request.
-STRICT_3_6_FOUND = Allowed("3.6", False, False, "StrictSubscriber.request tests n <= 0 before the cancellation")
+STRICT_3_6_FOUND = Allowed("3.6", False, "StrictSubscriber.request tests n <= 0 before the cancellation")
 #: docs/verifications.md, "Real designs": two invalid requests from one on_next give one
 #: CompositeException, not an IllegalArgumentException.
-STRICT_3_9_COMPOSITE = Allowed("3.9", False, False, "two invalid requests merged into a CompositeException")
+STRICT_3_9_COMPOSITE = Allowed("3.9", False, "two invalid requests merged into a CompositeException")
 #: docs/verifications.md, "Real designs": JustTckTest's factory ignores n (factory(0) gives 1).
-JUST_FACTORY = Allowed("sanity", True, False, "JustTckTest's createPublisher is just(0L) for every n")
-#: The end known only once more is asked for than the stream holds (range.filter with its last
-#: element dropped, generate's cursor): a false accusation of 1.5 at the demand boundary.
-DEMAND_BOUNDARY = "on_complete demanded exactly at the demand boundary without one more request"
-BOUNDARY_1_5 = Allowed("1.5", True, True, DEMAND_BOUNDARY)
-BOUNDARY_1_3 = Allowed("1.3", True, True, DEMAND_BOUNDARY)  # the 1.3 hunt waits for on_complete
-BOUNDARY_FUZZ = Allowed("1.5", False, True, DEMAND_BOUNDARY)
-
+JUST_FACTORY = Allowed("sanity", True, "JustTckTest's createPublisher is just(0L) for every n")
 _S306 = "required_spec306_after_subscription_is_cancelled_request_must_be_nops"
-_S105 = "required_spec105_must_signal_on_complete_when_finite_stream_terminates"
-_S103 = "stochastic_spec103_must_signal_on_methods_sequentially"
 _SANITY = "required_sanity_factory_n_produces_exactly_n_elements_for_every_size_used"
 _FUZZ = "fuzz_demand_cancel_orders"
 
 _STRICT = {_S306: [STRICT_3_6], _FUZZ: [STRICT_3_9_COMPOSITE, STRICT_3_6_FOUND]}
-_BOUNDARY = {_S105: [BOUNDARY_1_5], _S103: [BOUNDARY_1_3],
-             _FUZZ: [*_STRICT[_FUZZ], BOUNDARY_FUZZ]}
 
 #: Per real design, the failures it may show, by test. Anything else is a false accusation.
-#: Entries marked waiting are removed once their fix is merged.
 ALLOWED: dict[str, dict[str, list[Allowed]]] = {
     **{label: _STRICT for label in REAL},
     "publisher:rx_empty": {},  # maxElementsFromPublisher 0: nothing that requests runs
     "publisher:rx_just": {_SANITY: [JUST_FACTORY], _FUZZ: [JUST_FACTORY]},
-    "publisher:rx_filter": {**_STRICT, **_BOUNDARY},
-    "publisher:reactor_generate": {**_STRICT, **_BOUNDARY},
 }
 
 
@@ -160,26 +144,22 @@ def _cites(message: str, rule: str) -> bool:
 
 @pytest.mark.parametrize("label", list(REAL))
 def test_a_real_design_passes_its_whole_verification_but_for_what_it_breaks(label: str) -> None:
-    """Default settings, fuzz on: every failure is one documented for the design, or waits on a fix."""
+    """Default settings, fuzz on: every failure is one documented for the design."""
     verification, subject = REAL[label]
     results = run_verification(verification, subject, Settings())
     failed = {r.test: r.message for r in results if r.outcome in ("failed", "error")}
     allowed = ALLOWED[label]
-    accused, waiting = [], []
+    accused = []
     for test, message in failed.items():
         match = next((a for a in allowed.get(test, []) if _cites(message, a.rule)), None)
         if match is None:
             accused.append(f"{test}: {message.splitlines()[0]}")
-        elif match.waiting:
-            waiting.append(f"{test} ({match.why})")
     assert not accused, "\n".join(accused)
     uncaught = [f"{test}: {options[0].why}" for test, options in allowed.items()
-                if test not in failed and any(a.always and not a.waiting for a in options)]
+                if test not in failed and any(a.always for a in options)]
     assert not uncaught, f"a documented violation went unseen: {uncaught}"
     ran = [r for r in results if r.outcome == "passed"]
     assert len(ran) >= 10, f"only {len(ran)} tests ran"
-    if waiting:
-        pytest.xfail("waiting on a fix: " + "; ".join(waiting))
 
 
 @pytest.mark.parametrize("label", ["publisher:rx_map", "publisher:reactor_range_filter_map"])
