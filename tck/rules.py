@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from .rule_text import RULE_TEXT
+
 SPEC_URL = "https://github.com/reactive-streams/reactive-streams-jvm/blob/v1.0.1/README.md"
 
 
@@ -38,6 +40,11 @@ class Rule:
     @property
     def url(self) -> str:
         return f"{SPEC_URL}#{self.id}"
+
+    @property
+    def text(self) -> str:
+        """The rule as the specification words it (empty for an edition's own rules)."""
+        return RULE_TEXT.get(self.id, "")
 
     @property
     def sort_key(self) -> tuple[int, int]:

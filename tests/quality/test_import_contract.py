@@ -30,7 +30,8 @@ PACKAGES = {"tck": "rstck", "plugins": "rstck_plugins"}
 #: The layers of ``rstck``, bottom first. A name covers the module and, with ``.*``, a package's
 #: modules. docs/architecture.md walks the same tower.
 RSTCK_LAYERS: list[tuple[str, list[str]]] = [
-    ("vocabulary", ["rstck.api", "rstck.results", "rstck.rules", "rstck.trace", "rstck.worker", "rstck.reach"]),
+    ("vocabulary", ["rstck.api", "rstck.results", "rstck.rule_text", "rstck.rules", "rstck.trace", "rstck.worker",
+                    "rstck.reach"]),
     ("tables", ["rstck.editions", "rstck.matrix", "rstck.settings", "rstck.errors", "rstck.evidence"]),
     ("one test", ["rstck.environment", "rstck.registry"]),
     ("instruments", ["rstck.probe", "rstck.manual", "rstck.whitebox", "rstck.loop"]),
