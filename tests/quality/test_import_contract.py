@@ -32,7 +32,7 @@ PACKAGES = {"tck": "rstck", "plugins": "rstck_plugins"}
 RSTCK_LAYERS: list[tuple[str, list[str]]] = [
     ("vocabulary", ["rstck.api", "rstck.results", "rstck.rule_text", "rstck.rules", "rstck.trace", "rstck.worker",
                     "rstck.reach"]),
-    ("tables", ["rstck.editions", "rstck.matrix", "rstck.settings", "rstck.errors", "rstck.evidence"]),
+    ("tables", ["rstck.editions", "rstck.matrix", "rstck.parity", "rstck.settings", "rstck.errors", "rstck.evidence"]),
     ("one test", ["rstck.environment", "rstck.registry"]),
     ("instruments", ["rstck.probe", "rstck.manual", "rstck.whitebox", "rstck.loop"]),
     ("subjects", ["rstck.subjects", "rstck.reference", "rstck.reference.*"]),
