@@ -134,8 +134,10 @@ names read through the [binding](binding.md): `onNext` is `on_next`, `null` is `
 `2**63-1`). The line "JVM TCK" names the test(s) of the JVM TCK (`reactive-streams-jvm`, `tck/`) it
 corresponds to and says how the two compare: *same* (checks what that test checks), *stricter* (checks
 more of the same sentence, and why), *looser* (accepts what that test rejects, and the sentence that
-allows it) or *new* (the JVM TCK runs nothing for it, or only an `untested_` stub that skips). The table
-below gathers every test that is not *same*."""
+allows it) or *new* (the JVM TCK runs nothing for it, or only an `untested_` stub that skips). What the
+kit's probes flag live in every test (a signal beyond demand, overlapping signals, a signal after the
+end) is not counted: the comparison is of what each test sets up and demands. The table below gathers
+every test that is not *same*."""
 
 
 def _parity_line(parity: Parity) -> str:
