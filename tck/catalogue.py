@@ -148,7 +148,8 @@ def _parity_line(parity: Parity) -> str:
             return f"JVM TCK: *new*, no counterpart{why}"
         return f"JVM TCK: *new*, where the JVM TCK has only {jvm}{why}"
     if parity.relation == "same":
-        return f"JVM TCK: *same* as {jvm}{'; ' + parity.why if parity.why else '.'}"
+        what = f"as {jvm}" if parity.jvm else "(no JVM test either)"
+        return f"JVM TCK: *same* {what}{'; ' + parity.why if parity.why else '.'}"
     return f"JVM TCK: *{parity.relation}* than {jvm}{why}"
 
 

@@ -69,8 +69,8 @@ PARITY: dict[str, Parity] = {
     "required_spec101_request_must_result_in_the_correct_number_of_elements": Parity(
         _pub("required_spec101_subscriptionRequestMustResultInTheCorrectNumberOfProducedElements"), "stricter",
         "the JVM test requests 1, then 1 and 2, from the test thread; this one also requests one at a "
-        "time from inside on_next, the re-entrant path on which many publishers add demand without "
-        "the check the outer path makes, and rule 1.1 holds \"at all times\"."),
+        "time from inside on_next, where request() runs inside the publisher's own emission and "
+        "takes another path through its demand accounting, and rule 1.1 holds \"at all times\"."),
     "required_spec102_may_signal_fewer_than_requested_and_terminate": Parity(
         _pub("required_spec102_maySignalLessThanRequestedAndTerminateSubscription"), "same"),
     "stochastic_spec103_must_signal_on_methods_sequentially": Parity(
