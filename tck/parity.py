@@ -466,9 +466,10 @@ PARITY: dict[str, Parity] = {
         _wb("untested_spec301_mustNotBeCalledOutsideSubscriberContext"), "same", _SAME_UNTESTED),
     "required_spec308_whitebox_request_must_register_given_number_elements_to_be_produced": Parity(
         _wb("required_spec308_requestMustRegisterGivenNumberElementsToBeProduced"), "stricter",
-        "the JVM test lets 2 and then 3 elements through; this one adds a puppet request of 300 sent "
-        "back to back, which leaves a subscriber handing signals to a worker far past its turn or "
-        "batch size, where demand it drops or caps shows."),
+        "the JVM test lets 2 elements through and then only pulls the puppet for 3 more; this one "
+        "also sends those 3, then 300 back to back after a puppet request of 300, which leaves a "
+        "subscriber handing signals to a worker far past its turn or batch size, where demand it "
+        "drops or caps shows."),
     "required_spec310_whitebox_must_be_prepared_for_on_next_delivered_synchronously_inside_request": Parity(
         _wb("untested_spec310_requestMaySynchronouslyCallOnNextOnSubscriber"), "new",
         "3.10 lets a publisher call on_next inside request(), even inside on_subscribe; all five "
