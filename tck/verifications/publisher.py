@@ -368,8 +368,8 @@ def optional_spec105_empty_stream_must_terminate_by_signalling_on_complete(ctx: 
 
     on_complete sent from inside subscribe(), right after on_subscribe, is fine. A factory that
     cannot make an empty stream (an element for factory(0), as RxJava's ``Flowable.just``) is
-    reported as not supporting it, as in the JVM TCK: the rest of the kit then requests from
-    no factory(0).
+    reported as not supporting it, as in the JVM TCK: no required test requests from
+    factory(0), and the fuzz verification then leaves it out.
     """
     probe = ctx.subscribed(0, completes=True)
     probe.request(1)
