@@ -89,12 +89,20 @@ RAISE_SHARE = 0.15
 # -- generating scenarios --------------------------------------------------------------------
 
 
-def generator(settings: Settings, *, subscribers: int, failed: bool) -> Callable[[random.Random], Scenario]:
-    """Scenarios ``(n, actions in on_subscribe, actions from on_next #i, steps)`` for a subject."""
-    if settings.can_complete:
-        sizes = [k for k in _SIZES if k <= settings.max_elements]
-    else:
-        sizes = [settings.max_elements]
+def sizes_for(settings: Settings, *, empty: bool = True) -> list[int]:
+    """The stream sizes scenarios use: ``_SIZES`` up to max_elements, without 0 unless
+    factory(0) is an empty stream (``empty``: optional, as in the JVM TCK); an endless stream
+    is used as it is."""
+    if not settings.can_complete:
+        return [settings.max_elements]
+    return [k for k in _SIZES if k <= settings.max_elements and (empty or k > 0)]
+
+
+def generator(settings: Settings, *, subscribers: int, failed: bool,
+              empty: bool = True) -> Callable[[random.Random], Scenario]:
+    """Scenarios ``(n, actions in on_subscribe, actions from on_next #i, steps)`` for a subject
+    (``empty``: whether factory(0) is an empty stream; if not, no scenario uses it)."""
+    sizes = sizes_for(settings, empty=empty)
     # Mostly longer than what is requested, so that a miscount shows as an extra element.
     middle = [k for k in sizes if 7 <= k <= 16] or sizes
 
@@ -301,8 +309,9 @@ def _live(scenario: Scenario) -> bool:
     return all(fired.get(r, 0) >= (2 if r[1] == EVERY else 1) for r in reactions)
 
 
-def candidates(scenario: Scenario) -> Iterator[Scenario]:
-    """Simpler variants of a failing scenario, the most promising first (for the shrinker)."""
+def candidates(scenario: Scenario, *, empty: bool = True) -> Iterator[Scenario]:
+    """Simpler variants of a failing scenario, the most promising first (for the shrinker);
+    none of factory(0) unless it is an empty stream (``empty``)."""
     n, first, reactions, steps = scenario
     # Steps aimed at a subscriber not subscribed yet, and reactions of one never subscribed,
     # do nothing: gone at once, before any costlier attempt.
@@ -322,7 +331,8 @@ def candidates(scenario: Scenario) -> Iterator[Scenario]:
         yield (n, fewer, reactions, steps)
     if n > 0:
         for smaller in sorted({k for k in _SIZES if k < n} | {n // 2, n - 1}):
-            yield (smaller, first, reactions, steps)
+            if empty or smaller > 0:
+                yield (smaller, first, reactions, steps)
     for i, step in enumerate(steps):
         for simpler in _simpler_step(step):
             yield (n, first, reactions, (*steps[:i], simpler, *steps[i + 1:]))

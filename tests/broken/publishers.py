@@ -1349,7 +1349,8 @@ class ValidatesAfterCancel(RangeSubscription):
 
 class AtLeastOne(RangeSubscription):
     """Sanity: ``factory(n)`` yields at least one element: ``factory(0)`` gives one (a source
-    that cannot be empty, asked for an empty stream)."""
+    that cannot be empty, asked for an empty stream). Optional, as in the JVM TCK: only the
+    optional 1.5 test reports it (RxJava's ``JustTckTest`` is such a factory)."""
 
     def __init__(self, subscriber: Subscriber[int], count: int) -> None:
         super().__init__(subscriber, count)
@@ -1364,6 +1365,16 @@ class CappedAtTwenty(RangeSubscription):
         super().__init__(subscriber, count)
         if self.end is not None:
             self.end = min(20, self.end)
+
+
+class OneTooManyFromThree(RangeSubscription):
+    """Sanity: ``factory(n)`` yields n+1 elements for n >= 3 (an inclusive bound on the path for
+    longer streams), while ``factory(0)`` to ``factory(2)`` are right."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        if self.end is not None and self.end >= 3:
+            self.end += 1
 
 
 # -- 2.13 from the publisher's side: subscribers that raise ------------------------------------

@@ -197,6 +197,45 @@ def test_the_processor_is_fuzzed_as_a_publisher_and_passes() -> None:
     assert result.outcome == "passed", result.message
 
 
+class _EmptyNeverEnds(bp.RangeSubscription):
+    """factory(0) neither gives an element nor ends; every other size is right."""
+
+    def deliver_complete(self, subscriber: Any) -> None:
+        if self.index > 0:
+            super().deliver_complete(subscriber)
+
+
+@pytest.mark.parametrize(("subscription", "gave"), [
+    pytest.param(bp.AtLeastOne, "1 element(s), then on_complete()", id="one-element"),
+    pytest.param(_EmptyNeverEnds, "0 element(s), then no terminal signal", id="never-ends"),
+])
+def test_a_factory_0_that_is_not_an_empty_stream_is_left_out_not_accused(subscription: Any, gave: str) -> None:
+    """The empty stream is optional, as in the JVM TCK: the fuzz learns that factory(0) is not
+    one and uses no scenario of it (RxJava's JustTckTest is ``Flowable.just(0L)`` for every n)."""
+    subject = PublisherSubject(bp.factory(subscription), label="not-empty")
+    result = run("publisher", FUZZ_TEST["publisher"], subject, FAST.replace(fuzz_examples=40))
+    assert result.outcome == "passed", result.message
+    notes = [r["detail"] for r in result.trace if r["signal"] == "note"]
+    assert any(f"factory(0) is not an empty stream ({gave})" in note for note in notes), notes
+    replay = FAST.replace(fuzz_replay=encode("publisher", (0, (), (), (("request", 0, 1, "here"),))))
+    result = run("publisher", FUZZ_TEST["publisher"], subject, replay)
+    assert result.verdict == "not_applicable", result.message
+
+
+def test_without_an_empty_stream_no_scenario_is_generated_or_shrunk_to_factory_0() -> None:
+    from rstck.fuzz.publisher_side import candidates
+    from rstck.fuzz.publisher_side import generator
+
+    rng = random.Random(7)
+    without = generator(Settings(), subscribers=3, failed=True, empty=False)
+    assert all(without(rng)[0] != 0 for _ in range(2000))
+    with_empty = generator(Settings(), subscribers=3, failed=True)
+    assert any(with_empty(rng)[0] == 0 for _ in range(2000))
+    scenario = (1, (), (), (("request", 0, 1, "here"),))
+    assert [c for c in candidates(scenario, empty=False) if c[0] == 0] == []
+    assert [c for c in candidates(scenario) if c[0] == 0] != []
+
+
 def test_asyncio_loop_runs_the_fuzz_verification_through_the_event_loop() -> None:
     result = run("publisher", "fuzz_demand_cancel_orders", PublisherSubject(range_publisher),
                  Settings(loop="asyncio", fuzz_examples=30))
