@@ -36,8 +36,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _same_environment_as_a_developer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run every test as outside CI, whether or not the suite itself runs in CI.
 
-    ``CI`` changes what the kit and pytest do (the fuzz search is derandomised, pytest writes
-    crash messages uncut on the summary line), so a test that depends on it would pass on one
+    ``CI`` changes what pytest does (it writes crash messages uncut on the summary line), so a test that depends on it would pass on one
     machine and fail on another. Tests of the CI behaviour set it themselves.
     """
     monkeypatch.delenv("CI", raising=False)

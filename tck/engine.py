@@ -250,8 +250,6 @@ def _preload(settings: Settings, tests: Sequence[TckTest]) -> None:
         names.append(".fuzz.verify")
     for name in names:
         importlib.import_module(name, __package__)
-    if ".fuzz.verify" in names:
-        importlib.import_module(".fuzz.search", __package__).warm()
 
 
 class _Slot:
