@@ -47,11 +47,15 @@ _WATCH_INTERVAL = 0.05
 
 
 class _Stalled(Exception):
-    """The body blocked or overran; ``setting`` is the limit it ran into."""
+    """The body blocked or overran; ``setting`` is the limit it ran into.
 
-    def __init__(self, text: str, setting: str) -> None:
+    ``call`` is the call that blocked its caller (``request(1)``), None when the body overran.
+    """
+
+    def __init__(self, text: str, setting: str, call: str | None = None) -> None:
         super().__init__(text)
         self.setting = setting
+        self.call = call
 
 
 def stall_limit(settings: Settings) -> float:
@@ -66,11 +70,13 @@ def run_test(
     *,
     subject_label: str = "",
     slot: Slot | None = None,
+    on_blocked: Callable[[str], None] | None = None,
 ) -> TestResult:
     """Run ``test`` and return its result; never raises for anything the subject does.
 
     ``slot`` is given up while the test only waits (see ``Environment.aside``), so a scheduler
-    can let another test call its subject meanwhile.
+    can let another test call its subject meanwhile. ``on_blocked`` is told the call (as
+    ``request(1)``) when the subject blocked its caller in this test.
     """
     env = Environment(settings)
     env.rule = test.rule_id
@@ -103,6 +109,8 @@ def run_test(
     sys.setswitchinterval(switching)  # a race-hunting test that was abandoned cannot restore it
     duration = time.monotonic() - start
     error = stalled if stalled is not None else worker.error
+    if stalled is not None and stalled.call is not None and on_blocked is not None:
+        on_blocked(stalled.call)
     return _result(test, env, error, started_at, duration, subject_label)
 
 
@@ -131,7 +139,7 @@ def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -
                 f"`{call[0]}` neither returned nor signalled for {limit * 1000:.0f} ms: the subject "
                 f"blocked its caller (rules 3.4/3.5: request and cancel return promptly; 1.9: "
                 f"subscribe returns normally)\n  blocked at:\n{_stack(worker.thread)}",
-                "timeout",
+                "timeout", call[0],
             )
         if now - start - env.turn_waited() > settings.test_limit:
             where = f" inside `{call[0]}`" if call else ""
@@ -225,6 +233,22 @@ def _result(
         started_at=started_at,
         finished_at=time.time(),
         iterations=env.iterations,
+    )
+
+
+def not_run(test: TckTest, blocked_in: str, call: str, subject: str = "") -> TestResult:
+    """The result of a test left out because ``blocked_in``, a test of the same subject, found
+    ``call`` blocking its caller: every test would wait out the stall limit on it in turn.
+
+    The message is the same for every test left out, so a report can fold them into one line.
+    """
+    now = time.time()
+    return TestResult(
+        test=test.name, verification=test.verification, rule=test.rule_id, level=Level(test.level),
+        outcome=Outcome.SKIPPED, verdict=Verdict.NOT_RUN, duration_s=0.0,
+        message=(f"not run: the subject blocked in {blocked_in} (`{call}` neither returned nor signalled; "
+                 "that test's failure shows where it blocked)"),
+        trace=[], trace_total=0, subject=subject, started_at=now, finished_at=now,
     )
 
 
