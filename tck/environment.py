@@ -104,6 +104,8 @@ class Environment:
         """Record a problem; the verification raises it at its next check."""
         if self.closed:
             return
+        if isinstance(error, RuleViolation):
+            self.trace.keep(error.evidence)  # still among the last records: kept for the report
         with self._lock:
             self._keep(Problem(error, threading.current_thread().name, source))
 

@@ -85,7 +85,7 @@ class ProbeSubscriber:
         "__weakref__", "_cancelled", "_depths", "_fast_append", "_fast_inside", "_fast_key",
         "_fast_owner", "_fast_seq", "_fast_seqs", "_handoffs", "_inside_seq", "_lock", "_methods",
         "_on_next_hook", "_others", "_pause_s", "_racy", "_sections", "_threads", "_waiters",
-        "after_cancel", "after_terminal", "cancel_seq", "concurrent_entries", "demand", "elements",
+        "after_cancel", "after_terminal", "call_seq", "cancel_seq", "concurrent_entries", "demand", "elements",
         "env", "error", "excess", "keep_elements", "max_depth", "name", "on_subscribe_hook",
         "requested", "requested_after_cancel", "signals", "storm_limit", "subscription",
         "subscriptions", "terminal", "terminal_seq", "yield_s",
@@ -162,6 +162,8 @@ class ProbeSubscriber:
         self.after_cancel = 0
         #: The trace record of the first cancel(), cited by verdicts about what followed it.
         self.cancel_seq: int | None = None
+        #: The trace record of the probe's last request() or cancel(): what a wait answers.
+        self.call_seq: int | None = None
         self.requested_after_cancel = False
 
     def __repr__(self) -> str:
@@ -560,7 +562,7 @@ class ProbeSubscriber:
                 # which the test judges; it is not an element nobody asked for (1.1).
                 self.requested_after_cancel = True
             demand = self.demand
-        self.env.trace.add(self.name, "request", str(n), demand)
+        self.call_seq = self.env.trace.log(self.name, "request", str(n), demand)
         self._call("request", subscription.request, n)
 
     def cancel(self) -> None:
@@ -568,9 +570,9 @@ class ProbeSubscriber:
         with self._lock:
             self._fast_end()
             self._cancelled = True
-        record = self.env.trace.add(self.name, "cancel", "", self.demand)
+        self.call_seq = self.env.trace.log(self.name, "cancel", "", self.demand)
         if self.cancel_seq is None:
-            self.cancel_seq = record.seq
+            self.cancel_seq = self.call_seq
         self._call("cancel", subscription.cancel)
 
     def _require_subscription(self, what: str) -> Subscription:
@@ -657,6 +659,7 @@ class ProbeSubscriber:
                 f"on_subscribe within {_ms(timeout)} of subscribe()",
                 f"no on_subscribe ({self._seen()})",
                 setting="timeout",
+                evidence=self._subscribe_evidence(),
             )
         assert self.subscription is not None
         return self.subscription
@@ -673,7 +676,7 @@ class ProbeSubscriber:
         if terminal:
             raise RuleViolation(rule, what, f"{terminal} first ({self._seen()})", evidence=self._terminal_evidence())
         raise RuleViolation(rule, f"{what} within {_ms(timeout)}", f"nothing arrived ({self._seen()})",
-                            setting="timeout")
+                            setting="timeout", evidence=self.evidence())
 
     def next_elements(self, count: int, *, timeout: float | None = None, rule: str | None = None) -> list[Any]:
         """``count`` elements, each within ``timeout`` of the one before (a stall, not a slow stream)."""
@@ -687,14 +690,15 @@ class ProbeSubscriber:
         rule = self.env.rule if rule is None else rule
         with self._lock:
             if self.elements:
-                raise RuleViolation(rule, "on_complete (end of stream)", f"on_next({short_repr(self.elements[0])})")
+                raise RuleViolation(rule, "on_complete (end of stream)", f"on_next({short_repr(self.elements[0])})",
+                                    evidence=self.evidence())
             terminal = self.terminal
         if terminal == "on_complete":
             return
         if terminal == "on_error":
             raise RuleViolation(rule, "on_complete", f"{self._terminal_text()}", evidence=self._terminal_evidence())
         raise RuleViolation(rule, f"on_complete within {_ms(timeout)}", f"nothing arrived ({self._seen()})",
-                            setting="timeout")
+                            setting="timeout", evidence=self.evidence())
 
     def expect_error(
         self, kind: type[BaseException], *, timeout: float | None = None, rule: str | None = None
@@ -707,7 +711,8 @@ class ProbeSubscriber:
             terminal, error = self.terminal, self.error
         if terminal is None:
             raise RuleViolation(rule, f"on_error({kind.__name__}) within {_ms(timeout)}",
-                                f"no terminal signal ({self._seen()})", setting="timeout")
+                                f"no terminal signal ({self._seen()})", setting="timeout",
+                                evidence=self.evidence())
         if terminal == "on_complete" or not isinstance(error, kind):
             raise RuleViolation(rule, f"on_error({kind.__name__})", self._terminal_text(),
                                 evidence=self._terminal_evidence())
@@ -802,6 +807,17 @@ class ProbeSubscriber:
             if record.actor == self.name and record.signal.startswith("on_"):
                 return record
         return None
+
+    def _subscribe_evidence(self) -> tuple[int, ...]:
+        """The subscribe() call that handed this probe over, if the trace has it."""
+        mine = repr(self)
+        return tuple(r.seq for r in self.env.trace.records() if r.signal == "subscribe" and mine in r.detail)[-1:]
+
+    def evidence(self) -> tuple[int, ...]:
+        """What a check of this probe's state rests on: its last call (the request or cancel a
+        signal answers) and the last signal it received (what came instead, or last)."""
+        last = self._last_signal()
+        return cite(self.call_seq, last.seq if last is not None else None)
 
     def _terminal_evidence(self) -> tuple[int, ...]:
         return () if self.terminal_seq is None else (self.terminal_seq,)

@@ -151,6 +151,17 @@ def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -
     return None
 
 
+def _call_record(env: Environment, call: str | None) -> tuple[int, ...]:
+    """The trace record of the call that blocked (``request(1)``: the probe's request record)."""
+    if call is None:
+        return ()
+    for record in reversed(env.trace.records()):
+        shown = f"{record.signal}({record.detail})" if record.signal != "note" else record.detail
+        if shown == call or (record.signal != "note" and call.startswith(f"{record.signal}(")):
+            return (record.seq,)
+    return ()
+
+
 def _stack(thread: threading.Thread) -> str:
     frame = thread_frames().get(thread.ident or -1)
     if frame is None:
@@ -180,7 +191,7 @@ def _result(
         message = f"[setup] {error}"
     elif isinstance(error, _Stalled):
         primary = RuleViolation(test.rule, "the verification to run to its end", str(error),
-                                setting=error.setting)
+                                setting=error.setting, evidence=_call_record(env, error.call))
         if env.on_stall is not None:
             primary = env.on_stall(primary)
     elif isinstance(error, RuleViolation):

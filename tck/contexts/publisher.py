@@ -69,7 +69,7 @@ class PublisherContext(Context):
                 f"contract), after request({n + 1})", f"{probe.name}: {seen}",
                 hint="factory(n) must return a publisher of exactly n elements followed by "
                 "on_complete; for an n it cannot produce it may raise (then declare max_elements)",
-                setting="timeout" if terminal is None and received <= n else None)
+                setting="timeout" if terminal is None and received <= n else None, evidence=probe.evidence())
 
     def failed_publisher(self) -> Publisher[Any]:
         if self.subject.failed_factory is None:
@@ -86,7 +86,7 @@ class PublisherContext(Context):
 
     def subscribe(self, publisher: Publisher[Any], subscriber: Any) -> None:
         """``publisher.subscribe(subscriber)``, which must return normally (rule 1.9)."""
-        self.env.trace.add("tck", "subscribe", short_repr(subscriber))
+        call = self.env.trace.add("tck", "subscribe", short_repr(subscriber)).seq
         try:
             self.call("subscribe()", publisher.subscribe, subscriber)
         except ProbeAbort:
@@ -101,6 +101,7 @@ class PublisherContext(Context):
                 "1.9",
                 "subscribe() to return normally (failures are signalled with on_error)",
                 f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
+                evidence=(call,),
             ) from exc
 
     def subscribed(
