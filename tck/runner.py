@@ -243,8 +243,19 @@ def _result(
         failures=failures,
         started_at=started_at,
         finished_at=time.time(),
-        iterations=env.iterations,
+        iterations=_iterations(test, env, outcome == Outcome.FAILED and primary is not None
+                               and primary.rule is not None and not isinstance(error, _Stalled)),
     )
+
+
+def _iterations(test: TckTest, env: Environment, showed: bool) -> dict[str, int] | None:
+    """The rounds a race hunt ran, the failing one included (each is counted as it begins), and
+    how many showed a defect: one that failed on a rule showed it in the round it failed in. A
+    hunt that failed otherwise (blocked, or a setup problem) showed nothing of its race."""
+    counted = env.iterations
+    if counted is None or test.level == Level.FUZZ or not showed:
+        return counted
+    return {"ran": max(counted["ran"], 1), "showed": max(counted["showed"], 1)}
 
 
 def not_run(test: TckTest, blocked_in: str, call: str, subject: str = "") -> TestResult:

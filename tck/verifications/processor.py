@@ -453,6 +453,7 @@ def stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_tol
     with aggressive_switching():
         rounds = JOIN_RACE_ROUNDS if direct else 2
         for r in range(rounds):
+            env.count_iterations(r + 1, 0)  # round r + 1 under way: a failure in it counts it
             # The upstream's end first, then (a second half) the last subscriber's cancel.
             by_cancel = cancels and 2 * r >= rounds
             processor = ctx.processor()
@@ -483,7 +484,6 @@ def stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_tol
             if not _told_or_served(ctx, upstream, joiner):
                 ctx.env.check()
                 _compare_with_a_later_subscriber(ctx, processor, upstream, joiner, by_cancel, r)
-            env.count_iterations(r + 1, 0)
 
 
 def _race(ctx: ProcessorContext, first: Callable[[], None], second: Callable[[], None], k: int, *,
@@ -594,6 +594,7 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
 
     with aggressive_switching():
         for r in range(RELAY_RACE_ROUNDS if direct else 3):
+            env.count_iterations(r + 1, 0)  # round r + 1 under way: a failure in it counts it
             # Three ways: on_next paused beside a request(); a request() paused beside on_next,
             # with demand upstream already, and (last) without: the element then goes out the
             # moment the paused request brings demand.
@@ -624,7 +625,6 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
                 # processor waits for one it never asked for.
                 upstream.expect_demand(rule="3.8", what=f"a request upstream once the subscriber "
                                        f"requested {probe.requested} and {sub.sent} were sent")
-            env.count_iterations(r + 1, 0)
     probe.cancel()
 
 

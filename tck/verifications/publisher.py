@@ -254,6 +254,7 @@ def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_
     try:
         with aggressive_switching():
             for i in range(rounds):
+                ctx.env.count_iterations(i + 1, showed)  # round i + 1 under way: a failure in it counts it
                 if i % 2 == 0:
                     probe = ctx.subscribed(total + 1, name=f"round{i}", keep_elements=False, yield_s=None)
                     current[:] = [functools.partial(requests_here, probe)]
