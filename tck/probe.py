@@ -105,6 +105,7 @@ class ProbeSubscriber:
     ) -> None:
         self.env = env
         self.name = name
+        env.probes.add(self)
         self.keep_elements = keep_elements
         self.on_subscribe_hook = on_subscribe
         #: The fast path of on_next (see ``_fast_start``): the one thread allowed on it, whether
@@ -397,12 +398,20 @@ class ProbeSubscriber:
                     self.terminal = signal
                     self.error = exc
                     self.terminal_seq = record
+                    if signal == "on_error" and self.requested == 0 and not _relayed(exc) and self._served_beside():
+                        self.env.refused.append(f"{self.name} got {shown}")
                 if self._waiters:
                     self._wake()
             self._flag(problems, overlap, record)
             self._pause()
         finally:
             self._exit()
+
+    def _served_beside(self) -> bool:
+        """Whether another probe of this verification is subscribed and not ended: an on_error
+        before this one asked for anything then reads as a refusal (a unicast subject)."""
+        return any(p is not self and p.subscription is not None and p.terminal is None
+                   for p in list(self.env.probes))
 
     # -- rule 1.3: serial signalling ---------------------------------------------------------
 
@@ -832,6 +841,17 @@ class ProbeSubscriber:
         """Cancel a subscription the verification left open, so nothing leaks into the next."""
         if self.subscription is not None and not self._cancelled and self.terminal is None:
             self.cancel()
+
+
+def _relayed(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is, or was caused by, an error the TCK signalled (the kit's own classes)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if type(exc).__module__.split(".")[0] in ("rstck", "tck"):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _no_row(row: tuple[Any, ...]) -> None:

@@ -206,6 +206,8 @@ def _result(
         primary.__cause__ = error
     elif problems:
         primary = as_violation(problems[0], test.rule_id)
+    if primary is not None and env.refused and env.settings.max_subscribers > 1 and not primary.hint:
+        primary.hint = _one_subscriber_hint(env.refused[0])
     if primary is not None:
         made_from: Problem | None = getattr(primary, "problem", None)
         shown = next((p for p in problems if p.error is primary or p is made_from), None)
@@ -256,6 +258,14 @@ def _iterations(test: TckTest, env: Environment, showed: bool) -> dict[str, int]
     if counted is None or test.level == Level.FUZZ or not showed:
         return counted
     return {"ran": max(counted["ran"], 1), "showed": max(counted["showed"], 1)}
+
+
+def _one_subscriber_hint(refused: str) -> str:
+    """What to do when the subject refused a subscriber while it served another."""
+    return (f"{refused} before requesting anything while another subscriber was served: a subject "
+            "that serves one subscriber at a time declares it with --rs-max-subscribers=1 (or "
+            "max_subscribers=1 on its PublisherSubject or ProcessorSubject); the tests that need a "
+            "second subscriber then do not apply")
 
 
 def not_run(test: TckTest, blocked_in: str, call: str, subject: str = "") -> TestResult:
