@@ -185,3 +185,13 @@ def test_a_passing_fuzz_test_does_not_make_its_entry_stale(project: pytest.Pytes
         "0 known deviation(s), 0 new failure(s), 0 stale entries",
         "passed this time: *publisher::fuzz_demand_cancel_orders (a fuzz search finds it by chance:*",
     ])
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_the_baseline_summary_counts_alike_under_xdist(project: pytest.Pytester, workers: str) -> None:
+    """The known deviations are marked on the workers; the summary is written by the controller."""
+    result = project.runpytest(BROKEN, "--rs-rules=3.9", FAST, "-p", "xdist", "-n", workers,
+                               baseline(project, "3.9  # request(0) is ignored\n"))
+    result.assert_outcomes(xfailed=3, skipped=1)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["3 known deviation(s), 0 new failure(s), 0 stale entries"])
