@@ -476,3 +476,23 @@ def test_show_picks_the_subject_that_failed_a_test_every_subject_ran(
     assert f"(--subject {RACY})" in err
     assert f"(--subject {REFERENCE})" in err
     assert cli.main(["show", str(tmp_path), FUZZ, "--subject", REFERENCE]) == 0
+
+
+def test_the_spooled_rows_of_committed_units_go_without_a_query(tmp_path: Path) -> None:
+    """After a complete run every unit's wave was written: its spooled rows are dropped at once."""
+    from rstck_plugins.campaign.spark import fold_spool
+    from rstck_plugins.campaign.spark import spool_path
+
+    spool = spool_path(tmp_path)
+    spool.mkdir()
+    for unit in ("u-1", "u-2"):
+        (spool / f"{unit}.a.json").write_text("[]", encoding="utf-8")
+    assert fold_spool(None, tmp_path, ["u-1", "u-2"]) == 0  # type: ignore[arg-type]  # no Spark asked
+    assert not list(spool.iterdir())
+
+
+def test_campaign_help_says_when_a_campaign_is_worth_it() -> None:
+    out = subprocess.run([sys.executable, "-m", "rstck_plugins", "campaign", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "A campaign is worth it for many runs" in out
+    assert "for a handful of runs on one machine, loop instead" in out.replace("\n", " ").lower()
