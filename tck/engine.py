@@ -59,6 +59,9 @@ def select(
     return [t for t in tests if (not wanted or key(t) in wanted) and key(t) not in unwanted]
 
 
+#: Tests that found the subject blocking its caller after which the rest are not run.
+BLOCKS_TO_STOP = 3
+
 #: How often a caller waiting for a result checks that the schedule is not stalled.
 _STALL_CHECK_S = 5.0
 
@@ -85,9 +88,10 @@ class Schedule:
     new test starts before one back from a window; a test marked ``busy`` (mostly the TCK's own
     work) starts after those, its work filling their windows, and a race hunt last, alone, in
     their windows (see ``_pump``). A consumer that stops asking
-    (``pytest -x``) leaves the tests already started to run out on daemon threads. Once a test
-    finds the subject blocking its caller, the tests not yet started are not run: each gets the
-    verdict ``not_run`` at once, naming that test (whose failure shows the blocked stack).
+    (``pytest -x``) leaves the tests already started to run out on daemon threads. Once a sanity
+    check, or ``BLOCKS_TO_STOP`` tests, found the subject blocking its caller, the tests not yet
+    started are not run: each gets the verdict ``not_run`` at once, naming the test whose failure
+    shows the blocked stack.
 
     A fuzz search starts before the rule tests and runs beside them: it computes while they
     wait out their windows. Meanwhile no result is handed back (``result`` waits until every
@@ -135,7 +139,10 @@ class Schedule:
         self._searching = 0  # fuzz searches running: no result is handed back meanwhile
         self._search_waiting = 0  # fuzz searches back from a window, waiting for a slot: first
         self._wanted = 0
-        #: ``(test id, call)`` of the first test that found the subject blocking its caller.
+        #: ``(test id, call)`` of the first test that found the subject blocking its caller, and
+        #: whether the tests not started yet are left out (see ``_blocked_in``).
+        self._first_block: tuple[str, str] | None = None
+        self._blocks = 0
         self._blocked: tuple[str, str] | None = None
 
     def result(self, index: int) -> TestResult:
@@ -226,9 +233,18 @@ class Schedule:
         self._turn.notify_all()
 
     def _blocked_in(self, index: int, call: str) -> None:
+        """Test ``index`` found the subject blocking its caller in ``call``. The tests not started
+        yet are left out once the block is one every test will meet: in a sanity check (the
+        factory's basic path), or in ``BLOCKS_TO_STOP`` tests. A block on one path only (a cancel()
+        under unbounded demand, say) leaves the other tests their verdicts."""
+        test = self.tests[index]
         with self._lock:
-            if self._blocked is None:
-                self._blocked = (f"{self.tests[index].verification}::{self.tests[index].test_id}", call)
+            self._blocks += 1
+            if self._first_block is None:
+                self._first_block = (f"{test.verification}::{test.test_id}", call)
+            sanity = test.rule_id is None and test.level == Level.REQUIRED
+            if self._blocked is None and (sanity or self._blocks >= BLOCKS_TO_STOP):
+                self._blocked = (f"{test.verification}::{test.test_id}", call) if sanity else self._first_block
 
     def _run(self, index: int) -> None:
         slot = _Slot(self, alone=self.tests[index].level == Level.STOCHASTIC,

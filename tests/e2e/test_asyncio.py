@@ -87,9 +87,9 @@ def test_a_blocked_loop_costs_its_tests_and_is_replaced(loop_project: pytest.Pyt
     )
     out = result.stdout.str()
     assert "`cancel()` neither returned nor signalled" in out
-    # Once 3.7 found the subject blocking, 3.9's tests are not run; the session goes on.
-    result.assert_outcomes(failed=1, skipped=4)
-    result.stdout.fnmatch_lines(["SKIPPED [[]4[]] publisher: not run: the subject blocked in publisher::*"])
+    # 3.9's tests do not cancel and run on a fresh loop after 3.7 blocked the first one (one
+    # block on one path: the other tests keep their verdicts).
+    result.assert_outcomes(failed=1, passed=4)
 
 
 def test_loop_callback_errors_are_reported_in_their_test(loop_project: pytest.Pytester) -> None:
