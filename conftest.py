@@ -36,8 +36,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _same_environment_as_a_developer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run every test as outside CI, whether or not the suite itself runs in CI.
 
-    ``CI`` changes what the kit and pytest do (the fuzz search is derandomised, pytest writes
-    crash messages uncut on the summary line), so a test that depends on it would pass on one
+    ``CI`` changes what pytest does (it writes crash messages uncut on the summary line), so a test that depends on it would pass on one
     machine and fail on another. Tests of the CI behaviour set it themselves.
     """
     monkeypatch.delenv("CI", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _results_files_follow_the_shipped_schema(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Every results file a test makes the kit write must match ``rstck/schemas``, in both checkers.
+
+    ``rs-tck ingest`` rejects a file its schema does not allow, so a field or a test name the
+    schema leaves out would make every such file useless to a campaign; checking each file the
+    suite's in-process runs write catches it the day it appears, whatever the test looked at.
+    """
+    import json
+    from importlib import resources
+
+    import jsonschema
+    from rstck_plugins import json_report
+    from rstck_plugins.campaign import schema as own_schema
+
+    render = json_report.render
+    problems: list[str] = []
+    shipped = json.loads(resources.files("rstck").joinpath("schemas", own_schema.SCHEMA_FILE).read_text())
+    validator = jsonschema.Draft202012Validator(shipped)
+
+    def checked(document: Any) -> str:
+        text = render(document)
+        data = json.loads(text)
+        problems.extend(f"jsonschema: {e.message}" for e in validator.iter_errors(data))
+        problems.extend(f"ingest: {e}" for e in own_schema.errors(data))
+        return text
+
+    monkeypatch.setattr(json_report, "render", checked)
+    yield
+    assert not problems, "a results file the kit wrote does not match its shipped schema:\n" + "\n".join(problems[:5])

@@ -62,10 +62,46 @@ def in_use(config: pytest.Config) -> bool:
     return any(config.getini(key) not in (None, "", []) for key, _help, _default in ini)
 
 
+#: The first part of a TCK test id (``publisher::required_spec309_...``) and the option that
+#: names that verification's subject (a test keeps it equal to the verifications' own).
+SUBJECT_OPTIONS = {"publisher": "--rs-publisher", "subscriber_blackbox": "--rs-subscriber",
+                   "subscriber_whitebox": "--rs-whitebox-subscriber", "processor": "--rs-processor"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """A misspelled ``--rs-*`` option is refused with the option it was probably meant to be
+    (argparse's "unrecognized arguments" names none)."""
+    import difflib
+
+    known = [option for option, _attrs in table()[0]]
+    for arg in args:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        if name.startswith("--rs-") and name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            guess = f"; did you mean {close[0]}?" if close else ""
+            raise pytest.UsageError(f"unknown option {name}{guess} (pytest --help lists every --rs-* option)")
+
+
+def _tck_ids_without_subject(config: pytest.Config) -> None:
+    """A TCK test id pasted from a report (``publisher::...[3.9]``) in a run naming no subject:
+    say which option ran it, rather than pytest's "file or directory not found"."""
+    for arg in config.args:
+        head = arg.split("::", 1)[0].split("[", 1)[0]
+        if head in SUBJECT_OPTIONS and not os.path.exists(os.path.join(config.invocation_params.dir, head)):
+            option = SUBJECT_OPTIONS[head]
+            raise pytest.UsageError(f"{arg}: a test of the TCK's {head} verification, but no {option} subject "
+                                    f"was given; add {option}=MODULE:ATTR (the option that ran it) and the "
+                                    "other --rs-* options of that run")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     spare_hypothesis_import(config)
     if not in_use(config):
+        _tck_ids_without_subject(config)
         return
     skip_rewriting(config)
     from . import pytest_plugin

@@ -33,6 +33,7 @@ from rstck.registry import TckTest
 from rstck.results import FAILING
 from rstck.results import Outcome
 from rstck.results import TestResult
+from rstck.results import Verdict
 from rstck.rules import RULES
 from rstck.settings import KNOBS
 from rstck.settings import Settings
@@ -647,9 +648,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
             # pytest places a skip where pytest.skip was called (this module); the reader
             # wants the rule's test: its node id, which carries the rule, in place of a path.
-            where = item.config.invocation_params.dir / item.nodeid
+            where = item.config.invocation_params.dir / _skip_anchor(item.nodeid, result)
             report.longrepr = (str(where), None, report.longrepr[2])
     return report
+
+
+def _skip_anchor(nodeid: str, result: TestResult | None) -> str:
+    """Where a skip is listed: its test; for the tests not run after a subject blocked, their
+    verification, so pytest folds them into one line (their reason is the same)."""
+    if result is not None and result.verdict == Verdict.NOT_RUN:
+        return nodeid.split("::", 1)[0]
+    return nodeid
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,

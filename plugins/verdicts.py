@@ -15,7 +15,7 @@ from rstck.results import TestResult
 from rstck.results import Verdict
 
 #: Worst first: the verdict a rule's cell shows when several tests verify it.
-SEVERITY = (Verdict.FAILED, Verdict.ERROR, Verdict.OPTIONAL_UNSUPPORTED, Verdict.NOT_APPLICABLE,
+SEVERITY = (Verdict.FAILED, Verdict.ERROR, Verdict.NOT_RUN, Verdict.OPTIONAL_UNSUPPORTED, Verdict.NOT_APPLICABLE,
             Verdict.UNTESTED, Verdict.DESELECTED, Verdict.PASSED)
 #: How people read a verdict: its word, spaced.
 LABELS: dict[str, str] = {v: v.replace("_", " ") for v in Verdict}

@@ -34,6 +34,7 @@ from .results import Level
 from .results import ResultsDocument
 from .results import TestResult
 from .results import document
+from .runner import not_run
 from .runner import run_test
 from .settings import Settings
 from .subjects import PublisherSubject
@@ -57,6 +58,9 @@ def select(
 
     return [t for t in tests if (not wanted or key(t) in wanted) and key(t) not in unwanted]
 
+
+#: Tests that found the subject blocking its caller after which the rest are not run.
+BLOCKS_TO_STOP = 3
 
 #: How often a caller waiting for a result checks that the schedule is not stalled.
 _STALL_CHECK_S = 5.0
@@ -84,7 +88,10 @@ class Schedule:
     new test starts before one back from a window; a test marked ``busy`` (mostly the TCK's own
     work) starts after those, its work filling their windows, and a race hunt last, alone, in
     their windows (see ``_pump``). A consumer that stops asking
-    (``pytest -x``) leaves the tests already started to run out on daemon threads.
+    (``pytest -x``) leaves the tests already started to run out on daemon threads. Once a sanity
+    check, or ``BLOCKS_TO_STOP`` tests, found the subject blocking its caller, the tests not yet
+    started are not run: each gets the verdict ``not_run`` at once, naming the test whose failure
+    shows the blocked stack.
 
     A fuzz search starts before the rule tests and runs beside them: it computes while they
     wait out their windows. Meanwhile no result is handed back (``result`` waits until every
@@ -132,6 +139,11 @@ class Schedule:
         self._searching = 0  # fuzz searches running: no result is handed back meanwhile
         self._search_waiting = 0  # fuzz searches back from a window, waiting for a slot: first
         self._wanted = 0
+        #: ``(test id, call)`` of the first test that found the subject blocking its caller, and
+        #: whether the tests not started yet are left out (see ``_blocked_in``).
+        self._first_block: tuple[str, str] | None = None
+        self._blocks = 0
+        self._blocked: tuple[str, str] | None = None
 
     def result(self, index: int) -> TestResult:
         """The result of test ``index``, starting it (and what may run with it) if needed."""
@@ -185,6 +197,9 @@ class Schedule:
         while (self._active < self.concurrency and not self._search_waiting and self._startable()
                and (not self._waiting or self._first_next())):
             index = self._order[self._started]
+            if self._blocked is not None and self.tests[index].level != Level.UNTESTED:
+                self._leave_out(index)  # an untested rule calls nothing: its reason still stands
+                continue
             # A stochastic test hunts races with tight timing over many rounds: it runs alone
             # (no other test calls, nor will until it ends), so tests beside it neither slow it
             # past its timeout nor change what it can see. It starts once every test started
@@ -209,6 +224,28 @@ class Schedule:
                 self._turn.notify_all()
                 return
 
+    def _leave_out(self, index: int) -> None:
+        # Called with the lock held: the subject blocked a caller in an earlier test; each test
+        # left would wait out the stall limit on it in turn (a minute for a verification).
+        assert self._blocked is not None
+        self._started += 1
+        self._futures[index].set_result(not_run(self.tests[index], *self._blocked, self.subject_label))
+        self._turn.notify_all()
+
+    def _blocked_in(self, index: int, call: str) -> None:
+        """Test ``index`` found the subject blocking its caller in ``call``. The tests not started
+        yet are left out once the block is one every test will meet: in a sanity check (the
+        factory's basic path), or in ``BLOCKS_TO_STOP`` tests. A block on one path only (a cancel()
+        under unbounded demand, say) leaves the other tests their verdicts."""
+        test = self.tests[index]
+        with self._lock:
+            self._blocks += 1
+            if self._first_block is None:
+                self._first_block = (f"{test.verification}::{test.test_id}", call)
+            sanity = test.rule_id is None and test.level == Level.REQUIRED
+            if self._blocked is None and (sanity or self._blocks >= BLOCKS_TO_STOP):
+                self._blocked = (f"{test.verification}::{test.test_id}", call) if sanity else self._first_block
+
     def _run(self, index: int) -> None:
         slot = _Slot(self, alone=self.tests[index].level == Level.STOCHASTIC,
                      search=self._searches and self.tests[index].level == Level.FUZZ)
@@ -216,7 +253,8 @@ class Schedule:
         outcome: TestResult | BaseException
         try:
             outcome = run_test(self.tests[index], self.make_context, self.settings,
-                               subject_label=self.subject_label, slot=slot if self.overlap else None)
+                               subject_label=self.subject_label, slot=slot if self.overlap else None,
+                               on_blocked=partial(self._blocked_in, index))
         except BaseException as exc:  # a TCK defect: surface it to whoever waits, not the thread
             outcome = exc
         try:
@@ -250,8 +288,6 @@ def _preload(settings: Settings, tests: Sequence[TckTest]) -> None:
         names.append(".fuzz.verify")
     for name in names:
         importlib.import_module(name, __package__)
-    if ".fuzz.verify" in names:
-        importlib.import_module(".fuzz.search", __package__).warm()
 
 
 class _Slot:

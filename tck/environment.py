@@ -12,6 +12,7 @@ import contextlib
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -81,6 +82,10 @@ class Environment:
         self.closed = False
         #: Rounds a test that repeats a race ran, and how many showed it (``{"ran", "showed"}``).
         self.iterations: dict[str, int] | None = None
+        #: The probes of this verification (weakly: a rule 3.13 test waits for one to be
+        #: collected), and the subscribers refused while another was served: ``name: signal``.
+        self.probes: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.refused: list[str] = []
         #: How calls into the subject are made; the default calls on the current thread.
         self.dispatch: Callable[..., Any] = self._direct
         #: Threads seen working for this verification (its body, threads that signalled its
@@ -104,6 +109,8 @@ class Environment:
         """Record a problem; the verification raises it at its next check."""
         if self.closed:
             return
+        if isinstance(error, RuleViolation):
+            self.trace.keep(error.evidence)  # still among the last records: kept for the report
         with self._lock:
             self._keep(Problem(error, threading.current_thread().name, source))
 

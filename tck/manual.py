@@ -33,6 +33,7 @@ from .api import MAX_DEMAND
 from .environment import Environment
 from .errors import RuleViolation
 from .errors import SetupError
+from .evidence import cite
 from .probe import passes_on_failure
 from .reach import KIT_PREFIX
 from .reach import nothing_else_runs
@@ -280,6 +281,8 @@ class ManualSubscription:
         #: Trace records of the on_subscribe that handed this subscription out, and of each
         #: cancel() on it: what a verdict about the order of the two cites.
         self.subscribed_seq: int | None = None
+        #: The latest signal the TCK delivered on this subscription (its record).
+        self.signal_seq: int | None = None
         self.cancel_seqs: list[int] = []
         self.request_seqs: list[int] = []
         #: The record of the call each thread is inside, cited when another thread overlaps it.
@@ -297,6 +300,12 @@ class ManualSubscription:
         self.last_caller: int | None = None
         self.callers: set[int] = set()
         self._wip = 0
+
+    def evidence(self) -> tuple[int, ...]:
+        """What a wait on this subscription's subscriber rests on: its latest request or cancel,
+        and the latest signal the TCK delivered (what it was answering, or should have)."""
+        calls = [*self.request_seqs[-1:], *self.cancel_seqs[-1:]]
+        return cite(max(calls) if calls else None, self.signal_seq)
 
     def __repr__(self) -> str:
         return f"ManualSubscription({self.name!r})"
@@ -748,6 +757,7 @@ class ManualPublisher:
                 f"a request(n) for element {sub.sent + 1} within {_ms(timeout)}",
                 f"no outstanding demand ({seen})",
                 hint="the subscriber must request (rule 2.1) before the TCK may send", setting="timeout",
+                evidence=sub.evidence(),
             )
         element = self._next(sub, rule)
         if element is _UNSET:
@@ -800,7 +810,7 @@ class ManualPublisher:
         if demand <= 0:
             raise RuleViolation(
                 rule or self.env.rule, f"{what or 'a request(n)'} within {_ms(timeout)}",
-                f"none came ({sub.describe()})", hint=hint, setting="timeout",
+                f"none came ({sub.describe()})", hint=hint, setting="timeout", evidence=sub.evidence(),
             )
         return demand
 
@@ -816,7 +826,7 @@ class ManualPublisher:
         if not done:
             raise RuleViolation(rule or self.env.rule,
                                 f"{what or f'requests adding up to {total}'} within {_ms(timeout)}",
-                                seen, setting="timeout")
+                                seen, setting="timeout", evidence=sub.evidence())
 
     def expect_request(self, *, subscription: ManualSubscription | None = None,
                             timeout: float | None = None, rule: str | None = None,
@@ -834,7 +844,7 @@ class ManualPublisher:
         if not done:
             raise RuleViolation(rule or self.env.rule,
                                 f"{what or 'a request(n)'} within {_ms(timeout)}", f"none came ({seen})",
-                                setting="timeout")
+                                setting="timeout", evidence=sub.evidence())
 
     def expect_cancel(self, *, subscription: ManualSubscription | None = None,
                       timeout: float | None = None, rule: str | None = None, what: str = "",
@@ -843,7 +853,8 @@ class ManualPublisher:
         timeout = self.env.settings.timeout if timeout is None else timeout
         if not self.wait_cancel(subscription=sub, timeout=timeout):
             raise RuleViolation(rule or self.env.rule, f"{what or 'cancel()'} within {_ms(timeout)}",
-                                f"no cancel() ({sub.describe()})", hint=hint, setting="timeout")
+                                f"no cancel() ({sub.describe()})", hint=hint, setting="timeout",
+                                evidence=sub.evidence())
 
     def wait_cancel(self, *, subscription: ManualSubscription | None = None,
                     timeout: float | None = None) -> bool:
@@ -1031,7 +1042,7 @@ class ManualPublisher:
                 fn: Callable[..., Any], *args: Any, rule: str | None = None,
                 terminal: bool = False) -> bool:
         """Deliver one signal; a subscriber that raises breaks 2.13 (or ``rule``)."""
-        seq = self.env.trace.log(sub.name, signal, detail, demand)
+        seq = sub.signal_seq = self.env.trace.log(sub.name, signal, detail, demand)
         if signal == "on_subscribe":
             sub.subscribed_seq = seq
         if signal != "on_next" and sub.calls == 0:  # (``_next`` does it for elements)

@@ -106,6 +106,7 @@ class ProbeSubscriber:
         "_waiters",
         "after_cancel",
         "after_terminal",
+        "call_seq",
         "cancel_queued_at",
         "cancel_ran_at",
         "cancel_seq",
@@ -145,6 +146,7 @@ class ProbeSubscriber:
     ) -> None:
         self.env = env
         self.name = name
+        env.probes.add(self)
         self.keep_elements = keep_elements
         self.on_subscribe_hook = on_subscribe
         #: The fast path of on_next (see ``_fast_start``): the one thread allowed on it, whether
@@ -214,6 +216,8 @@ class ProbeSubscriber:
         #: How many of the probe's request() calls are running in the subject right now (counted
         #: where they run: on an event loop, only while the loop runs them).
         self._requesting = 0
+        #: The trace record of the probe's last request() or cancel(): what a wait answers.
+        self.call_seq: int | None = None
         self.requested_after_cancel = False
 
     def __repr__(self) -> str:
@@ -456,12 +460,20 @@ class ProbeSubscriber:
                     self.terminal = signal
                     self.error = exc
                     self.terminal_seq = record
+                    if signal == "on_error" and self.requested == 0 and not _relayed(exc) and self._served_beside():
+                        self.env.refused.append(f"{self.name} got {shown}")
                 if self._waiters:
                     self._wake()
             self._flag(problems, overlap, record)
             self._pause()
         finally:
             self._exit()
+
+    def _served_beside(self) -> bool:
+        """Whether another probe of this verification is subscribed and not ended: an on_error
+        before this one asked for anything then reads as a refusal (a unicast subject)."""
+        return any(p is not self and p.subscription is not None and p.terminal is None
+                   for p in list(self.env.probes))
 
     # -- rule 1.3: serial signalling ---------------------------------------------------------
 
@@ -622,7 +634,7 @@ class ProbeSubscriber:
                 # which the test judges; it is not an element nobody asked for (1.1).
                 self.requested_after_cancel = True
             demand = self.demand
-        self.env.trace.add(self.name, "request", str(n), demand)
+        self.call_seq = self.env.trace.log(self.name, "request", str(n), demand)
         self._call("request", self._request_now(subscription), n)
 
     def _request_now(self, subscription: Subscription) -> Callable[[int], None]:
@@ -651,9 +663,9 @@ class ProbeSubscriber:
         with self._lock:
             self._fast_end()
             self._cancelled = True
-        record = self.env.trace.add(self.name, "cancel", "", self.demand)
+        self.call_seq = self.env.trace.log(self.name, "cancel", "", self.demand)
         if self.cancel_seq is None:
-            self.cancel_seq = record.seq
+            self.cancel_seq = self.call_seq
             self.cancel_queued_at = monotonic()
         self._call("cancel", self._cancel_now(subscription))
 
@@ -813,6 +825,7 @@ class ProbeSubscriber:
                 f"on_subscribe within {_ms(timeout)} of subscribe()",
                 f"no on_subscribe ({self._seen()})",
                 setting="timeout",
+                evidence=self._subscribe_evidence(),
             )
         assert self.subscription is not None
         return self.subscription
@@ -829,7 +842,7 @@ class ProbeSubscriber:
         if terminal:
             raise RuleViolation(rule, what, f"{terminal} first ({self._seen()})", evidence=self._terminal_evidence())
         raise RuleViolation(rule, f"{what} within {_ms(timeout)}", f"nothing arrived ({self._seen()})",
-                            setting="timeout")
+                            setting="timeout", evidence=self.evidence())
 
     def next_elements(self, count: int, *, timeout: float | None = None, rule: str | None = None) -> list[Any]:
         """``count`` elements, each within ``timeout`` of the one before (a stall, not a slow stream)."""
@@ -864,14 +877,15 @@ class ProbeSubscriber:
         rule = self.env.rule if rule is None else rule
         with self._lock:
             if self.elements:
-                raise RuleViolation(rule, "on_complete (end of stream)", f"on_next({short_repr(self.elements[0])})")
+                raise RuleViolation(rule, "on_complete (end of stream)", f"on_next({short_repr(self.elements[0])})",
+                                    evidence=self.evidence())
             terminal = self.terminal
         if terminal == "on_complete":
             return
         if terminal == "on_error":
             raise RuleViolation(rule, "on_complete", f"{self._terminal_text()}", evidence=self._terminal_evidence())
         raise RuleViolation(rule, f"on_complete within {_ms(timeout)}{further}", f"nothing arrived ({self._seen()})",
-                            setting="timeout")
+                            setting="timeout", evidence=self.evidence())
 
     def expect_error(
         self, kind: type[BaseException], *, timeout: float | None = None, rule: str | None = None
@@ -884,7 +898,8 @@ class ProbeSubscriber:
             terminal, error = self.terminal, self.error
         if terminal is None:
             raise RuleViolation(rule, f"on_error({kind.__name__}) within {_ms(timeout)}",
-                                f"no terminal signal ({self._seen()})", setting="timeout")
+                                f"no terminal signal ({self._seen()})", setting="timeout",
+                                evidence=self.evidence())
         if terminal == "on_complete" or not isinstance(error, kind):
             raise RuleViolation(rule, f"on_error({kind.__name__})", self._terminal_text(),
                                 evidence=self._terminal_evidence())
@@ -980,6 +995,17 @@ class ProbeSubscriber:
                 return record
         return None
 
+    def _subscribe_evidence(self) -> tuple[int, ...]:
+        """The subscribe() call that handed this probe over, if the trace has it."""
+        mine = repr(self)
+        return tuple(r.seq for r in self.env.trace.records() if r.signal == "subscribe" and mine in r.detail)[-1:]
+
+    def evidence(self) -> tuple[int, ...]:
+        """What a check of this probe's state rests on: its last call (the request or cancel a
+        signal answers) and the last signal it received (what came instead, or last)."""
+        last = self._last_signal()
+        return cite(self.call_seq, last.seq if last is not None else None)
+
     def _terminal_evidence(self) -> tuple[int, ...]:
         return () if self.terminal_seq is None else (self.terminal_seq,)
 
@@ -993,6 +1019,17 @@ class ProbeSubscriber:
         """Cancel a subscription the verification left open, so nothing leaks into the next."""
         if self.subscription is not None and not self._cancelled and self.terminal is None:
             self.cancel()
+
+
+def _relayed(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is, or was caused by, an error the TCK signalled (the kit's own classes)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if type(exc).__module__.split(".")[0] in ("rstck", "tck"):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _no_row(row: tuple[Any, ...]) -> None:

@@ -42,6 +42,9 @@ class Verdict(StrEnum):
     NOT_APPLICABLE = "not_applicable"
     UNTESTED = "untested"
     DESELECTED = "deselected"
+    #: Not run because an earlier test of the same subject found it blocking its caller: each
+    #: would wait out the stall limit in turn, on a subject already known to hang.
+    NOT_RUN = "not_run"
 
 
 class Level(StrEnum):

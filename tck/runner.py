@@ -50,11 +50,15 @@ _WATCH_INTERVAL = 0.05
 
 
 class _Stalled(Exception):
-    """The body blocked or overran; ``setting`` is the limit it ran into."""
+    """The body blocked or overran; ``setting`` is the limit it ran into.
 
-    def __init__(self, text: str, setting: str) -> None:
+    ``call`` is the call that blocked its caller (``request(1)``), None when the body overran.
+    """
+
+    def __init__(self, text: str, setting: str, call: str | None = None) -> None:
         super().__init__(text)
         self.setting = setting
+        self.call = call
 
 
 def stall_limit(settings: Settings) -> float:
@@ -69,11 +73,13 @@ def run_test(
     *,
     subject_label: str = "",
     slot: Slot | None = None,
+    on_blocked: Callable[[str], None] | None = None,
 ) -> TestResult:
     """Run ``test`` and return its result; never raises for anything the subject does.
 
     ``slot`` is given up while the test only waits (see ``Environment.aside``), so a scheduler
-    can let another test call its subject meanwhile.
+    can let another test call its subject meanwhile. ``on_blocked`` is told the call (as
+    ``request(1)``) when the subject blocked its caller in this test.
     """
     env = Environment(settings)
     env.rule = test.rule_id
@@ -106,6 +112,8 @@ def run_test(
     sys.setswitchinterval(switching)  # a race-hunting test that was abandoned cannot restore it
     duration = time.monotonic() - start
     error = stalled if stalled is not None else worker.error
+    if stalled is not None and stalled.call is not None and on_blocked is not None:
+        on_blocked(stalled.call)
     return _result(test, env, error, started_at, duration, subject_label)
 
 
@@ -134,7 +142,7 @@ def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -
                 f"`{call[0]}` neither returned nor signalled for {limit * 1000:.0f} ms: the subject "
                 f"blocked its caller (rules 3.4/3.5: request and cancel return promptly; 1.9: "
                 f"subscribe returns normally)\n  blocked at:\n{_stack(worker.thread)}",
-                "timeout",
+                "timeout", call[0],
             )
         if now - start - env.turn_waited() > settings.test_limit:
             where = f" inside `{call[0]}`" if call else ""
@@ -144,6 +152,17 @@ def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -
                 "test_limit",
             )
     return None
+
+
+def _call_record(env: Environment, call: str | None) -> tuple[int, ...]:
+    """The trace record of the call that blocked (``request(1)``: the probe's request record)."""
+    if call is None:
+        return ()
+    for record in reversed(env.trace.records()):
+        shown = f"{record.signal}({record.detail})" if record.signal != "note" else record.detail
+        if shown == call or (record.signal != "note" and call.startswith(f"{record.signal}(")):
+            return (record.seq,)
+    return ()
 
 
 def _stack(thread: threading.Thread) -> str:
@@ -187,7 +206,7 @@ def _result(
         message = _inconclusive_message(test, env, str(error), subject)
     elif isinstance(error, _Stalled):
         primary = RuleViolation(test.rule, "the verification to run to its end", str(error),
-                                setting=error.setting)
+                                setting=error.setting, evidence=_call_record(env, error.call))
         if env.on_stall is not None:
             primary = env.on_stall(primary)
     elif isinstance(error, RuleViolation):
@@ -202,6 +221,8 @@ def _result(
         primary.__cause__ = error
     elif problems:
         primary = as_violation(problems[0], test.rule_id)
+    if primary is not None and env.refused and env.settings.max_subscribers > 1 and not primary.hint:
+        primary.hint = _one_subscriber_hint(env.refused[0])
     if primary is not None:
         made_from: Problem | None = getattr(primary, "problem", None)
         shown = next((p for p in problems if p.error is primary or p is made_from), None)
@@ -239,7 +260,42 @@ def _result(
         failures=failures,
         started_at=started_at,
         finished_at=time.time(),
-        iterations=env.iterations,
+        iterations=_iterations(test, env, outcome == Outcome.FAILED and primary is not None
+                               and primary.rule is not None and not isinstance(error, _Stalled)),
+    )
+
+
+def _iterations(test: TckTest, env: Environment, showed: bool) -> dict[str, int] | None:
+    """The rounds a race hunt ran, the failing one included (each is counted as it begins), and
+    how many showed a defect: one that failed on a rule showed it in the round it failed in. A
+    hunt that failed otherwise (blocked, or a setup problem) showed nothing of its race."""
+    counted = env.iterations
+    if counted is None or test.level == Level.FUZZ or not showed:
+        return counted
+    return {"ran": max(counted["ran"], 1), "showed": max(counted["showed"], 1)}
+
+
+def _one_subscriber_hint(refused: str) -> str:
+    """What to do when the subject refused a subscriber while it served another."""
+    return (f"{refused} before requesting anything while another subscriber was served: a subject "
+            "that serves one subscriber at a time declares it with --rs-max-subscribers=1 (or "
+            "max_subscribers=1 on its PublisherSubject or ProcessorSubject); the tests that need a "
+            "second subscriber then do not apply")
+
+
+def not_run(test: TckTest, blocked_in: str, call: str, subject: str = "") -> TestResult:
+    """The result of a test left out because ``blocked_in``, a test of the same subject, found
+    ``call`` blocking its caller: every test would wait out the stall limit on it in turn.
+
+    The message is the same for every test left out, so a report can fold them into one line.
+    """
+    now = time.time()
+    return TestResult(
+        test=test.name, verification=test.verification, rule=test.rule_id, level=Level(test.level),
+        outcome=Outcome.SKIPPED, verdict=Verdict.NOT_RUN, duration_s=0.0,
+        message=(f"not run: the subject blocked in {blocked_in} (`{call}` neither returned nor signalled; "
+                 "that test's failure shows where it blocked)"),
+        trace=[], trace_total=0, subject=subject, started_at=now, finished_at=now,
     )
 
 

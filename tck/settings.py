@@ -80,6 +80,9 @@ KNOBS: tuple[Knob, ...] = (
          "alphabet (2 by default; 3 is a thorough level for CI; 0 switches it off)"),
     Knob("fuzz_replay", "--rs-fuzz-replay", "rs_fuzz_replay", "RS_TCK_FUZZ_REPLAY", "text",
          "Replay the scenario of this token (from a fuzz failure) instead of generating scenarios"),
+    Knob("fuzz_random", "--rs-fuzz-random", "rs_fuzz_random", "RS_TCK_FUZZ_RANDOM", "bool",
+         "Draw new random fuzz scenarios on every run (default: the same ones on every run, "
+         "locally and in CI, so a verdict depends on the code alone)"),
     Knob("fuzz_db", "--rs-fuzz-db", "rs_fuzz_db", "RS_TCK_FUZZ_DB", "text",
          "Directory for Hypothesis's example database (default: none is written)"),
     Knob("edition", "--rs-edition", "rs_edition", "RS_TCK_EDITION", "choice",
@@ -122,6 +125,8 @@ class Settings:
     #: A replay token, kept as given: ``rstck.fuzz.check_replay`` decodes it, where fuzzing is known.
     fuzz_replay: str = ""
     fuzz_db: str = ""
+    #: False: the random phase draws the same scenarios on every run (a function of the tree).
+    fuzz_random: bool = False
     concurrency: int = 1
     edition: str = "jvm-1.0.1"
     #: Signals kept in a trace: this many from the start and as many from the end.

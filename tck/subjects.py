@@ -97,6 +97,9 @@ def load_object(spec: str, *, what: str) -> Any:
     except ModuleNotFoundError as exc:
         extra = EXTRAS.get((exc.name or "").split(".")[0])
         hint = f"; install it with: pip install 'reactive-streams-tck[{extra}]'" if extra else ""
+        if _inside(exc, module_name):  # the module is there; an import in it failed: say where
+            raise SetupError(f"{what}={spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+                             f"{hint}{user_frames(exc)}") from None
         raise SetupError(f"{what}={spec}: cannot import module {module_name!r}: {exc}{hint}") from None
     except Exception as exc:
         raise SetupError(
@@ -109,6 +112,12 @@ def load_object(spec: str, *, what: str) -> Any:
         except AttributeError:
             raise SetupError(f"{what}={spec}: module {module_name!r} has no attribute {attr!r}") from None
     return obj
+
+
+def _inside(exc: ModuleNotFoundError, module_name: str) -> bool:
+    """Whether the missing module is not ``module_name`` nor a package of it: an import inside it."""
+    parts = module_name.split(".")
+    return exc.name is not None and exc.name not in {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
 
 
 def _import(name: str) -> Any:
@@ -391,6 +400,8 @@ class ProcessorSubject:
     coordinated_emission: bool | None = None
     #: The processor relays every subscriber the same sequence (``--rs-deterministic-sequence``).
     deterministic_sequence: bool | None = None
+    #: "asyncio" for a processor that lives on an event loop, as for the other subjects.
+    loop: str | None = None
     label: str = ""
 
     def __post_init__(self) -> None:

@@ -3,7 +3,11 @@
 Each record carries the thread and the demand outstanding at that moment, so a failure can
 show *who* signalled *what* and *when*. Memory is bounded: the first and the last records are
 kept, the middle is counted, so draining 10**6 elements keeps a few hundred records. The TCK's
-own notes (what a test concluded along the way) are kept wherever they fall, up to a bound.
+own notes (what a test concluded along the way) are kept wherever they fall, up to a bound, and
+so are the records a verdict may rest on, each with the records around it: the rare calls and
+signals a failure cites (a cancel(), a request(0), on_subscribe, a terminal signal) as they
+are made, and any record a check cites when it flags it (``keep``). A failure's evidence is
+then in the report however long the stream ran.
 """
 
 from __future__ import annotations
@@ -21,6 +25,12 @@ from typing import Any
 _REPR_LIMIT = 80
 #: Notes kept from the middle of a long trace (beyond the head, whether or not still in the tail).
 NOTES_KEPT = 200
+#: Records kept from the middle of a long trace as evidence (``keep`` and the rare signals,
+#: their context included), and how many records either side of each are kept with it.
+PINNED_KEPT = 1000
+PINNED_CONTEXT = 3
+#: Signals always kept from the middle of a long trace: rare, and what a verdict cites.
+_RARE = frozenset({"cancel", "subscribe", "on_subscribe", "on_error", "on_complete", "puppet.cancel"})
 
 
 def short_repr(value: object, limit: int = _REPR_LIMIT) -> str:
@@ -83,6 +93,9 @@ class Trace:
         self._head: list[tuple[Any, ...]] = []
         self._tail: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=keep)
         self._notes: list[tuple[Any, ...]] = []
+        #: Rows of the middle kept as evidence, by seq; ``_after``: rows still to keep after one.
+        self._pinned: dict[int, tuple[Any, ...]] = {}
+        self._after = 0
         self._seqs = itertools.count()
         self._t0 = time.monotonic()
 
@@ -97,8 +110,43 @@ class Trace:
         thread = threading.current_thread().name
         seq = next(self._seqs)
         row = (seq, time.monotonic(), thread, actor, signal, detail, demand)
-        (self._head if seq < self._keep else self._tail).append(row)
+        if seq < self._keep:
+            self._head.append(row)
+            return row
+        if signal in _RARE or (signal == "request" and detail[:1] in ("0", "-")):
+            self._pin_around(row)
+        elif self._after:
+            self._after -= 1
+            self._pin(row)
+        self._tail.append(row)
         return row
+
+    def _pin(self, row: tuple[Any, ...]) -> None:
+        if len(self._pinned) < PINNED_KEPT:
+            self._pinned.setdefault(row[0], row)
+
+    def _pin_around(self, row: tuple[Any, ...], earlier: list[tuple[Any, ...]] | None = None) -> None:
+        """Keep ``row``, the records before it (still in the tail), and the next ones added."""
+        if len(self._pinned) >= PINNED_KEPT:
+            return
+        before = self._tail.copy() if earlier is None else earlier
+        for kept in list(before)[-PINNED_CONTEXT:]:
+            self._pin(kept)
+        self._pin(row)
+        self._after = PINNED_CONTEXT
+
+    def keep(self, seqs: Iterable[int]) -> None:
+        """Keep the records ``seqs`` (a check's evidence, just flagged) with their context, for
+        as long as they are still among the last records; earlier ones are already kept or gone."""
+        wanted = {seq for seq in seqs if seq >= self._keep}
+        if not wanted:
+            return
+        rows = list(self._tail.copy())
+        for i, row in enumerate(rows):
+            if row[0] in wanted:
+                self._pin_around(row, rows[:i])
+                for later in rows[i + 1:i + 1 + PINNED_CONTEXT]:
+                    self._pin(later)
 
     def tail_sink(self) -> tuple[Iterator[int], Callable[[tuple[Any, ...]], None]] | None:
         """For a writer that builds its own rows: (the seqs, add a row), once the head is full.
@@ -122,9 +170,12 @@ class Trace:
     def _rows(self) -> list[tuple[Any, ...]]:
         # list() and deque.copy() run in C without a thread switch: a consistent snapshot.
         rows = [*list(self._head), *self._tail.copy()]
-        if self._notes:
+        if self._notes or self._pinned:
             kept = {_seq_of(row) for row in rows}
-            rows.extend(row for row in list(self._notes) if row[0] not in kept)
+            for row in [*list(self._notes), *list(self._pinned.values())]:
+                if row[0] not in kept:
+                    kept.add(row[0])
+                    rows.append(row)
         rows.sort(key=_seq_of)
         return rows
 
@@ -181,8 +232,8 @@ class Trace:
         present = {r.seq for r in records}
         missing = sorted(seq for seq in marked if seq not in present)
         if missing:
-            lines.append(f"  (cited record(s) {', '.join(f'#{seq}' for seq in missing)} not kept: the trace keeps "
-                         "its first and last records)")
+            lines.append(f"  (cited record(s) {', '.join(f'#{seq}' for seq in missing)} not kept: past "
+                         f"{PINNED_KEPT} records kept as evidence, the trace keeps its first and last records)")
         return "\n".join(lines)
 
 

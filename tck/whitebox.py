@@ -30,6 +30,7 @@ from typing import Protocol
 
 from .environment import Environment
 from .errors import RuleViolation
+from .evidence import cite
 from .trace import short_repr
 
 
@@ -259,7 +260,8 @@ class WhiteboxProbe:
         """Wait until the processing of ``element`` is reported."""
         self._expect(f"processing of on_next({short_repr(element)}) reported",
                      lambda: _find(self._done, element) is not None, timeout, rule,
-                     "wrap the processing in `with probe.next(element):`")
+                     "wrap the processing in `with probe.next(element):`",
+                     signal=f"on_next({short_repr(element)})")
         with self._cond:
             index = _find(self._done, element)
             if index is not None:
@@ -273,25 +275,33 @@ class WhiteboxProbe:
     def expect_complete(self, *, timeout: float | None = None, rule: str | None = None) -> None:
         self._expect("processing of on_complete() reported",
                      lambda: any(s == "on_complete" for s, _ in self._reported_terminal),
-                     timeout, rule, "wrap the processing in `with probe.complete():`")
+                     timeout, rule, "wrap the processing in `with probe.complete():`", signal="on_complete()")
 
     def expect_error(self, error: BaseException, *, timeout: float | None = None,
                      rule: str | None = None) -> None:
         """Wait for the report of on_error; it must carry ``error`` (or chain it)."""
         self._expect("processing of on_error() reported",
                      lambda: any(s == "on_error" for s, _ in self._reported_terminal),
-                     timeout, rule, "wrap the processing in `with probe.error(exc):`")
+                     timeout, rule, "wrap the processing in `with probe.error(exc):`", signal="on_error(")
         with self._cond:
             reported = next(v for s, v in self._reported_terminal if s == "on_error")
         if not _carries(reported, error):
             raise RuleViolation(
                 rule or self._env.rule,
                 f"on_error processed with the exception signalled, {short_repr(error)}",
-                f"it reported {short_repr(reported)}",
+                f"it reported {short_repr(reported)}", evidence=self._sent("on_error("),
             )
 
+    def _sent(self, signal: str) -> tuple[int, ...]:
+        """The record of the latest ``signal`` sent to the subscriber (``on_next(3)``, or a
+        prefix such as ``on_error(``): what a report of its processing answers."""
+        for record in reversed(self._env.trace.records()):
+            if f"{record.signal}({record.detail})".startswith(signal) and record.actor != self._name:
+                return (record.seq,)
+        return ()
+
     def _expect(self, what: str, predicate: Callable[[], bool], timeout: float | None,
-                rule: str | None, hint: str) -> None:
+                rule: str | None, hint: str, signal: str = "") -> None:
         timeout = self._env.settings.timeout if timeout is None else timeout
         self._check_unused()
         with self._cond:
@@ -307,10 +317,11 @@ class WhiteboxProbe:
                 f"the processor ended its stream with an on_error of its own, "
                 f"{short_repr(own[0])}, which neither is nor wraps an exception the TCK signalled ({status})",
                 hint="relay the upstream's signals as they came (an error as it is, or as the cause of "
-                "the one relayed)")
+                "the one relayed)", evidence=cite(*self._sent(signal), *self._sent("on_error(")))
         if not done:
             raise RuleViolation(rule or self._env.rule, f"{what} within {timeout * 1000:.0f} ms",
-                                f"no such report ({status})", hint=hint, setting="timeout")
+                                f"no such report ({status})", hint=hint, setting="timeout",
+                                evidence=self._sent(signal) or self._sent(""))
 
     def _check_unused(self) -> None:
         if self._unused:

@@ -47,6 +47,24 @@ def find(rows: list[dict[str, Any]], test: str, subject: str | None) -> list[dic
     return exact or [r for r in mine if test in str(r.get("test"))]
 
 
+def _one(matches: list[dict[str, Any]], test: str) -> dict[str, Any]:
+    """The row to show: the one match, or the one of them that failed; else a list to choose from.
+
+    A test every subject runs matches once per subject, and usually only one of them failed it.
+    """
+    names = sorted({(r["subject"], r["test"]) for r in matches})
+    if len(names) == 1:
+        return matches[0]
+    failing = [r for r in matches if r.get("failed", 0) + r.get("errors", 0) > 0]
+    if len({(r["subject"], r["test"]) for r in failing}) == 1:
+        return failing[0]
+    shown = sorted({(r["subject"], r["test"]) for r in failing}) or names
+    listed = ", ".join(f"{t} (--subject {s})" for s, t in shown[:6]) + (" ..." if len(shown) > 6 else "")
+    which = "failed" if failing else "matched, none failed"
+    raise UsageError(f"{test!r} names {len(names)} tests; {len(shown)} {which}: {listed}; give the full "
+                     "name, and --subject when several subjects ran it")
+
+
 def main(args: argparse.Namespace, given: Any = None) -> int:
     out: Path = args.out
     summary = _load(out / "summary.json")
@@ -55,12 +73,7 @@ def main(args: argparse.Namespace, given: Any = None) -> int:
     if not matches:
         raise UsageError(f"{out}: no test matching {args.test!r}"
                          + (f" for subject {args.subject}" if args.subject else "") + " in this dataset")
-    names = sorted({(r["subject"], r["test"]) for r in matches})
-    if len(names) > 1:
-        listed = ", ".join(f"{t} ({s})" for s, t in names[:6]) + (" ..." if len(names) > 6 else "")
-        raise UsageError(f"{args.test!r} names {len(names)} tests: {listed}; give the full name, "
-                         "and --subject when several subjects ran it")
-    row = matches[0]
+    row = _one(matches, args.test)
     head = (f"{row['subject']} {row['verification']}::{row['test']} (rule {row['rule']}): "
             f"{row['failed'] + row['errors']} of {row['runs']} runs failed")
     detail = next((d for d in details if (d["subject"], d["verification"], d["test"])

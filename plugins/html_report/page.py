@@ -36,7 +36,6 @@ from ..verdicts import is_failure as _is_failure
 from ..verdicts import race_count
 from ..verdicts import shown as _shown
 from ..verdicts import verdict as _verdict
-from ..verdicts import worst as _worst
 from .failure import failure_article
 from .failure import reason_line
 from .markup import anchor
@@ -62,6 +61,13 @@ def _format_setting(key: str, value: object) -> str:
 def _kv_table(caption: str, rows: Iterable[tuple[str, str]]) -> str:
     body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
     return f'<section><h3>{esc(caption)}</h3><table class="kv">{body or "<tr><td>none</td></tr>"}</table></section>'
+
+
+def _run_details(tables: str) -> str:
+    """Subjects, versions and settings: after the failures and the table, folded (a reader
+    comes for the failures; the 22 settings filled the first screen)."""
+    return ('<h2 id="run">Subjects, versions and settings</h2><details class="run"><summary>show the '
+            f"run's subjects, versions and resolved settings</summary>{tables}</details>")
 
 
 def _race_note(results: Iterable[TestResult]) -> str:
@@ -134,7 +140,9 @@ def _rule_row(rule: Rule, by_verification: Mapping[str, list[TestResult]], colum
               covered: Mapping[str, list[str]], anchors: Mapping[int, str],
               elsewhere: Mapping[str, list[TestResult]], interrupted: bool = False) -> str:
     mine = [r for v in columns for r in by_verification.get(v, [])]
-    clean = (not mine or _worst(mine) == Verdict.PASSED) and not any(elsewhere.values())
+    # Clean: every verification's cell shows passed (its other tests not applicable or untested).
+    shown = [_shown(by_verification[v]) for v in columns if by_verification.get(v)]
+    clean = (not mine or all(s == Verdict.PASSED for s in shown)) and not any(elsewhere.values())
     cells = "".join(
         _cell(list(by_verification.get(v, [])), v in covered, anchors, rule.id, list(elsewhere.get(v, [])),
               interrupted)
@@ -259,7 +267,7 @@ def render(doc: Mapping[str, Any]) -> str:
                 ("results schema", str(doc.get("schema", SCHEMA))), ("specification", "Reactive Streams 1.0.1" if edition == DEFAULT_EDITION
                  else f"edition {edition}: {EDITIONS[edition].title}; rule ids are its own, the JVM 1.0.1 id "
                  "in brackets")]
-    meta = (
+    meta = _run_details(
         '<div class="meta">'
         + _kv_table("Subjects", subjects.items())
         + _kv_table("Versions", versions)
@@ -292,9 +300,9 @@ def render(doc: Mapping[str, Any]) -> str:
     failure_html = "".join(failure_article(r, anchors[id(r)], settings, RULES) for r in failures)
     failures_section = (f'<h2 id="failures">Failures ({len(failures)})</h2>{failure_html}' if failures
                         else '<h2 id="failures">Failures</h2><p class="muted">None.</p>')
-    nav = ('<nav><a href="#conformance-h">Conformance by rule</a>'
+    nav = (f'<nav><a href="#failures">Failures ({len(failures)})</a><a href="#conformance-h">Conformance by rule</a>'
            + ('<a href="#sanity">Sanity checks</a>' if sanity_html else "")
-           + f'<a href="#failures">Failures ({len(failures)})</a>'
+           + '<a href="#run">Subjects, versions, settings</a>'
            + f'<a href="{esc(SPEC_URL)}">The specification</a></nav>')
 
     return (
@@ -302,7 +310,7 @@ def render(doc: Mapping[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{stylesheet()}</style></head><body><main>"
         f'<h1>Reactive Streams TCK report</h1><div class="muted">{esc(subject_text or "no subject")}</div>{nav}'
-        f'{banner}<div class="cards">{"".join(cards)}</div>{meta}'
+        f'{banner}<div class="cards">{"".join(cards)}</div>{failures_section}'
         f'<h2 id="conformance-h">Conformance by rule</h2>'
         '<p class="muted">One row per rule of the specification; a cell shows failed if a test of the rule '
         "failed, else passed if one passed, else the verdict of its tests, with the reason, and lists the "
@@ -310,7 +318,7 @@ def render(doc: Mapping[str, Any]) -> str:
         '"—": this verification has no test for the rule.</p>'
         '<div class="filter"><label><input type="checkbox" id="only-problems"> show only rules that did not '
         "pass</label></div>"
-        f"{table}{sanity_html}{failures_section}"
+        f"{table}{sanity_html}{meta}"
         f'<footer>rstck {esc(doc.get("tck_version", "?"))} · results schema {esc(doc.get("schema", SCHEMA))} · '
         "rendered from the results file; the page loads nothing and runs no script.</footer>"
         "</main></body></html>\n"

@@ -22,6 +22,10 @@ _HEAD = 48
 _GUTTER = 120
 _LANE = 150
 _DEMAND = 78
+#: The demand columns share at most this many full columns' width: a trace of 40 probes gave
+#: each its 78 px and pushed the thread lanes a screen and more to the right.
+_DEMAND_COLUMNS = 4
+_DEMAND_MIN = 8
 _CHAR = 6.6  # width of one character of the 11px monospace face, near enough
 _TAIL = 900  # at most this much room right of the last lane for labels; longer ones are clipped
 _SIGNAL_CLASS = {
@@ -83,6 +87,13 @@ def _label(rec: _Record) -> str:
     return f"{rec.actor} {rec.signal}({rec.detail})"
 
 
+def _demand_column(actors: int) -> float:
+    """Width of one probe's demand column: full for a few probes, shared beyond."""
+    if actors <= _DEMAND_COLUMNS:
+        return float(_DEMAND)
+    return max(_DEMAND_MIN, _DEMAND * _DEMAND_COLUMNS / actors)
+
+
 def record_id(anchor: str, seq: int) -> str:
     """The page id of a trace record of the failure at ``anchor``, for links to the evidence."""
     return f"{anchor}-rec-{seq}"
@@ -108,9 +119,10 @@ def trace_svg(trace: list[Any], trace_total: int, label: str, *, evidence: Colle
     finite = [r.demand for r in records if r.demand is not None and r.demand < _MAX_DEMAND]
     scale = math.log2(1 + max(finite)) if finite and max(finite) > 0 else 1.0
     demand_x = _GUTTER
-    lanes_x = demand_x + _DEMAND * len(actors) + 16
+    column = _demand_column(len(actors))
+    lanes_x = demand_x + int(column * len(actors)) + 16
     lanes_end = lanes_x + _LANE * len(lanes)
-    needed = max(lanes_x + _LANE * lanes.index(r.thread) + 34 + len(_label(r)) * _CHAR for r in records)
+    needed = max(lanes_x + _LANE * lanes.index(r.thread) + 34 + (len(_label(r)) + 20) * _CHAR for r in records)
     width = int(min(max(needed, lanes_end + 40), lanes_end + _TAIL))
     rows: list[tuple[str, _Record | int]] = []
     previous: int | None = None
@@ -130,10 +142,13 @@ def trace_svg(trace: list[Any], trace_total: int, label: str, *, evidence: Colle
         (f'<text class="th" x="8" y="18">record</text><text class="th" x="{_GUTTER - 8}" y="18" '
         f'text-anchor="end">time</text>'),
     ]
+    if column < _DEMAND and actors:
+        out.append(f'<text class="th" x="{demand_x + 4}" y="18">demand of {len(actors)} probes</text>')
     for i, actor in enumerate(actors):
-        x = demand_x + _DEMAND * i
-        out.append(f'<text class="th" x="{x + 4}" y="18">demand</text>'
-                   f'<text class="th actor" x="{x + 4}" y="34">{esc(clip(actor, int((_DEMAND - 8) / _CHAR)))}'
+        x = demand_x + column * i
+        if column >= _DEMAND:
+            out.append(f'<text class="th" x="{x + 4}" y="18">demand</text>')
+        out.append(f'<text class="th actor" x="{x + 4:.1f}" y="34">{esc(clip(actor, int((column - 8) / _CHAR)))}'
                    f"<title>{esc(actor)}</title></text>")
     bottom = height - 6
     for i, thread in enumerate(lanes):
@@ -168,14 +183,15 @@ def trace_svg(trace: list[Any], trace_total: int, label: str, *, evidence: Colle
             if actor not in current:
                 continue
             d = current[actor]
-            cx = demand_x + _DEMAND * i + 4
-            full = _DEMAND - 12
+            cx = demand_x + column * i + (4 if column >= _DEMAND else 1)
+            full = column - (12 if column >= _DEMAND else 2)
             bar = full if d >= _MAX_DEMAND else (full * math.log2(1 + d) / scale if d > 0 else 0.0)
             own = actor == rec.actor and rec.demand is not None
             if bar > 0:
-                out.append(f'<rect class="dbar{" own" if own else ""}" x="{cx}" y="{y - 6}" '
-                           f'width="{bar:.1f}" height="12"/>')
-            if own:
+                out.append(f'<rect class="dbar{" own" if own else ""}" x="{cx:.1f}" y="{y - 6}" '
+                           f'width="{bar:.1f}" height="12"><title>{esc(actor)}: demand {esc(_demand_text(d))}'
+                           "</title></rect>")
+            if own and column >= _DEMAND:
                 out.append(f'<text class="dnum" x="{cx + 3}" y="{y + 4}">{esc(_demand_text(d))}</text>')
         out.append(f'<text class="seq{" evidence" if cited else ""}" x="8" y="{y + 4}">#{rec.seq}</text>'
                    f'<text class="seq" x="{_GUTTER - 8}" y="{y + 4}" text-anchor="end">{rec.t_ms:.3f} ms</text>')
@@ -185,6 +201,8 @@ def trace_svg(trace: list[Any], trace_total: int, label: str, *, evidence: Colle
         out.append(_marker(rec.signal, x, y))
         text = _label(rec)
         demand = "" if rec.demand is None else f", demand {_demand_text(rec.demand)}"
+        if demand and column < _DEMAND:  # too narrow a column for its number: said in the label
+            text += f"  demand={_demand_text(rec.demand or 0)}"
         full_text = f"#{rec.seq} +{rec.t_ms:.3f} ms, thread {rec.thread}: {text}{demand}"
         if cited:
             full_text += " (cited as evidence)"

@@ -60,7 +60,8 @@ class PublisherContext(Context):
                 f"contract), after request({n + 1})", f"{probe.name}: {seen}",
                 hint="factory(n) must return a publisher of exactly n elements followed by "
                 "on_complete; for an n it cannot produce it may raise (then declare max_elements)",
-                setting="timeout" if probe.terminal is None and probe.received <= n else None)
+                setting="timeout" if probe.terminal is None and probe.received <= n else None,
+                evidence=probe.evidence())
 
     def empty_stream(self) -> str | None:
         """None if factory(0) is an empty stream (no element, then on_complete, after request(1));
@@ -106,7 +107,7 @@ class PublisherContext(Context):
 
     def subscribe(self, publisher: Publisher[Any], subscriber: Any) -> None:
         """``publisher.subscribe(subscriber)``, which must return normally (rule 1.9)."""
-        self.env.trace.add("tck", "subscribe", short_repr(subscriber))
+        call = self.env.trace.add("tck", "subscribe", short_repr(subscriber)).seq
         try:
             self.call("subscribe()", publisher.subscribe, subscriber)
         except ProbeAbort:
@@ -121,6 +122,7 @@ class PublisherContext(Context):
                 "1.9",
                 "subscribe() to return normally (failures are signalled with on_error)",
                 f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
+                evidence=(call,),
             ) from exc
 
     def subscribed(

@@ -80,16 +80,16 @@ class SubscriberContext(Context):
 
     def expect_type_error(self, label: str, fn: Callable[..., Any], *args: Any) -> None:
         """Rule 2.13: a None argument must be refused with TypeError, raised to the caller."""
-        self.env.trace.add("tck", label.split("(")[0], "None")
+        call = (self.env.trace.add("tck", label.split("(")[0], "None").seq,)
         try:
             self.call(label, fn, *args)
         except TypeError:
             return
         except Exception as exc:
             raise RuleViolation("2.13", f"{label} to raise TypeError",
-                                f"it raised {type(exc).__name__}: {short_repr(exc)}") from exc
+                                f"it raised {type(exc).__name__}: {short_repr(exc)}", evidence=call) from exc
         raise RuleViolation("2.13", f"{label} to raise TypeError", "it returned normally",
-                            hint="check arguments for None first and raise TypeError")
+                            hint="check arguments for None first and raise TypeError", evidence=call)
 
     def second_subscription(self, subscriber: Any, upstream: ManualPublisher,
                             other: ManualPublisher, rule: str, *, elsewhere: bool = False) -> bool:

@@ -2,18 +2,16 @@
 the first failure, tell a race from a bug.
 
 The scenario interpreter is a plain function ``execute(scenario) -> Outcome``; this module owns
-everything Hypothesis-specific: the settings (no example database unless a path is given, the
-``CI`` profile derandomised so a CI run is reproducible), silencing its reporter, bounding the
-time spent shrinking, and turning ``Flaky`` (a failure that did not repeat) into a race verdict
+everything Hypothesis-specific: the settings (no example database unless a path is given,
+derandomised unless asked, so runs locally and in CI search the same scenarios), silencing its
+reporter, bounding the time spent shrinking, and turning ``Flaky`` (a failure that did not repeat) into a race verdict
 with a failure rate measured over replays, instead of an error of the kit.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
-import os
 import random
 import time
 from collections.abc import Callable
@@ -21,7 +19,6 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from dataclasses import field
 from typing import Any
 
 import hypothesis
@@ -43,14 +40,15 @@ RACE_REPLAYS = 5
 BATCH = 24
 
 
-def ci_profile() -> bool:
-    """Whether the run is derandomised: ``CI`` set (to anything but empty, 0 or false).
+#: Bits of a generated scenario's seed. Drawn as booleans: Hypothesis draws integers and bytes now
+#: and then from constants it harvests from the caller's local modules (writing them to
+#: ``.hypothesis/constants`` in the working directory), so the scenarios would depend on what
+#: happens to be imported and the search would leave files in the user's project.
+SEED_BITS = 64
 
-    Hypothesis then draws the same examples on every run, so a CI verdict can be reproduced
-    by running again; a developer's run stays random and explores more over time.
-    """
-    value = os.environ.get("CI", "")
-    return value.strip().lower() not in ("", "0", "false", "no")
+
+def _seeded(bits: tuple[bool, ...]) -> random.Random:
+    return random.Random(sum(1 << i for i, bit in enumerate(bits) if bit))
 
 
 @dataclass
@@ -89,7 +87,8 @@ class Budget:
     #: Seconds of generating: a loaded machine runs fewer examples, never a longer search.
     explore_s: float = 60.0
     database: str | None = None
-    derandomize: bool = field(default_factory=ci_profile)
+    #: The same scenarios on every run (locally and in CI); False draws new ones each time.
+    derandomize: bool = True
     #: Examples actually run by the last search (fewer than ``examples`` when time ran out).
     ran: int = 0
     #: Systematic scenarios run by the last search, and whether time ran out before the last.
@@ -146,21 +145,6 @@ def _size(scenario: Scenario) -> tuple[int, str]:
 DATABASE_KEY = hashlib.sha384(b"rstck.fuzz.search").digest()
 
 
-def warm() -> None:
-    """Do now, on the caller's thread, the source parsing Hypothesis would do in a search.
-
-    It harvests constants from the source of every local module it has not seen yet, the
-    first time a search draws. A search runs on a test's thread; CPython 3.11's AST work is
-    not safe from two threads at once, and pytest's main thread parses source too (reporting
-    a failure, rewriting asserts on import): "SystemError: AST constructor recursion depth
-    mismatch". A private hook of Hypothesis: if it is gone, the search still works.
-    """
-    with contextlib.suppress(Exception):
-        from hypothesis.internal.conjecture import providers
-
-        providers._get_local_constants()
-
-
 def enumerate_first(systematic: Iterable[Scenario], screen: Callable[[list[Scenario]], bool],
                     execute: Callable[[Scenario], Outcome], budget: Budget, deadline: float,
                     counts: dict[str, int]) -> Outcome | None:
@@ -206,7 +190,8 @@ def search(
     ``systematic`` (every short scenario of a small alphabet, deterministic) runs first, batched
     through ``screen``; it stops at the first failure, and the random search does not run.
 
-    Hypothesis draws a seed per example (derandomised under ``CI``, remembered in the example
+    Hypothesis draws a seed per example (the same ones on every run unless the budget says
+    otherwise, remembered in the example
     database when one is configured) and tells a failure that does not repeat (``Flaky``)
     from one that does; each seed expands into a scenario with the weights the generator
     gives. Hypothesis would shrink the seed, which says nothing about the scenario, so the
@@ -263,7 +248,8 @@ def search(
         report_multiple_bugs=False,
         phases=(Phase.explicit, Phase.reuse, Phase.generate),
     )
-    test = settings(hypothesis.given(st.randoms(use_true_random=True))(run))
+    seeds = st.tuples(*(st.booleans() for _ in range(SEED_BITS))).map(_seeded)
+    test = settings(hypothesis.given(seeds)(run))
     # The example database's key, given rather than derived from this function's source: the
     # derivation parses source (see ``warm``).
     test._hypothesis_internal_database_key = DATABASE_KEY  # type: ignore[attr-defined]

@@ -75,7 +75,8 @@ SYSTEMATIC_S = {0: 0.0, 1: 1.0, 2: 5.0, 3: 120.0}
 def _budget(settings: Any) -> Budget:
     explore = max(2.0, settings.fuzz_examples * EXPLORE_S_PER_EXAMPLE) + SYSTEMATIC_S[settings.fuzz_steps]
     return Budget(examples=settings.fuzz_examples, shrink_s=min(SHRINK_S, settings.test_limit / 4),
-                  explore_s=min(explore, settings.test_limit / 2), database=settings.fuzz_db or None)
+                  explore_s=min(explore, settings.test_limit / 2), database=settings.fuzz_db or None,
+                  derandomize=not settings.fuzz_random)
 
 
 def _replay_scenario(settings: Any, side: str) -> Scenario | None:

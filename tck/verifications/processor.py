@@ -29,6 +29,7 @@ from ..contexts import ProcessorContext
 from ..contexts import TckFailure
 from ..errors import NotVerified
 from ..errors import RuleViolation
+from ..evidence import cite
 from ..manual import ManualPublisher
 from ..probe import STALL_CONFIRMATION
 from ..probe import ProbeSubscriber
@@ -74,7 +75,7 @@ def _expect_relayed(probe: ProbeSubscriber, sent: Any, rule: str) -> None:
     got = probe.next_element(rule=rule, what=f"element {short_repr(sent)} relayed")
     if not _same(got, sent):
         raise RuleViolation(rule, f"{probe.name} to receive {short_repr(sent)}, the element sent upstream",
-                            f"it received {short_repr(got)}")
+                            f"it received {short_repr(got)}", evidence=probe.evidence())
 
 
 def _propagated_or_recovered(ctx: ProcessorContext, upstream: ManualPublisher,
@@ -87,11 +88,14 @@ def _propagated_or_recovered(ctx: ProcessorContext, upstream: ManualPublisher,
         silent = [p.name for p in probes if p.terminal != "on_error"]
         if silent:
             raise RuleViolation(rule, "on_error propagated to every subscriber",
-                                f"{', '.join(silent)} got {_terminals(probes)}")
+                                f"{', '.join(silent)} got {_terminals(probes)}",
+                                evidence=cite(*(s for p in probes for s in p.evidence()),
+                                              upstream.subscription.signal_seq))
         for probe in errored:
             if not _chains(probe.error, error):
                 raise RuleViolation(rule, f"the upstream's error, {short_repr(error)}, propagated",
-                                    f"{probe.name} got {probe._terminal_text()}")
+                                    f"{probe.name} got {probe._terminal_text()}",
+                                    evidence=cite(*probe._terminal_evidence(), upstream.subscription.signal_seq))
         return
     ctx.env.trace.note("no on_error downstream: checking that the processor recovered (rule 4.2)")
     upstream.expect_no_request(rule=rule, after="after the upstream's on_error (a processor that "
@@ -106,6 +110,7 @@ def _propagated_or_recovered(ctx: ProcessorContext, upstream: ManualPublisher,
                 f"{probe.name} got no on_error within {ctx.settings.timeout * 1000:.0f} ms of the "
                 "upstream's, and nothing when it then requested 1: the error was swallowed",
                 hint="propagate on_error to every subscriber at once, even those without demand",
+                evidence=cite(*probe.evidence(), upstream.subscription.signal_seq),
             )
 
 
@@ -267,7 +272,7 @@ def required_spec201_processor_must_keep_requesting_upstream_for_subscribers_at_
                 f"{upstream.subscription.describe()}",
                 hint="the processor must ask its upstream for more while a subscriber has "
                 "outstanding demand, also after delivering from a full buffer",
-                setting="timeout",
+                setting="timeout", evidence=cite(*fast.evidence(), *slow.evidence()),
             )
     ctx.env.check()
     for probe in (fast, slow):
@@ -359,7 +364,7 @@ def _serve_as_asked(ctx: ProcessorContext, upstream: ManualPublisher, probe: Pro
             f"{sub.describe()}",
             hint="demand a subscriber signalled must reach the upstream, in full or a part at a time, "
             "for as long as elements are owed",
-            setting="timeout",
+            setting="timeout", evidence=cite(*probe.evidence(), *sub.evidence()),
         )
     ctx.env.check()
     if len(sent) < wanted and probe.terminal is None:
@@ -448,6 +453,7 @@ def stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_tol
     with aggressive_switching():
         rounds = JOIN_RACE_ROUNDS if direct else 2
         for r in range(rounds):
+            env.count_iterations(r + 1, 0)  # round r + 1 under way: a failure in it counts it
             # The upstream's end first, then (a second half) the last subscriber's cancel.
             by_cancel = cancels and 2 * r >= rounds
             processor = ctx.processor()
@@ -478,7 +484,6 @@ def stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_tol
             if not _told_or_served(ctx, upstream, joiner):
                 ctx.env.check()
                 _compare_with_a_later_subscriber(ctx, processor, upstream, joiner, by_cancel, r)
-            env.count_iterations(r + 1, 0)
 
 
 def _race(ctx: ProcessorContext, first: Callable[[], None], second: Callable[[], None], k: int, *,
@@ -527,7 +532,7 @@ def _compare_with_a_later_subscriber(ctx: ProcessorContext, processor: Any, upst
         f"got {later._terminal_text() or 'served'}",
         hint="decide under one lock whether a new subscriber joins the stream or is told it ended: "
         "one that reads the end and joins the list in two steps can be missed by the end",
-        setting="timeout")
+        setting="timeout", evidence=cite(*joiner.evidence(), *later.evidence()))
 
 
 #: Rounds of the hunt for an element that arrives while a subscriber requests: each side paused
@@ -589,6 +594,7 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
 
     with aggressive_switching():
         for r in range(RELAY_RACE_ROUNDS if direct else 3):
+            env.count_iterations(r + 1, 0)  # round r + 1 under way: a failure in it counts it
             # Three ways: on_next paused beside a request(); a request() paused beside on_next,
             # with demand upstream already, and (last) without: the element then goes out the
             # moment the paused request brings demand.
@@ -619,7 +625,6 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
                 # processor waits for one it never asked for.
                 upstream.expect_demand(rule="3.8", what=f"a request upstream once the subscriber "
                                        f"requested {probe.requested} and {sub.sent} were sent")
-            env.count_iterations(r + 1, 0)
     probe.cancel()
 
 
@@ -645,4 +650,4 @@ def _delivered_without_more(ctx: ProcessorContext, probe: ProbeSubscriber, sent:
         "processor)",
         hint="re-check for work under the lock before leaving the delivery loop: a request or an "
         "element that came while the loop was finishing must not wait for the next signal",
-        setting="timeout")
+        setting="timeout", evidence=probe.evidence())

@@ -24,12 +24,14 @@ from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..evidence import cite
 from ..evidence import last_seq
+from ..evidence import seqs
 from ..probe import STALL_CONFIRMATION
 from ..probe import ProbeSubscriber
 from ..probe import RaisingProbe
 from ..registry import Registry
 from ..results import Verdict
 from ..runner import stall_limit
+from ..trace import Trace
 from ..trace import short_repr
 from ..worker import Worker
 from ._racing import aggressive_switching
@@ -260,6 +262,7 @@ def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_
     try:
         with aggressive_switching():
             for i in range(rounds):
+                ctx.env.count_iterations(i + 1, showed)  # round i + 1 under way: a failure in it counts it
                 if i % 2 == 0:
                     probe = ctx.subscribed(total + 1, name=f"round{i}", keep_elements=False, yield_s=None)
                     current[:] = [functools.partial(requests_here, probe)]
@@ -575,7 +578,7 @@ def required_spec109_subscribe_none_must_raise_type_error(ctx: PublisherContext)
 
 
 def _subscribe_none(ctx: PublisherContext, publisher: Publisher[Any], whose: str) -> None:
-    ctx.env.trace.add("tck", "subscribe", "None")
+    call = ctx.env.trace.add("tck", "subscribe", "None").seq
     expected = f"{whose}subscribe(None) to raise TypeError"
     try:
         ctx.call(f"{whose}subscribe(None)", publisher.subscribe, None)
@@ -583,9 +586,9 @@ def _subscribe_none(ctx: PublisherContext, publisher: Publisher[Any], whose: str
         return
     except Exception as exc:
         raise RuleViolation(
-            "1.9", expected, f"it raised {type(exc).__name__}: {short_repr(exc)}"
+            "1.9", expected, f"it raised {type(exc).__name__}: {short_repr(exc)}", evidence=(call,)
         ) from exc
-    raise RuleViolation("1.9", expected, "it returned normally")
+    raise RuleViolation("1.9", expected, "it returned normally", evidence=(call,))
 
 
 @tck_test("1.9", "required")
@@ -625,7 +628,7 @@ def _multicast(ctx: PublisherContext, elements: int, completes: bool, count: int
     return probes
 
 
-def _same_sequences(sequences: dict[str, list[Any]]) -> None:
+def _same_sequences(sequences: dict[str, list[Any]], trace: Trace | None = None) -> None:
     names = list(sequences)
     base = sequences[names[0]]
     for name in names[1:]:
@@ -637,7 +640,12 @@ def _same_sequences(sequences: dict[str, list[Any]]) -> None:
                 "every subscriber of a multicast publisher to see the same elements in the same order",
                 f"{names[0]} and {name} differ at element {at}: {short_repr(base[at:at + 3])} vs "
                 f"{short_repr(other[at:at + 3])}",
+                evidence=() if trace is None else cite(*(_nth(seqs(trace, who, "on_next"), at) for who in (names[0], name))),
             )
+
+
+def _nth(found: list[int], at: int) -> int | None:
+    return found[at] if at < len(found) else (found[-1] if found else None)
 
 
 @tck_test("1.11", "optional")
@@ -654,7 +662,7 @@ def optional_spec111_may_support_multi_subscribe(ctx: PublisherContext) -> None:
         if not probe.elements and probe.terminal != "on_complete":
             raise RuleViolation(
                 "1.11", f"{probe.name} to get an element or on_complete after request(1)",
-                (probe.terminal and probe._terminal_text()) or "nothing",
+                (probe.terminal and probe._terminal_text()) or "nothing", evidence=probe.evidence(),
             )
 
 
@@ -669,7 +677,7 @@ def optional_spec111_registered_subscribers_must_receive_on_next_or_on_complete(
         if not probe.elements and probe.terminal != "on_complete":
             raise RuleViolation(
                 "1.11", f"{probe.name} to get an element or on_complete after request(1)",
-                (probe.terminal and probe._terminal_text()) or "nothing",
+                (probe.terminal and probe._terminal_text()) or "nothing", evidence=probe.evidence(),
             )
     probes[0].wait_quiet()
 
@@ -690,7 +698,7 @@ def optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequen
     for probe in probes:
         probe.request(1)
         probe.expect_completion(rule="1.11")
-    _same_sequences(got)
+    _same_sequences(got, ctx.env.trace)
 
 
 @tck_test("1.11", "optional")
@@ -701,7 +709,7 @@ def optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequen
     probes = _multicast(ctx, 3, False, 3)
     for probe in probes:
         probe.request(4)
-    _same_sequences({p.name: p.next_elements(3, rule="1.11") for p in probes})
+    _same_sequences({p.name: p.next_elements(3, rule="1.11") for p in probes}, ctx.env.trace)
 
 
 @tck_test("1.11", "optional")
@@ -715,7 +723,7 @@ def optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequen
     sequences = {p.name: p.next_elements(3, rule="1.11") for p in probes}
     for probe in probes:
         probe.expect_completion(rule="1.11")
-    _same_sequences(sequences)
+    _same_sequences(sequences, ctx.env.trace)
 
 
 # -- section 3: Subscription -------------------------------------------------------------------
@@ -831,7 +839,7 @@ def required_spec305_cancel_must_be_idempotent_and_thread_safe(ctx: PublisherCon
     if stuck:
         raise RuleViolation("3.5", "concurrent cancel() calls to return promptly",
                             f"{len(stuck)} of 8 did not return within {ctx.settings.timeout * 1000 + 1000:.0f} ms",
-                            setting="timeout")
+                            setting="timeout", evidence=cite(last_seq(ctx.env.trace, probe.name, "cancel")))
     probe.wait_quiet()
     probe.request(5)
     ctx.closing_quiet(probe, after="after cancel() and a further request(5)")
@@ -912,7 +920,7 @@ def optional_spec309_request_negative_number_should_signal_value_error_with_expl
         raise RuleViolation(
             "3.9",
             f"a message mentioning one of {', '.join(repr(f) for f in _EXPLAINS)}",
-            f"ValueError({short_repr(str(error))})",
+            f"ValueError({short_repr(str(error))})", evidence=probe._terminal_evidence(),
         )
 
 
@@ -948,7 +956,8 @@ def required_spec312_cancel_must_make_the_publisher_eventually_stop_signalling(c
                                 f"still signalling {ctx.settings.timeout * 1000:.0f} ms after cancel()",
                                 setting="timeout")
         if probe.received > 15:
-            raise RuleViolation("3.12", "at most the 15 requested elements", f"{probe.received} elements")
+            raise RuleViolation("3.12", "at most the 15 requested elements", f"{probe.received} elements",
+                                evidence=cite(_nth(seqs(ctx.env.trace, probe.name, "on_next"), 15)))
 
     ctx.at_close(stopped)
 
@@ -977,7 +986,7 @@ def required_spec313_cancel_must_make_the_publisher_eventually_drop_all_referenc
             f"the cancelled subscriber to be garbage-collectable within {ctx.settings.gc_window * 1000:.0f} ms",
             f"it is still referenced (after receiving {received} element(s)); referrers include: "
             + ("; ".join(holders) or "unknown"),
-            setting="gc_window",
+            setting="gc_window", evidence=cite(last_seq(ctx.env.trace, "weak", "cancel")),
         )
     ctx.env.check()
 
@@ -1106,10 +1115,11 @@ def required_spec317_must_not_signal_on_error_when_pending_above_long_max_value(
     def no_error() -> None:
         probe.wait_quiet()
         if probe.terminal == "on_error":
-            raise RuleViolation("3.17", "no on_error when the total demand exceeds 2**63-1", probe._terminal_text())
+            raise RuleViolation("3.17", "no on_error when the total demand exceeds 2**63-1", probe._terminal_text(),
+                                evidence=probe._terminal_evidence())
         if probe.received < 10:
             raise RuleViolation("3.17", "elements to keep flowing under a demand above 2**63-1",
-                                f"only {probe.received} arrived")
+                                f"only {probe.received} arrived", evidence=probe.evidence())
 
     ctx.at_close(no_error)
 
@@ -1218,7 +1228,7 @@ def _served_or_told(ctx: PublisherContext, probe: ProbeSubscriber, expected: str
     if probe.wait_for_signal():
         return
     raise RuleViolation(
-        "3.8", expected, f"nothing arrived within {ctx.settings.timeout * 1000:.0f} ms",
+        "3.8", expected, f"nothing arrived within {ctx.settings.timeout * 1000:.0f} ms", evidence=probe.evidence(),
         hint="a publisher that shut down (a shared source, a processor whose upstream was "
              "cancelled) must end its remaining and later subscribers with on_error or on_complete",
         setting="timeout",

@@ -173,3 +173,25 @@ def test_a_passing_stochastic_test_does_not_make_its_entry_stale() -> None:
     zero = _result(ZERO, "3.9", "passed")
     assert [e.text for e in stale(parsed, [race, zero])] == ["3.9"]
     assert [e.text for e in lucky(parsed, [race, zero])] == ["1.3"]
+
+
+def test_a_passing_fuzz_test_does_not_make_its_entry_stale(project: pytest.Pytester) -> None:
+    """A search finds a bug by chance, as a race hunt does: its entry stays until it is removed."""
+    entry = "publisher::fuzz_demand_cancel_orders  # found by a long scenario on a laptop\n"
+    result = project.runpytest("--rs-publisher=rstck.reference:range_publisher", "--rs-rules=fuzz",
+                               "--rs-fuzz-examples=5", baseline(project, entry))
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([
+        "0 known deviation(s), 0 new failure(s), 0 stale entries",
+        "passed this time: *publisher::fuzz_demand_cancel_orders (a fuzz search finds it by chance:*",
+    ])
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_the_baseline_summary_counts_alike_under_xdist(project: pytest.Pytester, workers: str) -> None:
+    """The known deviations are marked on the workers; the summary is written by the controller."""
+    result = project.runpytest(BROKEN, "--rs-rules=3.9", FAST, "-p", "xdist", "-n", workers,
+                               baseline(project, "3.9  # request(0) is ignored\n"))
+    result.assert_outcomes(xfailed=3, skipped=1)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["3 known deviation(s), 0 new failure(s), 0 stale entries"])

@@ -503,8 +503,9 @@ def test_a_missing_rsocket_says_which_extra_installs_it(project: pytest.Pytester
     result = project.runpytest("--rs-adapter=rsocket", "--rs-publisher=streams:stream")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
-        ("*--rs-publisher=streams:stream: cannot import module 'streams': *rsocket*; "
+        ("*--rs-publisher=streams:stream: importing 'streams' raised ModuleNotFoundError: *rsocket*; "
         "install it with: pip install 'reactive-streams-tck[[]rsocket[]]'"),
+        '*File "*streams.py", line 1, in <module>',
     ])
 
 

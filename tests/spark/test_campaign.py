@@ -460,3 +460,22 @@ def test_ctrl_c_prints_one_line_and_the_same_command_resumes(spark: Any, tmp_pat
     assert len(rows) == 8 == len({r["unit_id"] for r in rows})
     assert not list((out / "spool").glob("*.json"))  # folded into the dataset
     assert [r["runs"] for r in _summary(out)] == [8]
+
+
+def test_the_summary_of_a_small_dataset_runs_a_few_tasks_not_hundreds(spark: Any, tmp_path: Path) -> None:
+    """Ingesting two files took minutes on two cores: the cached dataset kept Spark's 200 shuffle
+    partitions, a task each, for each of the summary's three aggregations."""
+    out = tmp_path / "dataset"
+    files = [str(_results_file(tmp_path / "a.json")), str(_results_file(tmp_path / "b.json", rules=("1.1", "3.9")))]
+    assert cli.main(["ingest", *files, "--out", str(out)], spark=spark) == 0
+    sc = spark.sparkContext
+    sc.setJobGroup("rs-tck-summary-tasks", "the summary alone")
+    try:
+        assert cli.main(["summary", str(out)], spark=spark) == 0
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    stages = [s for j in tracker.getJobIdsForGroup("rs-tck-summary-tasks")
+              for s in (tracker.getJobInfo(j).stageIds if tracker.getJobInfo(j) else [])]
+    tasks = sum(info.numTasks for s in stages if (info := tracker.getStageInfo(s)) is not None)
+    assert 0 < tasks < 100, tasks

@@ -458,3 +458,41 @@ def test_select_keeps_the_campaign_rule_ids_of_the_pytest_side() -> None:
     campaign = build([SubjectSpec("publisher", REFERENCE)], {"out": "x", "rules": "fuzz"}, "t")
     chosen = select(VERIFICATIONS["publisher"].tests, rules=campaign.rules)
     assert [t.name for t in chosen] == [FUZZ]
+
+
+def test_show_picks_the_subject_that_failed_a_test_every_subject_ran(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two subjects ran the same test and one failed it: that one is shown, without --subject."""
+    rows = [*_report_rows(), _summary_row(FUZZ, "fuzz", 60, 60, 1.0, subject=REFERENCE)]
+    (tmp_path / "summary.json").write_text(json.dumps(rows), encoding="utf-8")
+    (tmp_path / "failures.json").write_text(json.dumps(_details()), encoding="utf-8")
+    assert cli.main(["show", str(tmp_path), FUZZ]) == 0
+    assert f"{RACY} publisher::{FUZZ} (rule fuzz): 9 of 60 runs failed" in capsys.readouterr().out
+    # Both failed: each is listed with the --subject that picks it.
+    rows[-1] = _summary_row(FUZZ, "fuzz", 60, 58, 1.0, subject=REFERENCE)
+    (tmp_path / "summary.json").write_text(json.dumps(rows), encoding="utf-8")
+    assert cli.main(["show", str(tmp_path), FUZZ]) == 2
+    err = capsys.readouterr().err
+    assert f"(--subject {RACY})" in err
+    assert f"(--subject {REFERENCE})" in err
+    assert cli.main(["show", str(tmp_path), FUZZ, "--subject", REFERENCE]) == 0
+
+
+def test_the_spooled_rows_of_committed_units_go_without_a_query(tmp_path: Path) -> None:
+    """After a complete run every unit's wave was written: its spooled rows are dropped at once."""
+    from rstck_plugins.campaign.spark import fold_spool
+    from rstck_plugins.campaign.spark import spool_path
+
+    spool = spool_path(tmp_path)
+    spool.mkdir()
+    for unit in ("u-1", "u-2"):
+        (spool / f"{unit}.a.json").write_text("[]", encoding="utf-8")
+    assert fold_spool(None, tmp_path, ["u-1", "u-2"]) == 0  # type: ignore[arg-type]  # no Spark asked
+    assert not list(spool.iterdir())
+
+
+def test_campaign_help_says_when_a_campaign_is_worth_it() -> None:
+    out = subprocess.run([sys.executable, "-m", "rstck_plugins", "campaign", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "A campaign is worth it for many runs" in out
+    assert "for a handful of runs on one machine, loop instead" in out.replace("\n", " ").lower()

@@ -189,3 +189,59 @@ def test_a_fuzz_search_starts_before_the_rule_tests_and_no_result_is_handed_back
     assert all(at > start for at in calls)  # the search started first
     assert sum(start < at < end for at in calls) >= 3  # the rule tests ran beside it
     assert min(handed) >= end
+
+
+class _CancelBlocks:
+    """A range publisher whose cancel() never returns: a block on one path, not every test's."""
+
+    def __init__(self, n: int) -> None:
+        from rstck.reference import range_publisher
+
+        self.inner = range_publisher(n)
+
+    def subscribe(self, subscriber: Any) -> None:
+        forever = threading.Event()
+
+        class Outer:
+            def on_subscribe(self, s: Any) -> None:
+                class Blocking:
+                    def request(self, k: int) -> None:
+                        s.request(k)
+
+                    def cancel(self) -> None:
+                        forever.wait()
+
+                subscriber.on_subscribe(Blocking())
+
+            def on_next(self, e: Any) -> None:
+                subscriber.on_next(e)
+
+            def on_error(self, e: BaseException) -> None:
+                subscriber.on_error(e)
+
+            def on_complete(self) -> None:
+                subscriber.on_complete()
+
+        if subscriber is None:
+            raise TypeError("subscriber is None")
+        self.inner.subscribe(Outer())
+
+
+def test_a_block_on_one_path_leaves_the_other_tests_their_verdicts_until_it_is_systematic() -> None:
+    from rstck.engine import BLOCKS_TO_STOP
+    from rstck.engine import run_verification
+    from rstck.subjects import PublisherSubject
+
+    settings = Settings(timeout=0.3, no_signal_window=0.02, no_fuzz=True, skip_stochastic=True)
+    results = run_verification("publisher", PublisherSubject(_CancelBlocks), settings,
+                               rules=["sanity", "1.2", "3.9", "1.8", "3.6", "3.7", "3.12", "3.13", "3.15"])
+    verdicts = {r.test: r.verdict for r in results}
+    blocked = [r for r in results if "neither returned nor signalled" in r.message and r.verdict == "failed"]
+    assert len(blocked) >= BLOCKS_TO_STOP
+    # Tests that never cancel, run before the block was systematic, kept their verdicts.
+    assert verdicts["required_sanity_factory_1_produces_exactly_1_element"] == "passed"
+    assert verdicts["required_spec102_may_signal_fewer_than_requested_and_terminate"] == "passed"
+    not_run = [r for r in results if r.verdict == "not_run"]
+    assert not_run
+    assert {r.message for r in not_run} == {not_run[0].message}
+    assert blocked[0].test in not_run[0].message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 import pytest
@@ -29,7 +30,12 @@ def test_the_schema_enum_is_the_records_names() -> None:
 def test_the_schema_levels_and_name_pattern_follow_the_results_contract() -> None:
     properties = _schema()["$defs"]["result"]["properties"]  # type: ignore[index]
     assert properties["level"]["enum"] == list(rstck.results.LEVELS)
-    assert properties["test"]["pattern"].startswith(f"^({'|'.join(rstck.results.LEVELS)})_")
+    assert properties["test"]["pattern"].startswith(f"^(({'|'.join(rstck.results.LEVELS)})_")
+    # Every name a verification has must be one the schema allows: ingest rejects the file else.
+    pattern = re.compile(properties["test"]["pattern"])
+    names = {t.name for v in VERIFICATIONS.values() for t in v.tests}
+    assert "fuzz_demand_cancel_orders" in names
+    assert [n for n in sorted(names) if not pattern.match(n)] == []
 
 
 def test_no_second_list_of_names_shadows_the_records() -> None:

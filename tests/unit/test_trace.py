@@ -56,3 +56,45 @@ def test_a_note_in_the_middle_of_a_long_trace_is_kept() -> None:
     for i in range(NOTES_KEPT + 10):
         trace.note(f"n{i}")
     assert len(trace.records()) == 2 + NOTES_KEPT + 2  # bounded: the head, the notes kept, the tail
+
+
+def test_a_cancel_or_a_request_zero_in_the_middle_is_kept_with_its_context() -> None:
+    """A verdict cites the cancel() a flood followed, or a request(0) thousands of records in:
+    they are kept as they are made, with the records either side, whatever comes after."""
+    from rstck.trace import PINNED_CONTEXT
+    from rstck.trace import Trace
+
+    trace = Trace(5)
+    for i in range(10):
+        trace.log("probe", "on_next", str(i))
+    cancel = trace.log("probe", "cancel", "")
+    for i in range(10, 15):
+        trace.log("probe", "on_next", str(i))
+    zero = trace.log("probe", "request", "0")
+    for i in range(15, 20):
+        trace.log("probe", "on_next", str(i))
+    trace.log("probe", "request", "5")  # a positive request is not kept for itself
+    for i in range(20, 1000):
+        trace.log("probe", "on_next", str(i))
+    kept = {r.seq for r in trace.records()}
+    assert {cancel, zero} <= kept
+    assert set(range(cancel - PINNED_CONTEXT, cancel + PINNED_CONTEXT + 1)) <= kept
+    assert set(range(zero - PINNED_CONTEXT, zero + PINNED_CONTEXT + 1)) <= kept
+    assert len(kept) <= 5 + 2 * (2 * PINNED_CONTEXT + 1) + 5
+
+
+def test_a_record_a_check_cites_as_it_flags_it_is_kept() -> None:
+    from rstck.trace import Trace
+
+    trace = Trace(10)
+    for i in range(30):
+        trace.log("probe", "on_next", str(i))
+    flagged = trace.log("probe", "on_next", "beyond demand")
+    trace.keep([flagged])  # as the probe flags it: the record is among the last ones
+    for i in range(31, 500):
+        trace.log("probe", "on_next", str(i))
+    kept = {r.seq for r in trace.records()}
+    assert set(range(flagged - 3, flagged + 1)) <= kept
+    text = trace.format(limit=10, cited=[flagged])
+    assert "cited record" not in text
+    assert f"> #{flagged:<5}" in text

@@ -2,7 +2,7 @@
 
 Each order-dependent broken implementation of ``tests/broken/order_dependent.py`` is run
 through every fixed verification (all pass: they never make that order) and through the fuzz
-verification with the default budget, derandomised as in CI (it must fail, on the rule the
+verification with the default budget, which draws the same scenarios on every run (it must fail, on the rule the
 case names, with a shrunk scenario and a replay token that reproduces it). The conforming
 references must pass the fuzz verifications, also while the CPU is loaded.
 """
@@ -76,12 +76,6 @@ def run(verification: str, name: str, subject: Any, settings: Settings = FAST) -
                     subject_label=subject.label)
 
 
-@pytest.fixture
-def ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CI profile: Hypothesis derandomised, so a verdict is the same on every run."""
-    monkeypatch.setenv("CI", "1")
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_fixed_verifications_miss_the_order_dependent_defect(case: Case) -> None:
     """Only the fuzz verification finds it, but for the fixed tests listed in ``ALSO_CAUGHT_BY``.
@@ -97,7 +91,6 @@ def test_fixed_verifications_miss_the_order_dependent_defect(case: Case) -> None
         f"{case.id}: fixed verifications that catch it {failed}, expected exactly {sorted(expected)}")
 
 
-@pytest.mark.usefixtures("ci")
 @pytest.mark.parametrize("case", CASES)
 def test_default_fuzz_budget_catches_it_on_its_rule(case: Case) -> None:
     result = run(case.verification, FUZZ_TEST[case.verification], case.subject, FAST)
@@ -345,7 +338,6 @@ def test_aggressive_switching_restores_the_interval() -> None:
 # -- through pytest ---------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("ci")  # derandomised: the same scenarios on every run, as in CI
 def test_default_run_includes_the_fuzz_verification_and_json_carries_the_scenario(
     pytester: pytest.Pytester,
 ) -> None:
@@ -390,6 +382,40 @@ def test_a_damaged_replay_token_is_a_one_line_usage_error(pytester: pytest.Pytes
                                 "--rs-fuzz-replay=rsfz1-publisher-AAAA")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--rs-fuzz-replay: the token is damaged*"])
+
+
+def _drawn(budget: Budget) -> list[int]:
+    """The first number of each random scenario a search of ``budget`` draws."""
+    drawn: list[int] = []
+
+    def generate(rng: random.Random) -> Any:
+        drawn.append(rng.getrandbits(32))
+        return (0, ())
+
+    fuzz_search.search(generate, lambda s: iter(()), lambda s: Outcome(s, None), budget)
+    return drawn
+
+
+def test_the_random_phase_draws_the_same_scenarios_locally_and_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A baseline written on a laptop must hold in CI: the search is a function of the code."""
+    from rstck.fuzz.verify import _budget
+
+    local = _drawn(_budget(Settings(fuzz_examples=10)))
+    monkeypatch.setenv("CI", "true")
+    assert _drawn(_budget(Settings(fuzz_examples=10))) == local
+    assert len(set(local)) == len(local) == 10
+    widened = _drawn(_budget(Settings(fuzz_examples=10, fuzz_random=True)))
+    assert widened != local
+
+
+def test_no_hypothesis_directory_is_written_into_the_working_directory(pytester: pytest.Pytester) -> None:
+    """A fresh process, as a user's: Hypothesis harvests constants from the local modules it sees
+    (a subject's module, say) into ``.hypothesis/constants`` when a search draws integers."""
+    pytester.makepyfile(subjects="from rstck.reference import range_publisher\nLIMIT = 12345\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rs-publisher=subjects:range_publisher",
+                                           "--rs-rules=fuzz", "--rs-fuzz-examples=30")
+    assert result.ret == pytest.ExitCode.OK
+    assert not (pytester.path / ".hypothesis").exists()
 
 
 def test_no_example_database_is_written_unless_asked(pytester: pytest.Pytester) -> None:

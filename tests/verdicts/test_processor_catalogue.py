@@ -27,6 +27,7 @@ from rstck.verifications import subscriber_whitebox
 
 from tests.broken import processors as broken
 from tests.conforming.processors import MapProcessor
+from tests.verdicts.evidence import assert_cites_kept_records
 
 FAST = Settings(timeout=0.3, no_signal_window=0.05, gc_window=0.5, test_limit=15.0,
                 stochastic_iterations=10)
@@ -172,6 +173,7 @@ def test_broken_processor_fails_the_test_of_its_rule(test_name: str, subject: Pr
     assert result.verdict == "failed", result.message
     assert result.message.splitlines()[0].startswith(f"[rule {rule}]"), result.message
     assert subject.label in result.message
+    assert_cites_kept_records(result)
 
 
 def test_every_rule_of_the_processors_own_tests_has_a_broken_processor() -> None:

@@ -31,6 +31,8 @@ from rstck.settings import Settings
 from rstck.subjects import PublisherSubject
 from rstck.verifications.publisher import TESTS
 
+from tests.verdicts.evidence import assert_cites_kept_records
+
 from ..broken import publishers as bp
 
 #: Short timeouts: every case waits at most a few of these, so the whole catalogue stays fast.
@@ -391,6 +393,7 @@ def test_broken_publisher_fails_its_test(spec: Case) -> None:
     if spec.first_line:
         assert spec.cites in headline, headline
     assert spec.fragment in message, message[:2000]
+    assert_cites_kept_records(result)
     if spec.within is not None:
         assert result.duration_s < spec.within, f"took {result.duration_s:.1f} s: {headline}"
 

@@ -36,6 +36,7 @@ from rstck.verifications import subscriber_whitebox
 from rstck.whitebox import WhiteboxProbe
 
 from tests.broken import subscribers as broken
+from tests.verdicts.evidence import assert_cites_kept_records
 
 FAST = Settings(timeout=0.3, no_signal_window=0.05, gc_window=0.5, test_limit=10.0,
                 stochastic_iterations=10)
@@ -142,6 +143,7 @@ def test_broken_subscriber_fails_the_test_of_its_rule(
     headline = result.message.splitlines()[0]
     assert headline.startswith(f"[rule {rule}]"), result.message
     assert subject.label in result.message
+    assert_cites_kept_records(result)
 
 
 @pytest.mark.parametrize(
