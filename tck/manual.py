@@ -25,8 +25,10 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from collections.abc import Iterator
 from functools import partial
 from types import CodeType
+from types import FrameType
 from typing import Any
 
 from .api import MAX_DEMAND
@@ -67,12 +69,25 @@ def kits_step(frame: Any) -> bool:
     A whitebox probe's report, or the subscription's own exit, calls into ``threading``: those
     events are the kit's, not steps of the subject's code after its call.
     """
-    while frame is not None and _stdlib(frame.f_code.co_filename):
+    for step in _stack(frame):
+        name = step.f_code.co_filename
+        if not _stdlib(name):
+            return name.startswith(_KIT) and not name.startswith(_REFERENCE)
+    return False
+
+
+def _stack(frame: Any) -> Iterator[FrameType]:
+    """``frame`` and its callers, innermost first, stopping at anything that is not a frame.
+
+    CPython 3.11 syncs a frame's locals with its ``f_locals`` dict around every trace and
+    profile call (PEP 667 ended that in 3.13), so where the kit's hunts trace a thread, a stale
+    dict written back has been seen to replace a local of a frame walk with another value (a
+    dict, a code object). Walking in a generator keeps the cursor out of the caller's locals,
+    and the type check ends a walk that would otherwise raise inside the subject's call.
+    """
+    while isinstance(frame, FrameType):
+        yield frame
         frame = frame.f_back
-    if frame is None:
-        return False
-    name = frame.f_code.co_filename
-    return name.startswith(_KIT) and not name.startswith(_REFERENCE)
 
 
 def _subjects_file(filename: str) -> bool:
@@ -139,16 +154,14 @@ def runs_code_of(subscriber: Any) -> bool:
         name = names.get(ident, "")
         if ident == me or (name.startswith(KIT_PREFIX) and "loop" not in name):
             continue  # the kit delivering a signal is not the subscriber's own work
-        frame: Any = top
-        while frame is not None:
-            code = frame.f_code
+        for step in _stack(top):
+            code = step.f_code
             # Which instance a method runs for is not asked (``frame.f_locals`` on another
             # thread's frame is unsafe in CPython 3.11: it can write stale values back into
             # that frame): another instance of the class at work counts too, which only errs
             # towards not accusing.
             if code in nested or code in methods:
                 return True
-            frame = frame.f_back
     return False
 
 
@@ -183,9 +196,7 @@ def all_busy_in_subjects_code(idents: set[int]) -> bool:
         name = names.get(ident, "")
         if frame is None or ident == me or (name.startswith(KIT_PREFIX) and "loop" not in name):
             continue
-        while frame is not None and not _subjects_file(frame.f_code.co_filename):
-            frame = frame.f_back
-        if frame is None:
+        if not any(_subjects_file(step.f_code.co_filename) for step in _stack(frame)):
             return False  # free: it would take a task of the subscriber's now
         busy = True
     return busy

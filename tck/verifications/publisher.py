@@ -385,7 +385,8 @@ def optional_spec105_empty_stream_must_terminate_by_signalling_on_complete(ctx: 
             None, "an empty stream from factory(0): no element, then on_complete, after request(1)",
             f"{violation.observed}: factory(0) cannot make an empty stream",
             hint="an empty stream is optional, as in the JVM TCK: no required test requests from "
-            "factory(0), and the fuzz then leaves the size 0 out") from None
+            "factory(0), and the fuzz then leaves the size 0 out",
+            evidence=violation.evidence or probe.evidence()) from None
     ctx.closing_quiet(probe, after="after on_complete")
 
 

@@ -114,7 +114,6 @@ def test_default_fuzz_budget_catches_it_on_its_rule(case: Case) -> None:
     assert steps <= od.STEPS[case.id], fuzz["scenario"]
 
 
-@pytest.mark.usefixtures("ci")
 def test_element_order_is_judged_only_when_the_subject_declares_it() -> None:
     """The factory promises n elements, not their order: a swap passes unless it is declared."""
     factory = od.factory(od.ReordersAfterAReentrantRequest)
