@@ -13,11 +13,13 @@ the thread they happen on.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import importlib
 import threading
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -26,6 +28,7 @@ from .contexts import Context
 from .editions import EDITIONS
 from .editions import rule_ids as rule_ids_of
 from .environment import Environment
+from .errors import NotVerified
 from .errors import SetupError
 from .fuzz import check_replay
 from .reach import waiting_for_results
@@ -33,6 +36,7 @@ from .registry import TckTest
 from .results import Level
 from .results import ResultsDocument
 from .results import TestResult
+from .results import Verdict
 from .results import document
 from .runner import run_test
 from .settings import Settings
@@ -51,11 +55,21 @@ def select(
     the fuzz tests (they check every rule they can observe).
     """
     wanted, unwanted = set(rules), set(skip_rules)
+    return [t for t in tests if (not wanted or _key(t) in wanted) and _key(t) not in unwanted]
 
-    def key(test: TckTest) -> str:
-        return "fuzz" if test.level == Level.FUZZ else test.rule_id or "sanity"
 
-    return [t for t in tests if (not wanted or key(t) in wanted) and key(t) not in unwanted]
+def _key(test: TckTest) -> str:
+    """What selects a test: its rule id, "sanity" or "fuzz"."""
+    return "fuzz" if test.level == Level.FUZZ else test.rule_id or "sanity"
+
+
+def _not_verified(test: TckTest, reason: str) -> TckTest:
+    """``test`` reporting, in place of its body, that its rule is not verified for this subject."""
+
+    def body(_context: Any) -> None:
+        raise NotVerified(f"not verified for this subject: {reason}", kind=Verdict.DESELECTED)
+
+    return dataclasses.replace(test, func=body, busy=False)
 
 
 #: How often a caller waiting for a result checks that the schedule is not stalled.
@@ -342,7 +356,12 @@ class Run:
         rules: Iterable[str] = (),
         skip_rules: Iterable[str] = (),
         concurrency: int | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        skipped: Mapping[str, str] | None = None,
     ) -> None:
+        """``overrides``: settings this subject sets for itself, over the run's and what its record
+        declares; ``skipped``: rule id -> why it is not verified for this subject (its tests then
+        report that reason, deselected)."""
         requested = settings or Settings()
         check_replay(requested)
         self.edition = EDITIONS[requested.edition]
@@ -356,6 +375,8 @@ class Run:
         self.requested = requested
         #: The settings the tests run with.
         self.settings = settings_for(subject, requested)
+        if overrides:
+            self.settings = self.settings.replace(**overrides)
         self.label = str(getattr(subject, "label", "") or subject)
         self.concurrency = concurrency
         if not self.edition.is_jvm:  # the edition's own ids, as the kit runs them
@@ -363,6 +384,8 @@ class Run:
             skip_rules = rule_ids_of(requested.edition, list(skip_rules), "skip_rules") if skip_rules else ()
         #: The selected tests, in the verification's order.
         self.tests = select(self.verification.tests, rules=rules, skip_rules=skip_rules)
+        if skipped:
+            self.tests = [_not_verified(t, skipped[_key(t)]) if _key(t) in skipped else t for t in self.tests]
 
     def make_context(self, env: Environment) -> Context:
         """What a test body of this verification receives, for this subject."""
