@@ -194,7 +194,6 @@ class _Verification:
     ``bounded_depth_of_on_next_and_request_recursion``, ``skip_stochastic_tests``.
     """
 
-    __rstck_base__: ClassVar[bool] = True
     #: The verification the class runs.
     kind: ClassVar[str] = ""
     #: The factory method the subclass must define.
@@ -308,6 +307,6 @@ def declaration_of(obj: Any, name: str | None = None) -> Declaration | None:
     """``obj`` as a declaration: itself, a class form's subclass, or None for anything else."""
     if isinstance(obj, Declaration):
         return obj
-    if isinstance(obj, type) and issubclass(obj, _Verification) and "__rstck_base__" not in obj.__dict__:
+    if isinstance(obj, type) and issubclass(obj, _Verification) and obj.__module__ != __name__:  # not a base
         return obj.declaration(name)
     return None
