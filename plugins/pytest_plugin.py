@@ -28,6 +28,8 @@ from rstck import editions
 from rstck.editions import DEFAULT as DEFAULT_EDITION
 from rstck.engine import Run
 from rstck.engine import Schedule
+from rstck.engine import joinable
+from rstck.engine import joint
 from rstck.engine import select
 from rstck.errors import SetupError
 from rstck.fuzz import check_replay
@@ -340,6 +342,8 @@ class RsTckItem(pytest.Item):
             ("rs_subject", key),
         ]
         self.add_marker(pytest.mark.rs_tck(rule=rule, level=str(test.level), verification=test.verification))
+        if self.config.pluginmanager.hasplugin("xdist"):  # `--dist loadgroup` keeps a subject on one worker
+            self.add_marker(pytest.mark.xdist_group(name=f"rs-tck-{key}"))
         if self.config.pluginmanager.hasplugin("timeout"):  # absent under `-p no:timeout`
             limit = state.runs[key].settings.test_limit
             self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
@@ -376,17 +380,44 @@ def _scheduled(item: RsTckItem) -> TestResult:
     config, name = item.config, item.key
     state = config.stash[state_key]
     run = state.runs[name]
-    if hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput") and not getattr(config.option, "loadgroup", False):
         return _identified(state, name, run.run_one(item.test))
     schedules = config.stash.setdefault(schedules_key, {})
     entry = schedules.get(name)
     if entry is None or item.nodeid not in entry[1]:
-        peers = [i for i in item.session.items if isinstance(i, RsTckItem) and i.key == name]
-        peers = peers[peers.index(item):] if item in peers else [item]
-        entry = (run.schedule([p.test for p in peers]), {p.nodeid: k for k, p in enumerate(peers)})
-        schedules[name] = entry
+        group = _group(item, state, set(schedules))
+        peers = [p for _key, mine in group for p in mine]
+        parts = [(state.runs[key], [p.test for p in mine]) for key, mine in group]
+        schedule = joint(parts) if len(parts) > 1 else run.schedule(parts[0][1])
+        entry = (schedule, {p.nodeid: k for k, p in enumerate(peers)})
+        for key, _mine in group:
+            schedules[key] = entry
     schedule, index = entry
     return _identified(state, name, run.present(schedule.result(index.pop(item.nodeid))))
+
+
+def _group(item: RsTckItem, state: RsTckState, scheduled: set[str]) -> list[tuple[str, list[RsTckItem]]]:
+    """The subjects whose tests share a schedule with ``item``'s, each with its items from here on.
+
+    ``item``'s subject, then the next ones in session order that have no schedule yet, up to
+    ``--rs-subjects-at-once``; a subject on an event loop runs alone (``joinable``). Under xdist
+    (``--dist loadgroup``) a worker holds each subject's items whole, but not the next subject's.
+    """
+    items = [i for i in item.session.items if isinstance(i, RsTckItem)]
+    after = items[items.index(item):] if item in items else [item]
+    by_key: dict[str, list[RsTckItem]] = {}
+    for i in after:
+        by_key.setdefault(i.key, []).append(i)
+    limit = 1 if hasattr(item.config, "workerinput") else state.settings.subjects_at_once
+    group = [(item.key, by_key.pop(item.key, [item]))]
+    if not joinable(state.runs[item.key]):
+        return group
+    for key, mine in by_key.items():
+        if len(group) >= limit:
+            break
+        if key not in scheduled and joinable(state.runs[key]):
+            group.append((key, mine))
+    return group
 
 
 def _identified(state: RsTckState, key: str, result: TestResult) -> TestResult:

@@ -115,11 +115,18 @@ class Schedule:
         *,
         subject_label: str = "",
         concurrency: int | None = None,
+        jobs: Sequence[tuple[Callable[[Environment], Context], Settings, str]] | None = None,
     ) -> None:
+        """``jobs``: per test, its own ``(make_context, settings, subject_label)``, for a schedule
+        of several subjects' tests (``joint``); ``settings`` then says how the schedule runs."""
         self.tests = list(tests)
         self.make_context = make_context
         self.settings = settings
         self.subject_label = subject_label
+        self._jobs = list(jobs) if jobs is not None else [(make_context, settings, subject_label)] * len(self.tests)
+        # Tests start in rank order across every subject of a joint schedule: the one asked for
+        # may come after all the others' (a busy sanity check), so all of them may start.
+        self._lookahead = LOOKAHEAD if jobs is None else max(LOOKAHEAD, len(self.tests))
         limit = settings.concurrency if concurrency is None else concurrency
         if limit < 1:
             raise ValueError(f"concurrency must be >= 1, got {limit}")
@@ -181,8 +188,8 @@ class Schedule:
     def _startable(self) -> bool:
         # Called with the lock held: a test may start once the slot is free.
         return (self._started < len(self.tests) and not self._alone
-                and self._running < self.concurrency + LOOKAHEAD
-                and (self._searching > 0 or self._started < self._wanted + self.concurrency + LOOKAHEAD))
+                and self._running < self.concurrency + self._lookahead
+                and (self._searching > 0 or self._started < self._wanted + self.concurrency + self._lookahead))
 
     def _first_next(self) -> bool:
         # Called with the lock held: the next test to start goes before those back from a window.
@@ -228,9 +235,10 @@ class Schedule:
                      search=self._searches and self.tests[index].level == Level.FUZZ)
         future = self._futures[index]
         outcome: TestResult | BaseException
+        make_context, settings, label = self._jobs[index]
         try:
-            outcome = run_test(self.tests[index], self.make_context, self.settings,
-                               subject_label=self.subject_label, slot=slot if self.overlap else None)
+            outcome = run_test(self.tests[index], make_context, settings,
+                               subject_label=label, slot=slot if self.overlap else None)
         except BaseException as exc:  # a TCK defect: surface it to whoever waits, not the thread
             outcome = exc
         try:
@@ -330,6 +338,27 @@ class _Slot:
                 s._alone = False
             s._turn.notify_all()
             s._pump()
+
+
+def joint(parts: Sequence[tuple[Run, Sequence[TckTest]]]) -> Schedule:
+    """One schedule of several subjects' tests: their waits overlap as one subject's do.
+
+    What each subject sees is unchanged: the schedule's slots still let one test at a time call
+    (of whichever subject), a race hunt still runs alone, and every test runs with its own
+    subject's settings. The first run's settings say how the schedule runs (its concurrency,
+    whether fuzz searches go first); subjects on an event loop, whose tests never overlap, are
+    not joined (see ``joinable``).
+    """
+    tests = [t for _run, ts in parts for t in ts]
+    jobs = [(run.make_context, run.settings, run.label) for run, ts in parts for _t in ts]
+    first = parts[0][0]
+    return Schedule(tests, first.make_context, first.settings, subject_label=first.label,
+                    concurrency=first.concurrency, jobs=jobs)
+
+
+def joinable(run: Run) -> bool:
+    """Whether a subject's tests may share a schedule with other subjects' (``joint``)."""
+    return run.settings.loop != "asyncio"
 
 
 def settings_for(subject: Any, settings: Settings) -> Settings:
