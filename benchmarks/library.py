@@ -8,10 +8,12 @@ CPU each run used (``ru_utime + ru_stime`` of the process): what twenty need tog
 floor of their wall time on the machine's cores.
 
 With ``--jvm 'COMMAND'``, a third run in each round: the JVM TCK's ``RangePublisherTest`` as
-twenty classes in one TestNG run (``COMMAND`` runs a TestNG suite file, ``{suite}`` standing for
-its path; the build of the JVM TCK is not part of this repository), and the ratio kit / JVM.
+twenty classes in one TestNG run, as a Maven user's module of twenty ``*Test`` classes runs
+(``COMMAND`` runs TestNG on the classes named where it says ``{classes}``: ``CLASS01`` to
+``CLASS20``, one-line subclasses of ``--jvm-class``; the build of the JVM TCK is not part of this
+repository, docs/benchmarks.md says how it was made), and the ratio kit / JVM.
 
-    python benchmarks/library.py --repeat 5 [--subjects 20] [--jvm 'java -cp ... org.testng.TestNG {suite}']
+    python benchmarks/library.py --repeat 5 [--subjects 20] [--jvm 'java -cp ... RunLibrary {classes}']
 """
 
 from __future__ import annotations
@@ -124,30 +126,12 @@ def kit(cwd: Path, test_file: str, extra: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
-SUITE = '''<!DOCTYPE suite SYSTEM "https://testng.org/testng-1.0.dtd">
-<suite name="library" parallel="none"><test name="library"><classes>
-{classes}
-</classes></test></suite>
-'''
-
-
-def jvm_suite(root: Path, subjects: int, cls: str) -> Path:
-    """A TestNG suite of ``subjects`` classes: the JVM TCK class as a Maven user's twenty ``*Test`` classes
-    (TestNG runs a class once per suite, so the suite names it once per subclass the command provides:
-    ``{cls}1`` ... when they exist, else the class itself ``subjects`` times in ``<test>`` blocks)."""
-    blocks = "\n".join(f'<test name="t{i}"><classes><class name="{cls}"/></classes></test>' for i in range(subjects))
-    path = root / "suite.xml"
-    path.write_text('<!DOCTYPE suite SYSTEM "https://testng.org/testng-1.0.dtd">\n'
-                    f'<suite name="library">{blocks}</suite>\n')
-    return path
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--subjects", type=int, default=20)
     parser.add_argument("--kit-args", default="", help="extra pytest arguments for both kit runs")
-    parser.add_argument("--jvm", metavar="COMMAND", help="runs a TestNG suite file, {suite} standing for its path")
+    parser.add_argument("--jvm", metavar="COMMAND", help="runs TestNG on the classes named at {classes}")
     parser.add_argument("--jvm-class", default="org.reactivestreams.tck.RangePublisherTest")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
@@ -156,15 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_project(root, args.subjects)
-        suite = jvm_suite(root, args.subjects, args.jvm_class) if args.jvm else None
+        classes = " ".join(f"{args.jvm_class}{i:02d}" for i in range(1, args.subjects + 1))
         kit(root, "test_one.py", extra)  # warm-up: bytecode written, caches made
         for n in range(args.repeat):
             many, many_cpu = kit(root, "test_many.py", extra)
             one, one_cpu = kit(root, "test_one.py", extra)
             row = {"many_wall_s": many, "many_cpu_s": many_cpu, "one_wall_s": one, "one_cpu_s": one_cpu,
                    "ratio_many_one": many / one}
-            if suite is not None:
-                wall, _cpu, code = timed(args.jvm.replace("{suite}", str(suite)).split(), root)
+            if args.jvm:
+                wall, _cpu, code = timed(args.jvm.replace("{classes}", classes).split(), root)
                 if code < 0 or code & 1:
                     raise SystemExit(f"the JVM run exited {code}")
                 row |= {"jvm_wall_s": wall, "ratio_kit_jvm": many / wall}

@@ -184,7 +184,10 @@ class ResultCollector:
             state.not_run = self.not_run(session)
             state.not_run_tests = [_row_of(item) for item in session.items
                                    if self.is_tck_item(item) and item.nodeid not in self.reported]
-        data = document(self.results, subjects=state.labels(), settings=state.settings.to_json(),
+        labels = state.labels()
+        for result in self.results:  # under xdist the controller collected no subject: the results name them
+            labels.setdefault(result.key, result.subject)
+        data = document(self.results, subjects=labels, settings=state.settings.to_json(),
                         edition=state.settings.edition, interrupted=state.interrupted, not_run=state.not_run)
         try:
             state.hooks.hook.rstck_run_finished(document=data)

@@ -212,7 +212,7 @@ def subject_lines(results: list[TestResult], not_run: Iterable[tuple[str, str]] 
         shown = ", ".join([rid for rid in ("sanity",) if rid in failed_rules] + ([ranges(ids)] if ids else [])
                           + [rid for rid in ("fuzz",) if rid in failed_rules])
         kind = KIND_WORDS.get(mine[0].verification, mine[0].verification)
-        line = f"{key[:name_w].ljust(name_w)}  {kind:<10}  {word:<7} {tally}"
+        line = f"{key.ljust(name_w)}  {kind:<10}  {word:<7} {tally}"
         if shown:
             line += f"; {'known' if not new else 'failed'}: {shown}"
         rows += [(text, colour) for text in _fit(line, width, name_w + 2)]

@@ -88,3 +88,23 @@ def test_baseline_entries_hold_for_one_subject_or_every_one() -> None:
     rendered = baseline.render([_result("broken"), _result(None)], {})
     assert "broken::required_spec309_request_zero_must_signal_value_error" in rendered
     assert "publisher::required_spec309_request_zero_must_signal_value_error" in rendered
+
+
+def test_thirty_subjects_are_thirty_lines_within_a_hundred_columns() -> None:
+    from rstck.rules import RULES
+    from rstck_plugins import terminal
+
+    results = []
+    for n in range(30):
+        key = f"operator_with_a_rather_long_name_{n}"
+        for rid in RULES if n % 3 == 0 else ["1.1"]:  # a third of them fail every rule
+            r = _result(key, rid)
+            if n % 3:
+                r.outcome, r.verdict = Outcome.PASSED, Verdict.PASSED
+            results.append(r)
+    lines = terminal.subject_lines(results)
+    assert all(len(text) <= terminal.WIDTH for text, _colour in lines)
+    firsts = [text for text, _colour in lines if not text.startswith(" ")]
+    assert [t.split()[0] for t in firsts] == list(dict.fromkeys(r.key for r in results))  # names whole
+    assert "failed: 1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2" in " ".join(t.strip() for t, _c in lines[:3])
+    assert terminal.several_subjects(results)
