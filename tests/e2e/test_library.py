@@ -292,3 +292,20 @@ def test_a_bad_declaration_stops_the_run_with_one_line(library: pytest.Pytester,
     assert "passed" not in result.stdout.str()
     # The library's unit tests alone are not disturbed.
     library.runpytest("tests/test_units.py").assert_outcomes(passed=2)
+
+
+def test_under_xdist_loadgroup_each_subject_stays_on_one_worker(library: pytest.Pytester) -> None:
+    out = library.path / "xdist.json"
+    result = library.runpytest_subprocess(RULES, "-n", "2", "--dist", "loadgroup", "-v",
+                                          f"--rs-report-json={out}", "tests/test_rs.py")
+    assert result.ret == 1  # broken's 3.9
+    workers: dict[str, set[str]] = {}
+    for line in result.stdout.lines:
+        if line.startswith("[gw") and "tests/test_rs.py::" in line:
+            worker, nodeid = line.split()[0], line.split()[-1]
+            workers.setdefault(nodeid.split("::")[1], set()).add(worker)
+    assert set(workers) == {f"test_{s}" if s not in ("filter",) else "TestFilter" for s in SUBJECTS}
+    assert all(len(w) == 1 for w in workers.values()), workers
+    results = _results(out)
+    assert set(dict.fromkeys(r["subject_id"] for r in results)) == set(SUBJECTS)
+    assert set(json.loads(out.read_text())["subjects"]) >= set(SUBJECTS)
