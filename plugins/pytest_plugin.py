@@ -322,7 +322,10 @@ class RsTckCollector(pytest.Collector):
         # The id is given whole, as a string, so that it parses back to the same node id that
         # pytest prints, stores in .pytest_cache and reads from the command line
         # (``publisher::name[3.9]``, its rule as the parameter): --lf, --sw and a copied id match.
-        return [RsTckItem.from_parent(self, name=t.test_id, nodeid=f"{self.nodeid}::{t.test_id}", test=t,
+        # Under ``--dist loadgroup`` each id carries its subject's group, as xdist's own suffix for
+        # an ``xdist_group`` mark: a subject's tests share a schedule, so they stay on one worker.
+        group = f"@rs-tck-{self.key}" if getattr(self.config.option, "loadgroup", False) else ""
+        return [RsTckItem.from_parent(self, name=t.test_id, nodeid=f"{self.nodeid}::{t.test_id}{group}", test=t,
                                       key=self.key)
                 for t in self.tests]
 
@@ -342,8 +345,6 @@ class RsTckItem(pytest.Item):
             ("rs_subject", key),
         ]
         self.add_marker(pytest.mark.rs_tck(rule=rule, level=str(test.level), verification=test.verification))
-        if self.config.pluginmanager.hasplugin("xdist"):  # `--dist loadgroup` keeps a subject on one worker
-            self.add_marker(pytest.mark.xdist_group(name=f"rs-tck-{key}"))
         if self.config.pluginmanager.hasplugin("timeout"):  # absent under `-p no:timeout`
             limit = state.runs[key].settings.test_limit
             self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
