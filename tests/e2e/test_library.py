@@ -309,3 +309,20 @@ def test_under_xdist_loadgroup_each_subject_stays_on_one_worker(library: pytest.
     results = _results(out)
     assert set(dict.fromkeys(r["subject_id"] for r in results)) == set(SUBJECTS)
     assert set(json.loads(out.read_text())["subjects"]) >= set(SUBJECTS)
+
+
+def test_the_environment_takes_several_and_an_option_may_name_a_declaration(
+    library: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    library.makepyfile(declared_subjects=(
+        "import rstck.pytest as rs\nimport mylib\n"
+        "take = rs.publisher_verification(mylib.take_publisher, skip_rules={'3.9': 'hands request(n) on'})\n"))
+    monkeypatch.setenv("RS_TCK_PUBLISHER", "map=mylib:map_publisher, take=declared_subjects:take")
+    out = library.path / "env.json"
+    result = library.runpytest(RULES, f"--rs-report-json={out}")
+    assert result.ret == 0, result.stdout.str()
+    results = _results(out)
+    assert list(dict.fromkeys(r["subject_id"] for r in results)) == ["map", "take"]
+    take = [r for r in results if r["subject_id"] == "take" and r["rule"] == "3.9"]
+    assert take
+    assert all(r["verdict"] == "deselected" for r in take)
