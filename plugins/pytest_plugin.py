@@ -323,8 +323,9 @@ class RsTckCollector(pytest.Collector):
         # pytest prints, stores in .pytest_cache and reads from the command line
         # (``publisher::name[3.9]``, its rule as the parameter): --lf, --sw and a copied id match.
         # Under ``--dist loadgroup`` each id carries its subject's group, as xdist's own suffix for
-        # an ``xdist_group`` mark: a subject's tests share a schedule, so they stay on one worker.
-        group = f"@rs-tck-{self.key}" if getattr(self.config.option, "loadgroup", False) else ""
+        # an ``xdist_group`` mark: the subjects that share a schedule stay on one worker.
+        loadgroup = getattr(self.config.option, "loadgroup", False)
+        group = f"@rs-tck-{_bucket(self.config.stash[state_key], self.key)}" if loadgroup else ""
         return [RsTckItem.from_parent(self, name=t.test_id, nodeid=f"{self.nodeid}::{t.test_id}{group}", test=t,
                                       key=self.key)
                 for t in self.tests]
@@ -402,23 +403,36 @@ def _group(item: RsTckItem, state: RsTckState, scheduled: set[str]) -> list[tupl
 
     ``item``'s subject, then the next ones in session order that have no schedule yet, up to
     ``--rs-subjects-at-once``; a subject on an event loop runs alone (``joinable``). Under xdist
-    (``--dist loadgroup``) a worker holds each subject's items whole, but not the next subject's.
+    (``--dist loadgroup``) a worker holds whole buckets of subjects (``_bucket``): it joins the
+    subjects of the item's bucket only.
     """
     items = [i for i in item.session.items if isinstance(i, RsTckItem)]
     after = items[items.index(item):] if item in items else [item]
     by_key: dict[str, list[RsTckItem]] = {}
     for i in after:
         by_key.setdefault(i.key, []).append(i)
-    limit = 1 if hasattr(item.config, "workerinput") else state.settings.subjects_at_once
+    worker = hasattr(item.config, "workerinput")
     group = [(item.key, by_key.pop(item.key, [item]))]
     if not joinable(state.runs[item.key]):
         return group
     for key, mine in by_key.items():
-        if len(group) >= limit:
+        if len(group) >= state.settings.subjects_at_once:
             break
-        if key not in scheduled and joinable(state.runs[key]):
+        if key not in scheduled and joinable(state.runs[key]) and (
+                not worker or _bucket(state, key) == _bucket(state, item.key)):
             group.append((key, mine))
     return group
+
+
+def _bucket(state: RsTckState, key: str) -> str:
+    """The subjects that run on one xdist worker (``--dist loadgroup``): ``--rs-subjects-at-once``
+    joinable subjects in collection order share a bucket, so a worker runs them as one schedule;
+    one on an event loop has its own. Every worker collects the same subjects in the same order,
+    so each computes the same buckets."""
+    if not joinable(state.runs[key]):
+        return key
+    joinables = [k for k in state.entries if k in state.runs and joinable(state.runs[k])]
+    return f"{joinables.index(key) // state.settings.subjects_at_once}"
 
 
 def _identified(state: RsTckState, key: str, result: TestResult) -> TestResult:
