@@ -38,7 +38,8 @@ _PYTEST_ID = re.compile(r"\[[^\]]*\]$")
 HEADER = """\
 # Reactive Streams TCK baseline: known deviations, one per line.
 # A line is a rule id (3.9: every test of that rule; 'sanity': the factory checks) or one test,
-# as verification::test_name; '#' starts a comment. With --rs-baseline=THIS_FILE, the failures
+# as verification::test_name; SUBJECT::3.9 and SUBJECT::test_name hold for one subject of a run
+# of several (by its id); '#' starts a comment. With --rs-baseline=THIS_FILE, the failures
 # listed here are known deviations and do not fail the run; a failure not listed does, and so
 # does an entry whose tests all pass now (remove it).
 """
@@ -57,8 +58,12 @@ class Entry:
     rule: str | None = None  # a rule id, or "sanity"
     verification: str | None = None
     test: str | None = None
+    #: The id of the one subject the entry holds for (a run of several); None: every subject.
+    subject: str | None = None
 
     def matches(self, result: TestResult) -> bool:
+        if self.subject is not None and result.key != self.subject:
+            return False
         if self.rule is not None:
             return (result.rule or "sanity") == self.rule
         return result.test == self.test and self.verification in (None, result.verification)
@@ -114,21 +119,24 @@ def _parse_line(raw: str, number: int, path: Path, known: dict[str, set[str]]) -
     where = f"{path}:{number}"
     if len(token.split()) > 1:
         raise BaselineError(f"{where}: expected one rule id or test name per line, found {token!r}")
-    if _RULE_ID.match(token) or token == "sanity":
-        if token not in RULES and token != "sanity":
-            raise BaselineError(f"{where}: unknown rule id {token!r}; valid ids are 1.1-1.11, 2.1-2.13, "
+    prefix, _, rest = token.rpartition("::")
+    subject = prefix if prefix and prefix not in VERIFICATIONS else None
+    if subject is not None and not subject.isidentifier():
+        raise BaselineError(f"{where}: {prefix!r} in {token!r} is neither a verification ({', '.join(VERIFICATIONS)}) "
+                            "nor a subject id")
+    rule = rest if subject is not None else token
+    if _RULE_ID.match(rule) or rule == "sanity":
+        if rule not in RULES and rule != "sanity":
+            raise BaselineError(f"{where}: unknown rule id {rule!r}; valid ids are 1.1-1.11, 2.1-2.13, "
                                 "3.1-3.17, 4.1-4.2 and 'sanity'")
-        return Entry(token, number, rule=token)
-    verification, _, name = token.rpartition("::")
-    name = _PYTEST_ID.sub("", name)
-    if verification and verification not in VERIFICATIONS:
-        raise BaselineError(f"{where}: unknown verification {verification!r} in {token!r}; "
-                            f"known: {', '.join(VERIFICATIONS)}")
+        return Entry(token, number, rule=rule, subject=subject)
+    verification = prefix if subject is None else ""
+    name = _PYTEST_ID.sub("", rest)
     if name not in known or (verification and verification not in known[name]):
         of = f" of verification {verification!r}" if verification else ""
         raise BaselineError(f"{where}: unknown test {name!r}{of}: a line is a rule id such as 3.9 or a test "
                             "name such as publisher::required_spec309_request_zero_must_signal_value_error")
-    return Entry(token, number, verification=verification or None, test=name)
+    return Entry(token, number, verification=verification or None, test=name, subject=subject)
 
 
 def read(path: Path) -> Baseline:
@@ -180,7 +188,7 @@ def unmatched(baseline: Baseline, results: Iterable[TestResult]) -> list[Entry]:
 
 def _sort_key(result: TestResult) -> tuple[tuple[int, int], str, str]:
     rule = RULES.get(result.rule or "")
-    return (rule.sort_key if rule else (0, 0)), result.verification, result.test
+    return (rule.sort_key if rule else (0, 0)), result.key, result.test
 
 
 def render(results: Iterable[TestResult], subjects: dict[str, str]) -> str:
@@ -188,11 +196,11 @@ def render(results: Iterable[TestResult], subjects: dict[str, str]) -> str:
     failures = sorted((r for r in results if r.outcome in FAILING), key=_sort_key)
     about = ", ".join(f"{role} {label}" for role, label in subjects.items()) or "no subject"
     lines = [HEADER.rstrip("\n"), f"# Written by {BASELINE_WRITE_OPTION} from a run against {about}.", ""]
-    width = max((len(r.verification) + 2 + len(r.test) for r in failures), default=0)
+    width = max((len(r.key) + 2 + len(r.test) for r in failures), default=0)
     for r in failures:
         headline = r.failures[0].headline() if r.failures else r.message.split("\n", 1)[0]
         headline = headline if len(headline) <= 110 else headline[:107] + "..."
-        lines.append(f"{r.verification}::{r.test}".ljust(width) + f"  # {r.rule or 'sanity'}: {headline}")
+        lines.append(f"{r.key}::{r.test}".ljust(width) + f"  # {r.rule or 'sanity'}: {headline}")
     return "\n".join(lines) + "\n"
 
 

@@ -111,6 +111,26 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(pytest_plugin, PLUGIN_NAME)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Any:
+    """A subject declared in a test module (``rstck.pytest``) is collected as a node of its own.
+
+    Free for a run that declares none: a test module that declares one has imported
+    ``rstck.pytest``, so until then nothing is looked at. The first declaration loads the plugin
+    into a run that named no ``--rs-*`` option.
+    """
+    declared = sys.modules.get("rstck.pytest")
+    if declared is None or not (getattr(obj, "__rstck_declaration__", None) is True
+                                or (isinstance(obj, type) and issubclass(obj, declared._Verification))):
+        return None
+    config = collector.config
+    from . import pytest_plugin
+
+    if not config.pluginmanager.is_registered(pytest_plugin):
+        config.pluginmanager.register(pytest_plugin, PLUGIN_NAME)
+    return pytest_plugin.collect_declaration(collector, name, obj)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
                             config: pytest.Config) -> None:
     """A run that collected nothing and named no subject says how to name one.
@@ -128,11 +148,14 @@ def no_subject_hint(tr: pytest.TerminalReporter) -> None:
     tr.write_line("rs-tck: no --rs-* subject was given, so no TCK verification ran; name what to verify:",
                   yellow=True)
     for option, attrs in table()[0]:
-        if attrs.get("metavar") == "MODULE:ATTR":
+        if attrs.get("metavar") == "[ID=]MODULE:ATTR" and attrs["dest"] != "rs_failed_publisher":
             dest = attrs["dest"]
-            tr.write_line(f"  {option}=MODULE:ATTR  (env {ENV_PREFIX}{dest.removeprefix('rs_').upper()}, ini {dest})")
+            tr.write_line(f"  {option}=[ID=]MODULE:ATTR  (env {ENV_PREFIX}{dest.removeprefix('rs_').upper()}, "
+                          f"ini {dest})")
     tr.write_line("  e.g. pytest --rs-publisher=rstck.reference:range_publisher; pytest --help lists every "
                   "--rs-* option")
+    tr.write_line("  or declare them in a test module: test_map = rstck.pytest.publisher_verification(factory, "
+                  "id=\"map\") (docs/library.md)")
 
 
 #: Packages whose asserts pytest need not rewrite in a run of the kit (see ``skip_rewriting``).

@@ -7,12 +7,14 @@ logic lives in the core, which never imports pytest.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib
 import os
 import random
 import shlex
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pluggy
@@ -26,7 +28,9 @@ from rstck import editions
 from rstck.editions import DEFAULT as DEFAULT_EDITION
 from rstck.engine import Run
 from rstck.engine import Schedule
-from rstck.engine import settings_for
+from rstck.engine import joinable
+from rstck.engine import joint
+from rstck.engine import select
 from rstck.errors import SetupError
 from rstck.fuzz import check_replay
 from rstck.registry import TckTest
@@ -39,13 +43,11 @@ from rstck.settings import KNOBS
 from rstck.settings import Settings
 from rstck.settings import metavar
 from rstck.settings import parse_value
-from rstck.subjects import load_publisher_subject
-from rstck.subjects import smoke_check
-from rstck.subjects import smoke_check_subject
 from rstck.verifications import VERIFICATIONS
 
 from . import baseline as rs_baseline
 from . import json_report
+from . import subject_specs
 from . import terminal
 from . import threads as rs_threads
 from .hooks import defines_hooks
@@ -56,6 +58,7 @@ from .html_report import options as html_report
 from .pytest_entry import no_subject_hint
 from .state import ResultCollector
 from .state import RsTckState
+from .state import SubjectEntry
 from .state import resolver_key
 from .state import result_key
 from .state import state_key
@@ -68,6 +71,8 @@ RULES_OPTION = "--rs-rules"
 SKIP_RULES_OPTION = "--rs-skip-rules"
 ADAPTER_OPTION = "--rs-adapter"
 
+#: Where a subject named by an option comes from, but the ini (whose subjects run only when selected).
+OPTION_SOURCES = ("command line", "environment")
 #: Extra seconds pytest-timeout allows beyond the TCK's own limit: it is only the backstop.
 BACKSTOP_MARGIN_S = 30.0
 #: The TCK's own reporters, registered in the run's ``rstck`` plugin manager as anyone's are, and
@@ -80,82 +85,25 @@ BUILTIN_REPORTERS: tuple[tuple[str, Reporter], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class SubjectOption:
-    """How one verification's subject is named on the command line and loaded."""
-
-    verification: str
-    dest: str
-    #: Loads and checks the subject from the config; raises SetupError on bad input.
-    load: Callable[[pytest.Config, Settings], Any]
-
-
-def _load_publisher(config: pytest.Config, settings: Settings) -> Any:
-    spec = subject_spec(config, "rs_publisher")
-    failed_spec = subject_spec(config, "rs_failed_publisher")
-    if failed_spec and not spec:
-        raise SetupError(f"{FAILED_PUBLISHER_OPTION} needs {PUBLISHER_OPTION} as well")
-    if not spec:
-        return None
-    subject = load_publisher_subject(spec, failed_spec, resolve=config.stash[resolver_key])
-    applied = settings_for(subject, settings)
-    smoke_check(subject, timeout=max(5.0, applied.timeout), elements=min(1, applied.max_elements),
-                loop=applied.loop)
-    return subject
-
-
 def subject_env(dest: str) -> str:
     """The environment variable of a subject option: ``rs_publisher`` -> ``RS_TCK_PUBLISHER``."""
-    return "RS_TCK_" + dest.removeprefix("rs_").upper()
-
-
-def subject_spec(config: pytest.Config, dest: str) -> str | None:
-    """The MODULE:ATTR a subject option names: command line > environment > ini, as every setting."""
-    for value in (config.getoption(dest, None), os.environ.get(subject_env(dest)), config.getini(dest)):
-        if value:
-            return str(value).strip()
-    return None
+    return subject_specs.env_name(dest)
 
 
 def _add_subject_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
     for verification in VERIFICATIONS.values():
         if verification.name != "publisher":  # added first, beside --rs-failed-publisher
-            group.addoption(verification.option, dest=verification.dest, metavar="MODULE:ATTR",
-                            help=_where_else(verification.help, verification.dest))
+            group.addoption(verification.option, dest=verification.dest, metavar="[ID=]MODULE:ATTR",
+                            action="append", help=_where_else(verification.help, verification.dest))
     for dest, help_ in [(v.dest, v.help) for v in VERIFICATIONS.values()] + [("rs_failed_publisher", FAILED_HELP)]:
         parser.addini(dest, help_, default=None)
 
 
 def _where_else(help_: str, dest: str) -> str:
-    return f"{help_} (env {subject_env(dest)}, ini {dest})"
+    return f"{help_}; repeat it for several, each as ID=MODULE:ATTR (env {subject_env(dest)}, ini {dest})"
 
 
-FAILED_HELP = "Factory f() -> Publisher that signals on_subscribe then on_error"
-
-
-def _subject_loader(
-    dest: str, option: str, load: Callable[..., Any]
-) -> Callable[[pytest.Config, Settings], Any]:
-    """The loader of a subscriber or processor subject: import, then call the factory once."""
-
-    def loader(config: pytest.Config, settings: Settings) -> Any:
-        spec = subject_spec(config, dest)
-        if not spec:
-            return None
-        subject = load(spec, resolve=config.stash[resolver_key])
-        applied = settings_for(subject, settings)
-        smoke_check_subject(subject, option, timeout=max(5.0, applied.timeout), loop=applied.loop)
-        return subject
-
-    return loader
-
-
-#: The subject options, in the order their verifications run.
-SUBJECT_OPTIONS: list[SubjectOption] = [
-    SubjectOption(v.name, v.dest, _load_publisher if v.name == "publisher"
-                  else _subject_loader(v.dest, v.option, v.load_subject))
-    for v in VERIFICATIONS.values()
-]
+FAILED_HELP = "Factory f() -> Publisher that signals on_subscribe then on_error (ID= pairs it with that publisher)"
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -164,11 +112,11 @@ def add_options(parser: pytest.Parser) -> None:
     uses the kit."""
     group = parser.getgroup("rs-tck", "Reactive Streams TCK")
     group.addoption(
-        PUBLISHER_OPTION, dest=VERIFICATIONS["publisher"].dest, metavar="MODULE:ATTR",
+        PUBLISHER_OPTION, dest=VERIFICATIONS["publisher"].dest, metavar="[ID=]MODULE:ATTR", action="append",
         help=_where_else(VERIFICATIONS["publisher"].help, "rs_publisher"),
     )
     group.addoption(
-        FAILED_PUBLISHER_OPTION, dest="rs_failed_publisher", metavar="MODULE:ATTR",
+        FAILED_PUBLISHER_OPTION, dest="rs_failed_publisher", metavar="[ID=]MODULE:ATTR", action="append",
         help=_where_else(FAILED_HELP, "rs_failed_publisher"),
     )
     group.addoption(
@@ -263,36 +211,32 @@ def pytest_configure(config: pytest.Config) -> None:
     # Before the start-up checks: a thread their factory calls or their one subscription leave
     # running is the subject's as much as one a test leaves (named, and not waited for at exit).
     config.stash[threads_key] = rs_threads.snapshot()
-    subjects: dict[str, Any] = {}
     unsupported = editions.unsupported_kinds(
-        settings.edition, [o.verification for o in SUBJECT_OPTIONS if config.getoption(o.dest)])
+        settings.edition, [v.name for v in VERIFICATIONS.values() if config.getoption(v.dest)])
     if unsupported:
         raise pytest.UsageError(unsupported)
-    for option in SUBJECT_OPTIONS:
-        try:
-            subject = option.load(config, settings)
-        except SetupError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        if subject is not None:
-            subjects[option.verification] = subject
+    try:
+        entries = subject_specs.load_named(config, settings, config.stash[resolver_key])
+    except SetupError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if settings.concurrency > 1 and (hasattr(config, "workerinput") or config.getoption("numprocesses", None)):
         raise pytest.UsageError(
             "--rs-concurrency cannot be combined with pytest-xdist (-n): both run tests in "
             "parallel; use one of them"
         )
     count = getattr(config.option, "count", None)  # pytest-repeat's option, when installed
-    if subjects and isinstance(count, int) and count > 1:
+    if entries and isinstance(count, int) and count > 1:
         raise pytest.UsageError(
             f"--count={count} (pytest-repeat) does not repeat the TCK's verifications: hunt a race with "
             "--rs-stochastic-iterations=N, or rerun the command in a loop (docs/ci.md, gating a release on races)"
         )
-    failed_spec = subject_spec(config, "rs_failed_publisher")
-    state = RsTckState(subjects, settings, rules, skip_rules, hooks,
-                       failed_specs={"publisher": failed_spec} if failed_spec else None)
+    state = RsTckState({}, settings, rules, skip_rules, hooks)
+    for entry in entries:
+        state.add(entry)
     config.stash[state_key] = state
     config.pluginmanager.register(ResultCollector(state, lambda item: isinstance(item, RsTckItem)),
                                   "rs-tck-results")
-    if subjects:
+    if entries:
         _show_skip_reasons(config)
     hooks.hook.rstck_configure(config=config, state=state)
 
@@ -368,34 +312,43 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
 
 class RsTckCollector(pytest.Collector):
-    """One node per verification ("publisher"), holding one item per rule test."""
+    """One node per subject (``publisher``, ``map``, ``tests/test_rs.py::test_map``), one item per rule test."""
 
-    def __init__(self, *, tests: list[TckTest], **kwargs: Any) -> None:
+    def __init__(self, *, tests: list[TckTest], key: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.tests = tests
+        self.key = key
 
     def collect(self) -> list[pytest.Item]:
         # The id is given whole, as a string, so that it parses back to the same node id that
         # pytest prints, stores in .pytest_cache and reads from the command line
         # (``publisher::name[3.9]``, its rule as the parameter): --lf, --sw and a copied id match.
-        return [RsTckItem.from_parent(self, name=t.test_id, nodeid=f"{self.nodeid}::{t.test_id}", test=t)
+        # Under ``--dist loadgroup`` each id carries its subject's group, as xdist's own suffix for
+        # an ``xdist_group`` mark: the subjects that share a schedule stay on one worker.
+        loadgroup = getattr(self.config.option, "loadgroup", False)
+        group = f"@rs-tck-{_bucket(self.config.stash[state_key], self.key)}" if loadgroup else ""
+        return [RsTckItem.from_parent(self, name=t.test_id, nodeid=f"{self.nodeid}::{t.test_id}{group}", test=t,
+                                      key=self.key)
                 for t in self.tests]
 
 
 class RsTckItem(pytest.Item):
     """One rule test of the TCK, run by the core's engine."""
 
-    def __init__(self, *, test: TckTest, **kwargs: Any) -> None:
+    def __init__(self, *, test: TckTest, key: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.test = test
+        #: The subject's key: its run in ``state.runs``, its results' ``subject_id`` when named.
+        self.key = key
         state = self.config.stash[state_key]
         rule = getattr(test, "own_rule", None) or test.rule_id or "sanity"  # an edition's own id
         self.user_properties += [
             ("rs_rule", rule), ("rs_level", str(test.level)), ("rs_verification", test.verification),
+            ("rs_subject", key),
         ]
         self.add_marker(pytest.mark.rs_tck(rule=rule, level=str(test.level), verification=test.verification))
         if self.config.pluginmanager.hasplugin("timeout"):  # absent under `-p no:timeout`
-            limit = state.runs[test.verification].settings.test_limit
+            limit = state.runs[key].settings.test_limit
             self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
 
     def runtest(self) -> None:
@@ -413,7 +366,7 @@ class RsTckItem(pytest.Item):
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[str, int | None, str]:
-        return self.test.verification, None, f"{self.test.verification}::{self.test.test_id}"
+        return self.key, None, f"{self.key}::{self.test.test_id}"
 
 
 #: Per verification: its schedule, and each not yet reported item's index in it.
@@ -427,34 +380,85 @@ def _scheduled(item: RsTckItem) -> TestResult:
     order; each item still reports its own test's result. Under xdist each worker runs the
     items it is given, one at a time.
     """
-    config, name = item.config, item.test.verification
-    run = config.stash[state_key].runs[name]
-    if hasattr(config, "workerinput"):
-        return run.run_one(item.test)
+    config, name = item.config, item.key
+    state = config.stash[state_key]
+    run = state.runs[name]
+    if hasattr(config, "workerinput") and not getattr(config.option, "loadgroup", False):
+        return _identified(state, name, run.run_one(item.test))
     schedules = config.stash.setdefault(schedules_key, {})
     entry = schedules.get(name)
     if entry is None or item.nodeid not in entry[1]:
-        peers = [i for i in item.session.items if isinstance(i, RsTckItem) and i.test.verification == name]
-        peers = peers[peers.index(item):] if item in peers else [item]
-        entry = (run.schedule([p.test for p in peers]), {p.nodeid: k for k, p in enumerate(peers)})
-        schedules[name] = entry
+        group = _group(item, state, set(schedules))
+        peers = [p for _key, mine in group for p in mine]
+        parts = [(state.runs[key], [p.test for p in mine]) for key, mine in group]
+        schedule = joint(parts) if len(parts) > 1 else run.schedule(parts[0][1])
+        entry = (schedule, {p.nodeid: k for k, p in enumerate(peers)})
+        for key, _mine in group:
+            schedules[key] = entry
     schedule, index = entry
-    return run.present(schedule.result(index.pop(item.nodeid)))
+    return _identified(state, name, run.present(schedule.result(index.pop(item.nodeid))))
 
 
-def replay_prefix(config: pytest.Config) -> list[str]:
-    """``pytest`` and the options that make this run's subjects and command-line settings again.
+def _group(item: RsTckItem, state: RsTckState, scheduled: set[str]) -> list[tuple[str, list[RsTckItem]]]:
+    """The subjects whose tests share a schedule with ``item``'s, each with its items from here on.
+
+    ``item``'s subject, then the next ones in session order that have no schedule yet, up to
+    ``--rs-subjects-at-once``; a subject on an event loop runs alone (``joinable``). Under xdist
+    (``--dist loadgroup``) a worker holds whole buckets of subjects (``_bucket``): it joins the
+    subjects of the item's bucket only.
+    """
+    items = [i for i in item.session.items if isinstance(i, RsTckItem)]
+    after = items[items.index(item):] if item in items else [item]
+    by_key: dict[str, list[RsTckItem]] = {}
+    for i in after:
+        by_key.setdefault(i.key, []).append(i)
+    worker = hasattr(item.config, "workerinput")
+    group = [(item.key, by_key.pop(item.key, [item]))]
+    if not joinable(state.runs[item.key]):
+        return group
+    for key, mine in by_key.items():
+        if len(group) >= state.settings.subjects_at_once:
+            break
+        if key not in scheduled and joinable(state.runs[key]) and (
+                not worker or _bucket(state, key) == _bucket(state, item.key)):
+            group.append((key, mine))
+    return group
+
+
+def _bucket(state: RsTckState, key: str) -> str:
+    """The subjects that run on one xdist worker (``--dist loadgroup``): ``--rs-subjects-at-once``
+    joinable subjects in collection order share a bucket, so a worker runs them as one schedule;
+    one on an event loop has its own. Every worker collects the same subjects in the same order,
+    so each computes the same buckets."""
+    if not joinable(state.runs[key]):
+        return key
+    joinables = [k for k in state.entries if k in state.runs and joinable(state.runs[k])]
+    return f"{joinables.index(key) // state.settings.subjects_at_once}"
+
+
+def _identified(state: RsTckState, key: str, result: TestResult) -> TestResult:
+    """The result with its subject's id, when the subject has one (see ``SubjectEntry.named``)."""
+    entry = state.entries.get(key)
+    return dataclasses.replace(result, subject_id=key) if entry is not None and entry.named else result
+
+
+def replay_prefix(config: pytest.Config, key: str | None = None) -> list[str]:
+    """``pytest`` and the options that make this run's subjects (or subject ``key``) and
+    command-line settings again.
 
     Settings given in the environment or the ini file hold for a command pasted in the same
-    project and shell, so only the command line's are repeated; the subjects always are.
+    project and shell, so only the command line's are repeated; the subjects always are, but for
+    those declared in test files, which the node id collects.
     """
     words = ["pytest"]
-    for verification in VERIFICATIONS.values():
-        spec = subject_spec(config, verification.dest)
-        if spec:
-            words.append(f"{verification.option}={spec}")
-        if verification.name == "publisher" and subject_spec(config, "rs_failed_publisher"):
-            words.append(f"{FAILED_PUBLISHER_OPTION}={subject_spec(config, 'rs_failed_publisher')}")
+    state = config.stash[state_key]
+    for entry in state.entries.values():
+        if entry.source == "declared" or (key is not None and entry.key != key):
+            continue
+        named = f"{entry.key}=" if entry.named else ""
+        words.append(f"{VERIFICATIONS[entry.kind].option}={named}{entry.spec}")
+        if entry.failed_spec:
+            words.append(f"{FAILED_PUBLISHER_OPTION}={named}{entry.failed_spec}")
     adapter = config.getoption("rs_adapter")
     if adapter:
         words.append(f"{ADAPTER_OPTION}={adapter}")
@@ -476,7 +480,7 @@ def _with_replay_command(item: RsTckItem, result: TestResult) -> TestResult:
     fuzz = result.fuzz
     if not fuzz or not fuzz.get("replay_option"):
         return result
-    command = shlex.join([*replay_prefix(item.config), item.nodeid, str(fuzz["replay_option"])])
+    command = shlex.join([*replay_prefix(item.config, item.key), item.nodeid, str(fuzz["replay_option"])])
     fuzz = {**fuzz, "replay_command": command}
     message = result.message.replace(f"pytest ... {fuzz['replay_option']}", command, 1)
     return dataclasses.replace(result, fuzz=fuzz, message=message)
@@ -509,17 +513,40 @@ class RsTckFailure(Exception):
         self.result = result
 
 
-def _make_items(session: pytest.Session, selectors: list[str] | None = None) -> list[pytest.Item]:
+def _run_of(state: RsTckState, entry: SubjectEntry) -> tuple[Run, list[TckTest]]:
+    """The subject's ``Run`` (kept in ``state.runs``) and its tests, as the hooks leave them."""
+    declaration = entry.declaration
+    try:
+        run = Run(entry.kind, entry.subject, state.settings,
+                  rules=(declaration.rules if declaration is not None and declaration.rules else state.rules),
+                  skip_rules=state.skip_rules,
+                  overrides=declaration.settings if declaration is not None else None,
+                  skipped=declaration.skip_rules if declaration is not None else None)
+    except SetupError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if declaration is not None and declaration.rules and state.rules:
+        run.tests = select(run.tests, rules=state.rules)
+    state.runs[entry.key] = run
+    tests = list(run.tests)
+    state.hooks.hook.rstck_modify_tests(verification=entry.kind, tests=tests, settings=run.settings)
+    return run, tests
+
+
+def _make_items(session: pytest.Session, selectors: list[str] | None = None,
+                sources: tuple[str, ...] = OPTION_SOURCES) -> list[pytest.Item]:
+    """The items of the subjects options name (of ``sources``), or of those ``selectors`` name."""
     state = session.config.stash[state_key]
     items: list[pytest.Item] = []
-    for name in state.subjects:
-        if selectors and not any(_selector_parts(s)[0] == name for s in selectors):
+    for name, entry in list(state.entries.items()):
+        if entry.source == "declared":
             continue
-        run = state.runs[name] = Run(name, state.subjects[name], state.settings, rules=state.rules,
-                                     skip_rules=state.skip_rules)
-        tests = list(run.tests)
-        state.hooks.hook.rstck_modify_tests(verification=name, tests=tests, settings=run.settings)
-        collector = RsTckCollector.from_parent(session, name=name, nodeid=name, tests=tests)
+        if selectors:
+            if not any(_selector_parts(s)[0] == name for s in selectors):
+                continue
+        elif entry.source not in sources:
+            continue
+        _, tests = _run_of(state, entry)
+        collector = RsTckCollector.from_parent(session, name=name, nodeid=name, tests=tests, key=name)
         collected = collector.collect()
         if selectors:
             collected = _selected(collected, [s for s in selectors if _selector_parts(s)[0] == name])
@@ -540,11 +567,13 @@ def _selector_parts(arg: str) -> tuple[str, list[str], str | None]:
 def _is_selector(config: pytest.Config, arg: str) -> bool:
     """Whether a command-line argument names TCK tests (a node id pytest printed), not a path.
 
-    A verification's name that is also a file or folder of the project stays a path, unless it
+    A subject's key that is also a file or folder of the project stays a path, unless it
     carries ``::`` parts, which a folder cannot take.
     """
     head, names, _ = _selector_parts(arg)
-    if head not in VERIFICATIONS:
+    state = config.stash[state_key]
+    optional = {k for k, e in state.entries.items() if e.source != "declared"}
+    if head not in VERIFICATIONS and head not in optional:
         return False
     return bool(names) or not (config.invocation_params.dir / head).exists()
 
@@ -561,7 +590,7 @@ def _selected(items: list[pytest.Item], selectors: list[str]) -> list[pytest.Ite
         matched = []
         for item in items:
             assert isinstance(item, RsTckItem)
-            if item.test.verification != head or len(names) > 1:
+            if item.key != head or len(names) > 1:
                 continue
             if names and (item.name != names[0] + params if params is not None
                           else item.name.split("[")[0] != names[0]):
@@ -569,7 +598,7 @@ def _selected(items: list[pytest.Item], selectors: list[str]) -> list[pytest.Ite
             matched.append(item)
         if not matched:
             raise pytest.UsageError(
-                f"not found: {selector}: no test of that name in this run of the {head} verification "
+                f"not found: {selector}: no test of that name in this run of the {head} subject "
                 "(list them with --co -q; --rs-rules and --rs-skip-rules apply too)"
             )
         chosen.update((item.nodeid, item) for item in matched)
@@ -587,13 +616,23 @@ def _split_arguments(session: pytest.Session) -> tuple[list[str], list[str]] | N
     state = config.stash[state_key]
     for selector in selectors:
         head = _selector_parts(selector)[0]
-        if head not in state.subjects:
+        if head not in state.entries:
             raise pytest.UsageError(
                 f"{selector}: a test of the {head} verification, but no {VERIFICATIONS[head].option} "
                 f"subject was given; add {VERIFICATIONS[head].option}=MODULE:ATTR (the option that "
                 "ran it)"
             )
     return selectors, [a for a in config.args if a not in selectors]
+
+
+def _takes_over(state: RsTckState, config: pytest.Config) -> bool:
+    """A run with subjects on its command line (or environment) and no test paths runs only them.
+
+    Subjects of the ini file never take a run over: the library's own tests run as before, and
+    the ini's subjects with them in a run of the whole suite (see ``pytest_collection_modifyitems``).
+    """
+    return (config.args_source != pytest.Config.ArgsSource.ARGS
+            and any(e.source in OPTION_SOURCES for e in state.entries.values()))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -608,7 +647,7 @@ def pytest_collection(session: pytest.Session) -> bool | None:
         if others:  # test paths as well: pytest collects them, the selected TCK tests follow
             session.perform_collect(others)
             return True
-    elif not state.active or session.config.args_source == pytest.Config.ArgsSource.ARGS:
+    elif not _takes_over(state, session.config):
         return None
     session.config.hook.pytest_collectstart(collector=session)
     items = _make_items(session, state.selectors)
@@ -621,13 +660,93 @@ def pytest_collection(session: pytest.Session) -> bool | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With test paths as well, the TCK's verifications run after the collected tests."""
+    """Bad declarations stop the run; the subjects options name join the collected tests.
+
+    With test paths on the command line, the command line's subjects run after the collected
+    tests and the ini's only when named (``pytest map``); in a run of the whole suite (no
+    paths), the ini's subjects run after it.
+    """
     state = config.stash.get(state_key, None)
-    if state is None or not state.active or config.args_source != pytest.Config.ArgsSource.ARGS:
+    if state is None:
         return
-    if any(isinstance(item, RsTckItem) for item in items):
-        return
-    items.extend(_make_items(session, state.selectors))
+    if state.problems:
+        raise pytest.UsageError("\n".join(state.problems))
+    if any(isinstance(item, RsTckItem) and item.parent is not None and item.parent.parent is session
+           for item in items):
+        return  # the run was taken over: the items are the subjects'
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        items.extend(_make_items(session, state.selectors))
+    else:
+        items.extend(_make_items(session, None, sources=("ini",)))
+
+
+# -- subjects declared in test files (rstck.pytest) -------------------------------------------
+
+
+def _relative(config: pytest.Config, where: tuple[str, int]) -> str:
+    """``file:line`` of a declaration, the file relative to where pytest was started when inside it."""
+    path, line = where
+    with contextlib.suppress(ValueError):  # another drive
+        path = os.path.relpath(path, config.invocation_params.dir)
+    return f"{path if not path.startswith('..') else where[0]}:{line}"
+
+
+def declared_module() -> Any:
+    """``rstck.pytest`` as the test modules imported it (a run in the same process, as pytester's,
+    may have imported it anew), so that its classes are the declarations' own."""
+    return sys.modules.get("rstck.pytest") or importlib.import_module("rstck.pytest")
+
+
+def collect_declaration(collector: pytest.Collector, name: str, obj: Any) -> RsTckCollector | list[Any] | None:
+    """The node of a subject declared in a test module (``test_map = publisher_verification(...)``).
+
+    Named as pytest names tests (``python_functions``, ``python_classes``); a bad declaration is
+    kept as a one-line problem, naming its file and line, that stops the run before any test.
+    """
+    if not isinstance(collector, pytest.Module | pytest.Class):
+        return None
+    is_class = isinstance(obj, type)
+    if not (collector.classnamefilter(name) if is_class else collector.funcnamefilter(name)):
+        return None
+    config = collector.config
+    state = config.stash[state_key]
+    declaration = declared_module().declaration_of(obj, name)
+    if declaration is None:
+        return None
+    where = _relative(config, declaration.where)
+    if declaration.problem:
+        state.problems.append(f"{where}: {declaration.problem}")
+        return []
+    key = declaration.subject_id(name)
+    spec = f"{collector.nodeid}::{name}"
+    other = state.entries.get(key)
+    if other is not None:
+        state.problems.append(f"{where}: two subjects with the id {key!r}: {spec} and "
+                              f"{other.spec}; give each its own id")
+        return []
+    if not key.isidentifier():
+        state.problems.append(f"{where}: subject id {key!r} is not a valid identifier")
+        return []
+    resolve = config.stash[resolver_key]
+    try:
+        subject = declaration.subject
+        if isinstance(subject, str):
+            subject = resolve(subject, declaration.kind)
+        failed = declaration.failed
+        if isinstance(failed, str):
+            failed = resolve(failed, "failed_publisher")
+        entry = subject_specs.build(key, declaration.kind, subject, failed, spec=spec, failed_spec=None,
+                                    source="declared", declaration=declaration, settings=state.settings)
+    except SetupError as exc:
+        state.problems.append(f"{where}: {exc}")
+        return []
+    editions_problem = editions.unsupported_kinds(state.settings.edition, [declaration.kind])
+    if editions_problem:
+        state.problems.append(f"{where}: {editions_problem}")
+        return []
+    state.add(entry)
+    _, tests = _run_of(state, entry)
+    return RsTckCollector.from_parent(collector, name=name, tests=tests, key=key)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -23,6 +24,31 @@ if TYPE_CHECKING:
     from .outputs import DocumentWriter
 
 
+@dataclass
+class SubjectEntry:
+    """One subject of the run: what verifies it, and where it was named.
+
+    ``key`` names it in node ids, reports and the baseline: its id (``map``), or the kind's name
+    (``publisher``) for the one unnamed subject of a kind given by an option.
+    """
+
+    key: str
+    kind: str
+    subject: Any
+    #: "command line", "environment", "ini" or "declared".
+    source: str
+    #: What names it: the MODULE:ATTR given, or where it is declared.
+    spec: str
+    failed_spec: str | None = None
+    #: A ``rstck.pytest.Declaration`` when declared: its own settings, rules and skipped rules.
+    declaration: Any = None
+
+    @property
+    def named(self) -> bool:
+        """Whether results carry its id (``subject_id``): every subject but an option's unnamed one."""
+        return self.source == "declared" or self.key != self.kind
+
+
 class RsTckState:
     """Everything the plugin resolved at configure time, for one config.
 
@@ -34,6 +60,9 @@ class RsTckState:
                  skip_rules: list[str], hooks: pluggy.PluginManager,
                  failed_specs: dict[str, str] | None = None) -> None:
         self.hooks = hooks
+        #: Every subject of the run by key (options' at configure time, declared ones as collected).
+        self.entries: dict[str, SubjectEntry] = {}
+        #: The subjects by key; an option's unnamed subject is keyed by its kind.
         self.subjects = subjects
         self.settings = settings
         self.rules = rules
@@ -56,17 +85,28 @@ class RsTckState:
         #: declarations applied, its schedules.
         self.runs: dict[str, Run] = {}
 
+        #: Bad declarations met in collection, one line each (file:line: what): they stop the run.
+        self.problems: list[str] = []
+        #: Results arrived (under xdist the controller collects no subject of its own).
+        self.saw_results = False
+
     @property
     def active(self) -> bool:
-        return bool(self.subjects)
+        return bool(self.subjects) or self.saw_results
+
+    def add(self, entry: SubjectEntry) -> None:
+        self.entries[entry.key] = entry
+        self.subjects[entry.key] = entry.subject
+        if entry.failed_spec:
+            self.failed_specs[entry.key] = entry.failed_spec
 
     def labels(self) -> dict[str, str]:
         out: dict[str, str] = {}
-        for verification, subject in self.subjects.items():
-            out[verification] = str(getattr(subject, "label", subject))
+        for key, subject in self.subjects.items():
+            out[key] = str(getattr(subject, "label", subject))
             failed = getattr(subject, "failed_factory", None)
             if failed is not None:
-                out["failed_" + verification] = self.failed_specs.get(verification) or _qualified(failed)
+                out["failed_" + key] = self.failed_specs.get(key) or _qualified(failed)
         return out
 
 
@@ -89,9 +129,9 @@ result_key = pytest.StashKey[TestResult]()
 
 
 def _row_of(item: pytest.Item) -> tuple[str, str]:
-    """(verification, rule id or "sanity"/"fuzz") of a TCK item, as the rule table keys it."""
+    """(subject key, rule id or "sanity"/"fuzz") of a TCK item, as the rule table keys it."""
     test = getattr(item, "test")  # noqa: B009 - a TCK item; the plugin module is not imported here
-    return test.verification, test.rule_id or ("fuzz" if test.level == Level.FUZZ else "sanity")
+    return getattr(item, "key", test.verification), test.rule_id or ("fuzz" if test.level == Level.FUZZ else "sanity")
 
 
 def state_of(config: pytest.Config) -> RsTckState | None:
@@ -129,6 +169,7 @@ class ResultCollector:
         data = getattr(report, "rs_tck_result", None)
         if data is not None:
             result = TestResult.from_json(data)
+            self.state.saw_results = True
             self.results.append(result)
             self.state.hooks.hook.rstck_result(result=result)
 
@@ -143,7 +184,10 @@ class ResultCollector:
             state.not_run = self.not_run(session)
             state.not_run_tests = [_row_of(item) for item in session.items
                                    if self.is_tck_item(item) and item.nodeid not in self.reported]
-        data = document(self.results, subjects=state.labels(), settings=state.settings.to_json(),
+        labels = state.labels()
+        for result in self.results:  # under xdist the controller collected no subject: the results name them
+            labels.setdefault(result.key, result.subject)
+        data = document(self.results, subjects=labels, settings=state.settings.to_json(),
                         edition=state.settings.edition, interrupted=state.interrupted, not_run=state.not_run)
         try:
             state.hooks.hook.rstck_run_finished(document=data)

@@ -91,11 +91,11 @@ def table(results: list[TestResult], not_run: Iterable[tuple[str, str]] = (),
     table of its own, and a cell too long for the line continues on the next one. In an edition
     other than JVM 1.0.1 the rows are its own rules, the JVM id beside each.
     """
-    present = {r.verification for r in results}
-    columns = [v for v in VERIFICATIONS if v in present] + sorted(present - set(VERIFICATIONS))
+    present = list(dict.fromkeys(r.key for r in results))
+    columns = [v for v in VERIFICATIONS if v in present] + [k for k in present if k not in VERIFICATIONS]
     blocks = [_table(results, columns, set(not_run), edition)]
     if len(columns) > 1 and max(len(text) for text, _ in blocks[0]) > width:
-        blocks = [_table([r for r in results if r.verification == v], [v],
+        blocks = [_table([r for r in results if r.key == v], [v],
                          {(name, row) for name, row in not_run if name == v}, edition) for v in columns]
     out: list[tuple[str, str]] = []
     for block in blocks:
@@ -130,7 +130,7 @@ def _table(results: list[TestResult], columns: list[str], not_run: set[tuple[str
     elsewhere: dict[str, set[str]] = {}
     for r in results:
         key = _key(r, RULES)
-        by_rule.setdefault(key, {}).setdefault(r.verification, []).append(r)
+        by_rule.setdefault(key, {}).setdefault(r.key, []).append(r)
         for cited in broken_rules(r):
             if cited in RULES and cited != r.rule:
                 elsewhere.setdefault(cited, set()).add(r.rule or "sanity")
@@ -184,6 +184,44 @@ def _table(results: list[TestResult], columns: list[str], not_run: set[tuple[str
     return out
 
 
+#: How each kind is shown on a subject's line.
+KIND_WORDS = {"publisher": "publisher", "subscriber_blackbox": "subscriber", "subscriber_whitebox": "whitebox",
+              "processor": "processor"}
+
+
+def subject_lines(results: list[TestResult], not_run: Iterable[tuple[str, str]] = (),
+                  width: int = WIDTH) -> list[tuple[str, str]]:
+    """One line per subject, for a run of several: its verdict, its counts, the rules it failed.
+
+    ``map  publisher  FAILED  61 passed, 2 failed, 14 skipped; failed 1.9, 3.9``: thirty
+    subjects are thirty lines, each within ``width``; the HTML report holds the rule x subject
+    matrix, and pytest's own summary each failure.
+    """
+    keys = list(dict.fromkeys(r.key for r in results))
+    missing = {key for key, _row in not_run}
+    name_w = min(max((len(k) for k in keys), default=0), 24)
+    rows: list[tuple[str, str]] = []
+    for key in keys:
+        mine = [r for r in results if r.key == key]
+        failing = [r for r in mine if r.outcome in FAILING]
+        new = [r for r in failing if r.baseline != "known"]
+        word = "FAILED" if new else "known" if failing else "passed"
+        colour = "red" if new else "yellow" if failing else "green"
+        if key in missing:
+            word, colour = "PARTIAL", "red"
+        tally = counts((r.outcome for r in mine), ("passed", "failed", "error", "skipped"))
+        failed_rules = {r.rule or ("fuzz" if r.level == Level.FUZZ else "sanity") for r in failing}
+        ids = [rid for rid in failed_rules if rid in RULES]
+        shown = ", ".join([rid for rid in ("sanity",) if rid in failed_rules] + ([ranges(ids)] if ids else [])
+                          + [rid for rid in ("fuzz",) if rid in failed_rules])
+        kind = KIND_WORDS.get(mine[0].verification, mine[0].verification)
+        line = f"{key.ljust(name_w)}  {kind:<10}  {word:<7} {tally}"
+        if shown:
+            line += f"; {'known' if not new else 'failed'}: {shown}"
+        rows += [(text, colour) for text in _fit(line, width, name_w + 2)]
+    return rows
+
+
 def _rule_order(rid: str) -> tuple[int, int]:
     return RULES[rid].sort_key if rid in RULES else (0, 0)
 
@@ -204,7 +242,11 @@ class TerminalSummary:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         tr = terminalreporter
-        if self.results:
+        if self.results and several_subjects(self.results):
+            tr.write_sep("=", "rs-tck conformance by subject")
+            for text, colour in subject_lines(self.results, self.state.not_run_tests):
+                tr.write_line(text, **({colour: True} if colour else {}))
+        elif self.results:
             tr.write_sep("=", "rs-tck conformance by rule")
             for text in sanity_first(self.results):
                 tr.write_line(text, red=True)
@@ -215,6 +257,11 @@ class TerminalSummary:
             tr.write_line(text, **({colour: True} if colour else {}))
 
 
+def several_subjects(results: list[TestResult]) -> bool:
+    """Whether the run verified several subjects by id: then a line each, not a rule table."""
+    return any(r.subject_id for r in results) and len({r.key for r in results}) > 1
+
+
 def sanity_first(results: list[TestResult]) -> list[str]:
     """For each verification whose sanity check failed: say so first, with what probably follows.
 
@@ -222,8 +269,8 @@ def sanity_first(results: list[TestResult]) -> list[str]:
     rules at once; the reader should fix the one cause, not chase each rule.
     """
     out = []
-    for name in dict.fromkeys(r.verification for r in results):
-        mine = [r for r in results if r.verification == name]
+    for name in dict.fromkeys(r.key for r in results):
+        mine = [r for r in results if r.key == name]
         sanity = [r for r in mine if r.rule is None and r.level != Level.FUZZ and r.outcome in FAILING]
         if not sanity:
             continue

@@ -12,6 +12,8 @@ the campaign and users may import:
 - ``rstck.api`` the Reactive Streams interfaces a subject implements
 - ``rstck.engine`` the run API: ``Run`` (select the tests, apply the subject's declared
   settings, schedule, results and their document), ``run_verification``, ``Schedule``
+- ``rstck.pytest`` verifications declared in a library's tests (one subject each), which the
+  pytest host collects; it imports no test framework
 - ``rstck.subjects`` subject records and their loading; ``rstck.reference`` conforming
   implementations; ``rstck.whitebox`` the probe a whitebox subscriber reports to
 - ``rstck.settings`` the knobs; ``rstck.results`` the results document; ``rstck.errors``
@@ -56,7 +58,7 @@ __version__ = "0.1.0"
 #: The modules outside code may import; tests/test_import_contract.py holds the plugins to them.
 PUBLIC_MODULES = (
     "rstck", "rstck.__main__", "rstck.api", "rstck.catalogue", "rstck.editions", "rstck.engine",
-    "rstck.errors", "rstck.fuzz", "rstck.reference", "rstck.registry", "rstck.results",
+    "rstck.errors", "rstck.fuzz", "rstck.pytest", "rstck.reference", "rstck.registry", "rstck.results",
     "rstck.rules", "rstck.settings", "rstck.subjects", "rstck.verifications", "rstck.whitebox",
 )
 

@@ -13,11 +13,13 @@ the thread they happen on.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import importlib
 import threading
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -26,6 +28,7 @@ from .contexts import Context
 from .editions import EDITIONS
 from .editions import rule_ids as rule_ids_of
 from .environment import Environment
+from .errors import NotVerified
 from .errors import SetupError
 from .fuzz import check_replay
 from .reach import waiting_for_results
@@ -33,6 +36,7 @@ from .registry import TckTest
 from .results import Level
 from .results import ResultsDocument
 from .results import TestResult
+from .results import Verdict
 from .results import document
 from .runner import not_run
 from .runner import run_test
@@ -52,11 +56,21 @@ def select(
     the fuzz tests (they check every rule they can observe).
     """
     wanted, unwanted = set(rules), set(skip_rules)
+    return [t for t in tests if (not wanted or _key(t) in wanted) and _key(t) not in unwanted]
 
-    def key(test: TckTest) -> str:
-        return "fuzz" if test.level == Level.FUZZ else test.rule_id or "sanity"
 
-    return [t for t in tests if (not wanted or key(t) in wanted) and key(t) not in unwanted]
+def _key(test: TckTest) -> str:
+    """What selects a test: its rule id, "sanity" or "fuzz"."""
+    return "fuzz" if test.level == Level.FUZZ else test.rule_id or "sanity"
+
+
+def _not_verified(test: TckTest, reason: str) -> TckTest:
+    """``test`` reporting, in place of its body, that its rule is not verified for this subject."""
+
+    def body(_context: Any) -> None:
+        raise NotVerified(f"not verified for this subject: {reason}", kind=Verdict.DESELECTED)
+
+    return dataclasses.replace(test, func=body, busy=False)
 
 
 #: Tests that found the subject blocking its caller after which the rest are not run.
@@ -108,11 +122,18 @@ class Schedule:
         *,
         subject_label: str = "",
         concurrency: int | None = None,
+        jobs: Sequence[tuple[Callable[[Environment], Context], Settings, str]] | None = None,
     ) -> None:
+        """``jobs``: per test, its own ``(make_context, settings, subject_label)``, for a schedule
+        of several subjects' tests (``joint``); ``settings`` then says how the schedule runs."""
         self.tests = list(tests)
         self.make_context = make_context
         self.settings = settings
         self.subject_label = subject_label
+        self._jobs = list(jobs) if jobs is not None else [(make_context, settings, subject_label)] * len(self.tests)
+        # Tests start in rank order across every subject of a joint schedule: the one asked for
+        # may come after all the others' (a busy sanity check), so all of them may start.
+        self._lookahead = LOOKAHEAD if jobs is None else max(LOOKAHEAD, len(self.tests))
         limit = settings.concurrency if concurrency is None else concurrency
         if limit < 1:
             raise ValueError(f"concurrency must be >= 1, got {limit}")
@@ -139,11 +160,13 @@ class Schedule:
         self._searching = 0  # fuzz searches running: no result is handed back meanwhile
         self._search_waiting = 0  # fuzz searches back from a window, waiting for a slot: first
         self._wanted = 0
-        #: ``(test id, call)`` of the first test that found the subject blocking its caller, and
-        #: whether the tests not started yet are left out (see ``_blocked_in``).
-        self._first_block: tuple[str, str] | None = None
-        self._blocks = 0
-        self._blocked: tuple[str, str] | None = None
+        #: Per subject (its label): ``(test id, call)`` of the first test that found it blocking
+        #: its caller, how many did, and, once its tests not started yet are left out, the
+        #: ``(test id, call)`` they name (see ``_blocked_in``). One subject's block leaves the
+        #: other subjects of a joint schedule their tests.
+        self._first_block: dict[str, tuple[str, str]] = {}
+        self._blocks: dict[str, int] = {}
+        self._blocked: dict[str, tuple[str, str]] = {}
 
     def result(self, index: int) -> TestResult:
         """The result of test ``index``, starting it (and what may run with it) if needed."""
@@ -179,8 +202,8 @@ class Schedule:
     def _startable(self) -> bool:
         # Called with the lock held: a test may start once the slot is free.
         return (self._started < len(self.tests) and not self._alone
-                and self._running < self.concurrency + LOOKAHEAD
-                and (self._searching > 0 or self._started < self._wanted + self.concurrency + LOOKAHEAD))
+                and self._running < self.concurrency + self._lookahead
+                and (self._searching > 0 or self._started < self._wanted + self.concurrency + self._lookahead))
 
     def _first_next(self) -> bool:
         # Called with the lock held: the next test to start goes before those back from a window.
@@ -197,7 +220,7 @@ class Schedule:
         while (self._active < self.concurrency and not self._search_waiting and self._startable()
                and (not self._waiting or self._first_next())):
             index = self._order[self._started]
-            if self._blocked is not None and self.tests[index].level != Level.UNTESTED:
+            if self._jobs[index][2] in self._blocked and self.tests[index].level != Level.UNTESTED:
                 self._leave_out(index)  # an untested rule calls nothing: its reason still stands
                 continue
             # A stochastic test hunts races with tight timing over many rounds: it runs alone
@@ -227,9 +250,9 @@ class Schedule:
     def _leave_out(self, index: int) -> None:
         # Called with the lock held: the subject blocked a caller in an earlier test; each test
         # left would wait out the stall limit on it in turn (a minute for a verification).
-        assert self._blocked is not None
+        label = self._jobs[index][2]
         self._started += 1
-        self._futures[index].set_result(not_run(self.tests[index], *self._blocked, self.subject_label))
+        self._futures[index].set_result(not_run(self.tests[index], *self._blocked[label], label))
         self._turn.notify_all()
 
     def _blocked_in(self, index: int, call: str) -> None:
@@ -237,23 +260,24 @@ class Schedule:
         yet are left out once the block is one every test will meet: in a sanity check (the
         factory's basic path), or in ``BLOCKS_TO_STOP`` tests. A block on one path only (a cancel()
         under unbounded demand, say) leaves the other tests their verdicts."""
-        test = self.tests[index]
+        test, label = self.tests[index], self._jobs[index][2]
+        here = (f"{test.verification}::{test.test_id}", call)
         with self._lock:
-            self._blocks += 1
-            if self._first_block is None:
-                self._first_block = (f"{test.verification}::{test.test_id}", call)
+            self._blocks[label] = self._blocks.get(label, 0) + 1
+            first = self._first_block.setdefault(label, here)
             sanity = test.rule_id is None and test.level == Level.REQUIRED
-            if self._blocked is None and (sanity or self._blocks >= BLOCKS_TO_STOP):
-                self._blocked = (f"{test.verification}::{test.test_id}", call) if sanity else self._first_block
+            if label not in self._blocked and (sanity or self._blocks[label] >= BLOCKS_TO_STOP):
+                self._blocked[label] = here if sanity else first
 
     def _run(self, index: int) -> None:
         slot = _Slot(self, alone=self.tests[index].level == Level.STOCHASTIC,
                      search=self._searches and self.tests[index].level == Level.FUZZ)
         future = self._futures[index]
         outcome: TestResult | BaseException
+        make_context, settings, label = self._jobs[index]
         try:
-            outcome = run_test(self.tests[index], self.make_context, self.settings,
-                               subject_label=self.subject_label, slot=slot if self.overlap else None,
+            outcome = run_test(self.tests[index], make_context, settings,
+                               subject_label=label, slot=slot if self.overlap else None,
                                on_blocked=partial(self._blocked_in, index))
         except BaseException as exc:  # a TCK defect: surface it to whoever waits, not the thread
             outcome = exc
@@ -354,6 +378,27 @@ class _Slot:
             s._pump()
 
 
+def joint(parts: Sequence[tuple[Run, Sequence[TckTest]]]) -> Schedule:
+    """One schedule of several subjects' tests: their waits overlap as one subject's do.
+
+    What each subject sees is unchanged: the schedule's slots still let one test at a time call
+    (of whichever subject), a race hunt still runs alone, and every test runs with its own
+    subject's settings. The first run's settings say how the schedule runs (its concurrency,
+    whether fuzz searches go first); subjects on an event loop, whose tests never overlap, are
+    not joined (see ``joinable``).
+    """
+    tests = [t for _run, ts in parts for t in ts]
+    jobs = [(run.make_context, run.settings, run.label) for run, ts in parts for _t in ts]
+    first = parts[0][0]
+    return Schedule(tests, first.make_context, first.settings, subject_label=first.label,
+                    concurrency=first.concurrency, jobs=jobs)
+
+
+def joinable(run: Run) -> bool:
+    """Whether a subject's tests may share a schedule with other subjects' (``joint``)."""
+    return run.settings.loop != "asyncio"
+
+
 def settings_for(subject: Any, settings: Settings) -> Settings:
     """``settings`` with what ``subject`` declares (its capabilities, its loop) applied."""
     apply = getattr(subject, "apply", None)
@@ -378,7 +423,12 @@ class Run:
         rules: Iterable[str] = (),
         skip_rules: Iterable[str] = (),
         concurrency: int | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        skipped: Mapping[str, str] | None = None,
     ) -> None:
+        """``overrides``: settings this subject sets for itself, over the run's and what its record
+        declares; ``skipped``: rule id -> why it is not verified for this subject (its tests then
+        report that reason, deselected)."""
         requested = settings or Settings()
         check_replay(requested)
         self.edition = EDITIONS[requested.edition]
@@ -392,6 +442,8 @@ class Run:
         self.requested = requested
         #: The settings the tests run with.
         self.settings = settings_for(subject, requested)
+        if overrides:
+            self.settings = self.settings.replace(**overrides)
         self.label = str(getattr(subject, "label", "") or subject)
         self.concurrency = concurrency
         if not self.edition.is_jvm:  # the edition's own ids, as the kit runs them
@@ -399,6 +451,8 @@ class Run:
             skip_rules = rule_ids_of(requested.edition, list(skip_rules), "skip_rules") if skip_rules else ()
         #: The selected tests, in the verification's order.
         self.tests = select(self.verification.tests, rules=rules, skip_rules=skip_rules)
+        if skipped:
+            self.tests = [_not_verified(t, skipped[_key(t)]) if _key(t) in skipped else t for t in self.tests]
 
     def make_context(self, env: Environment) -> Context:
         """What a test body of this verification receives, for this subject."""

@@ -143,6 +143,13 @@ class TestResult:
     iterations: dict[str, int] | None = None
     #: In an edition other than JVM 1.0.1 (``rule`` is then the edition's own id): the JVM id.
     jvm_rule: str | None = None
+    #: The subject's id when the run verified several (``map``); None for a kind's one subject.
+    subject_id: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Which subject the result is of, as reports and the baseline name it: its id, else its kind."""
+        return self.subject_id or self.verification
 
     def __post_init__(self) -> None:
         # Words given as plain text become their members, so every consumer reads one type.
@@ -178,6 +185,8 @@ class TestResult:
             data["fuzz"] = self.fuzz
         if self.jvm_rule is not None:
             data["jvm_rule"] = self.jvm_rule
+        if self.subject_id is not None:
+            data["subject_id"] = self.subject_id
         return data
 
     @classmethod
@@ -201,6 +210,7 @@ class TestResult:
             finished_at=float(data.get("finished_at", 0.0)),
             iterations=_iterations(data.get("iterations")),
             jvm_rule=data.get("jvm_rule"),
+            subject_id=data.get("subject_id"),
         )
 
 

@@ -68,6 +68,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("concurrency", "--rs-concurrency", "rs_concurrency", "RS_TCK_CONCURRENCY", "int",
          "Tests that may call their subjects at once, each against its own fresh subject (1: one "
          "at a time, their no-signal windows overlapping)"),
+    Knob("subjects_at_once", "--rs-subjects-at-once", "rs_subjects_at_once", "RS_TCK_SUBJECTS_AT_ONCE", "int",
+         "In a run of several subjects, how many share one schedule, their waits overlapping (the TCK "
+         "still calls one subject at a time; 1: each subject after the other)"),
     Knob("loop", "--rs-loop", "rs_loop", "RS_TCK_LOOP", "choice",
          "Where calls into the subject run: 'thread' (the TCK's own) or 'asyncio' (a TCK event loop)",
          choices=("thread", "asyncio")),
@@ -128,6 +131,7 @@ class Settings:
     #: False: the random phase draws the same scenarios on every run (a function of the tree).
     fuzz_random: bool = False
     concurrency: int = 1
+    subjects_at_once: int = 4
     edition: str = "jvm-1.0.1"
     #: Signals kept in a trace: this many from the start and as many from the end.
     trace_keep: int = 100
@@ -157,6 +161,8 @@ class Settings:
                              f"scenarios by about 50), got {self.fuzz_steps}")
         if self.concurrency < 1:
             raise ValueError(f"--rs-concurrency must be >= 1, got {self.concurrency}")
+        if self.subjects_at_once < 1:
+            raise ValueError(f"--rs-subjects-at-once must be >= 1, got {self.subjects_at_once}")
         if self.stochastic_iterations < 1:
             raise ValueError(f"--rs-stochastic-iterations must be >= 1, got {self.stochastic_iterations}")
 

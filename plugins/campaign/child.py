@@ -17,7 +17,17 @@ from typing import Any
 
 
 def load_subject(unit: dict[str, Any], adapter: str | None) -> Any:
-    """The unit's subject, resolved exactly as the pytest plugin resolves ``--rs-*`` options."""
+    """The unit's subject, resolved exactly as the pytest plugin resolves ``--rs-*`` options.
+
+    A subject declared in a test module (``rstck.pytest``) comes with its own settings and
+    skipped rules: ``load_declared`` returns them as well.
+    """
+    return load_declared(unit, adapter)[0]
+
+
+def load_declared(unit: dict[str, Any], adapter: str | None) -> tuple[Any, Any]:
+    """``(subject, declaration or None)`` of the unit."""
+    from rstck import pytest as declared
     from rstck import subjects
 
     from ..hooks import make_manager
@@ -25,6 +35,31 @@ def load_subject(unit: dict[str, Any], adapter: str | None) -> Any:
 
     resolve = make_resolver(make_manager(), adapter)
     role, spec = unit["role"], unit["subject"]
+    declaration = declared.declaration_of(resolve(spec, role), spec.rpartition(":")[2])
+    if declaration is not None:
+        declaration.check()
+        obj = declaration.subject
+        obj = resolve(obj, role) if isinstance(obj, str) else obj
+        failed = declaration.failed
+        failed = resolve(failed, "failed_publisher") if isinstance(failed, str) else failed
+        subject: Any
+        if role == "publisher":
+            subject = subjects.load_publisher_subject(
+                spec, spec if failed is not None else None,
+                resolve=lambda _spec, what: failed if what == "failed_publisher" else obj)
+        else:
+            subject = {"subscriber": subjects.load_subscriber_subject,
+                       "whitebox_subscriber": subjects.load_whitebox_subject,
+                       "processor": subjects.load_processor_subject}[role](spec, resolve=lambda _s, _r: obj)
+            if failed is not None:
+                subject.failed_factory = failed
+        return subject, declaration
+    return _load_named(resolve, role, spec, unit), None
+
+
+def _load_named(resolve: Any, role: str, spec: str, unit: dict[str, Any]) -> Any:
+    from rstck import subjects
+
     if role == "publisher":
         return subjects.load_publisher_subject(spec, unit.get("failed"), resolve=resolve)
     loader = {
@@ -63,13 +98,16 @@ def main(argv: list[str]) -> int:
     from rstck.settings import Settings
 
     try:
-        subject = load_subject(unit, task.get("adapter"))
+        subject, declaration = load_declared(unit, task.get("adapter"))
     except SetupError as exc:
         send({"setup_error": str(exc)})
         return 0
     module = sys.modules.get(unit["subject"].partition(":")[0])
     settings = Settings(**task["knobs"], explicit=frozenset(task["knobs"]))
-    run = Run(unit["verification"], subject, settings, rules=task["rules"], skip_rules=task["skip_rules"])
+    run = Run(unit["verification"], subject, settings,
+              rules=(declaration.rules if declaration is not None and declaration.rules else task["rules"]),
+              skip_rules=task["skip_rules"], overrides=declaration.settings if declaration is not None else None,
+              skipped=declaration.skip_rules if declaration is not None else None)
     send({"tests": [t.name for t in run.tests], "pid": os.getpid(), "origin": getattr(module, "__file__", None)})
     # The unit's seed drives the subject's own randomness, so a rerun with it takes the same path.
     random.seed(unit["seed"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -60,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("campaign", help="run verifications many times on Spark and summarise them",
                        description="Run verifications many times on Spark and summarise them.\n\n" + WORTH_IT,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("file", nargs="?", type=Path, help="campaign file (TOML); options given here override it")
+    c.add_argument("file", nargs="?", type=Path, help="campaign file (TOML), or a test module whose declared subjects "
+                   "(rstck.pytest) to run; options given here override it")
     for role in ROLES:
         c.add_argument(f"--{role.replace('_', '-')}", dest=role, action="append", default=[], metavar="MODULE:ATTR",
                        help=f"{role.replace('_', ' ')} subject to verify (repeatable)")
@@ -135,6 +137,10 @@ def _campaign_from(args: argparse.Namespace) -> Campaign:
         "grace_s": args.grace_s, "memory_mb": args.memory_mb, "adapter": args.adapter, "master": args.master, "ship": args.ship,
         "spark_ui": args.spark_ui, "conf": conf or None, "settings": settings or None,
     }
+    if args.file is not None and args.file.suffix == ".py":
+        if subjects:
+            raise UsageError("give the subjects either in a test module or on the command line, not both")
+        return build(declared_subjects(args.file), {k: v for k, v in values.items() if v is not None}, "command line")
     if args.file is not None:
         if subjects:
             raise UsageError("give the subjects either in the campaign file or on the command line, not both")
@@ -148,6 +154,44 @@ def _campaign_from(args: argparse.Namespace) -> Campaign:
     return build(subjects, {k: v for k, v in values.items() if v is not None}, "command line")
 
 
+def declared_subjects(path: Path) -> list[SubjectSpec]:
+    """The subjects a test module declares (``rstck.pytest``), as ``module:name`` specs.
+
+    The module is imported as pytest imports a test module (its first folder up without an
+    ``__init__.py`` put on ``sys.path``), so each unit's process imports it the same way.
+    """
+    from rstck import pytest as declared
+
+    path = path.resolve()
+    if not path.is_file():
+        raise UsageError(f"{path}: no such test module")
+    root, parts = path.parent, [path.stem]
+    while (root / "__init__.py").exists():
+        parts.insert(0, root.name)
+        root = root.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    name = ".".join(parts)
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:
+        raise UsageError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
+    roles = {kind: role for role, kind in ROLES.items()}
+    out: list[SubjectSpec] = []
+    for attr, obj in vars(module).items():
+        if not attr.startswith(("test", "Test")):
+            continue
+        declaration = declared.declaration_of(obj, attr)
+        if declaration is None:
+            continue
+        if declaration.problem:
+            raise UsageError(f"{declaration.location()}: {declaration.problem}")
+        out.append(SubjectSpec(roles[declaration.kind], f"{name}:{attr}"))
+    if not out:
+        raise UsageError(f"{path}: declares no subject (rstck.pytest.publisher_verification, ...)")
+    return out
+
+
 def _check_subjects(campaign: Campaign) -> None:
     """Import every subject on the driver (never call it: that happens in the units)."""
     from ..hooks import make_manager
@@ -156,7 +200,7 @@ def _check_subjects(campaign: Campaign) -> None:
     resolve = make_resolver(make_manager(), campaign.adapter)
     for s in campaign.subjects:
         obj = resolve(s.spec, s.role)
-        if not callable(obj) and not hasattr(obj, "factory"):
+        if not callable(obj) and not hasattr(obj, "factory") and not getattr(obj, "__rstck_declaration__", False):
             raise SetupError(f"--{s.role.replace('_', '-')}={s.spec}: {type(obj).__name__} object is not callable")
         if s.failed:
             resolve(s.failed, "failed_publisher")

@@ -113,7 +113,7 @@ def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any],
     known = r.baseline == "known"
     kind = Verdict.ERROR if _verdict(r) == Verdict.ERROR else Verdict.FAILED
     facts = [("rule", "", _rule_text(r.rule, rules) if r.rule is not None and r.rule in rules else "sanity check of the factory")]
-    facts.append(("test", "", (f'<code>{esc(r.verification)}::{esc(r.test)}</code> ({esc(r.level)}, '
+    facts.append(("test", "", (f'<code>{esc(r.key)}::{esc(r.test)}</code> ({esc(r.level)}, '
                                f"{r.duration_s * 1000:.1f} ms)")))
     if r.subject:
         facts.append(("subject", "", esc(r.subject)))
@@ -138,10 +138,10 @@ def failure_article(r: TestResult, anchor: str, settings: Mapping[str, Any],
         total += f", {len(r.trace):,} kept"
     if evidence:
         total += f"; {len(evidence)} cited as evidence, highlighted"
-    svg = trace_svg(r.trace, r.trace_total, f"{r.verification}::{r.test}", evidence=evidence, anchor=anchor)
+    svg = trace_svg(r.trace, r.trace_total, f"{r.key}::{r.test}", evidence=evidence, anchor=anchor)
     return (
         f'<article class="failure {kind}{" known" if known else ""}" id="{anchor}">'
-        f"<header>{badge(_verdict(r), known)}<h3>{esc(title)} · {esc(r.verification)} · "
+        f"<header>{badge(_verdict(r), known)}<h3>{esc(title)} · {esc(r.key)} · "
         f'<span class="mono">{esc(r.test)}</span></h3></header>'
         f"{_dl(facts)}{''.join(findings)}{_fuzz_scenario(r)}"
         f"<details><summary>the full message, as the terminal shows it</summary><pre>{esc(r.message)}</pre>"

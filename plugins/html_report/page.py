@@ -138,14 +138,17 @@ def _cell(results: list[TestResult], covered: bool, anchors: Mapping[int, str], 
 
 def _rule_row(rule: Rule, by_verification: Mapping[str, list[TestResult]], columns: list[str],
               covered: Mapping[str, list[str]], anchors: Mapping[int, str],
-              elsewhere: Mapping[str, list[TestResult]], interrupted: bool = False) -> str:
+              elsewhere: Mapping[str, list[TestResult]], interrupted: bool = False,
+              kinds: Mapping[str, str] | None = None) -> str:
+    """One rule's row: a cell per column, a column per subject (its key; ``kinds`` maps it to its kind)."""
+    kinds = kinds or {}
     mine = [r for v in columns for r in by_verification.get(v, [])]
     # Clean: every verification's cell shows passed (its other tests not applicable or untested).
     shown = [_shown(by_verification[v]) for v in columns if by_verification.get(v)]
     clean = (not mine or all(s == Verdict.PASSED for s in shown)) and not any(elsewhere.values())
     cells = "".join(
-        _cell(list(by_verification.get(v, [])), v in covered, anchors, rule.id, list(elsewhere.get(v, [])),
-              interrupted)
+        _cell(list(by_verification.get(v, [])), kinds.get(v, v) in covered, anchors, rule.id,
+              list(elsewhere.get(v, [])), interrupted)
         for v in columns
     )
     return (f'<tr id="rule-{anchor(rule.id)}" class="{"clean" if clean else "problem"}" data-rule="{esc(rule.id)}">'
@@ -192,16 +195,18 @@ def render(doc: Mapping[str, Any]) -> str:
     RULES = display_rules(edition)  # the edition's rules, by its own ids
     subjects = {str(k): str(v) for k, v in (doc.get("subjects") or {}).items()}
     settings = dict(doc.get("settings") or {})
-    present = {r.verification for r in results}
-    present |= {role for role in subjects if role in VERIFICATIONS}
-    columns = [v for v in VERIFICATIONS if v in present] + sorted(present - set(VERIFICATIONS))
+    # A column per subject: its id in a run of several, else its kind (``TestResult.key``).
+    present = list(dict.fromkeys(r.key for r in results))
+    present += [role for role in subjects if role in VERIFICATIONS and role not in present]
+    columns = [v for v in VERIFICATIONS if v in present] + [k for k in present if k not in VERIFICATIONS]
+    kinds = {v: v for v in VERIFICATIONS} | {r.key: r.verification for r in results}
 
     failures = [r for r in results if _is_failure(r)]
     failures.sort(key=lambda r: failure_order(r, RULES))
     anchors: dict[int, str] = {}
     used: set[str] = set()
     for r in failures:
-        name = base = "fail-" + anchor(f"{r.verification}-{r.test}")
+        name = base = "fail-" + anchor(f"{r.key}-{r.test}")
         n = 1
         while name in used:
             n += 1
@@ -211,7 +216,7 @@ def render(doc: Mapping[str, Any]) -> str:
 
     by_rule: dict[str | None, dict[str, list[TestResult]]] = {}
     for r in results:
-        by_rule.setdefault(r.rule if r.rule in RULES else None, {}).setdefault(r.verification, []).append(r)
+        by_rule.setdefault(r.rule if r.rule in RULES else None, {}).setdefault(r.key, []).append(r)
     cov = coverage() if edition == DEFAULT_EDITION else edition_coverage(edition)
     cited_elsewhere: dict[str, dict[str, list[TestResult]]] = {}
     broken: set[str] = set()
@@ -221,7 +226,7 @@ def render(doc: Mapping[str, Any]) -> str:
                 continue
             broken.add(cited)
             if cited != r.rule:
-                cited_elsewhere.setdefault(cited, {}).setdefault(r.verification, []).append(r)
+                cited_elsewhere.setdefault(cited, {}).setdefault(r.key, []).append(r)
 
     counts: dict[str, int] = {v: 0 for v in SEVERITY}
     for r in results:
@@ -275,7 +280,10 @@ def render(doc: Mapping[str, Any]) -> str:
         + "</div>"
     )
 
-    head_cells = "".join(f"<th>{esc(v)}</th>" for v in columns) or "<th>verdict</th>"
+    several = any(r.subject_id for r in results) and len(columns) > 1
+    head_cells = "".join(
+        f'<th><a href="#subject-{anchor(v)}">{esc(v)}</a><br><small>{esc(kinds.get(v, v))}</small></th>'
+        if several else f"<th>{esc(v)}</th>" for v in columns) or "<th>verdict</th>"
     rows = []
     section = 0
     for rule in RULES.values():
@@ -284,7 +292,7 @@ def render(doc: Mapping[str, Any]) -> str:
             rows.append(f'<tr class="section clean"><th colspan="{3 + max(len(columns), 1)}">'
                         f"{esc(_SECTIONS.get(section, str(section)))}</th></tr>")
         rows.append(_rule_row(rule, by_rule.get(rule.id, {}), columns, cov.get(rule.id, {}), anchors,
-                              cited_elsewhere.get(rule.id, {}), bool(doc.get("interrupted"))))
+                              cited_elsewhere.get(rule.id, {}), bool(doc.get("interrupted")), kinds))
     table = (f'<table class="rules" id="conformance"><thead><tr><th>rule</th><th>keyword</th><th>what it asks</th>'
              f"{head_cells}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
@@ -297,10 +305,12 @@ def render(doc: Mapping[str, Any]) -> str:
                        "specification: they check that the factory under test builds the streams the verifications "
                        f'ask for.</p><ul class="tests">{items}</ul>')
 
+    subjects_html = _subject_sections(results, columns, kinds, subjects, anchors) if several else ""
     failure_html = "".join(failure_article(r, anchors[id(r)], settings, RULES) for r in failures)
     failures_section = (f'<h2 id="failures">Failures ({len(failures)})</h2>{failure_html}' if failures
                         else '<h2 id="failures">Failures</h2><p class="muted">None.</p>')
     nav = (f'<nav><a href="#failures">Failures ({len(failures)})</a><a href="#conformance-h">Conformance by rule</a>'
+           + ('<a href="#subjects">Subjects</a>' if subjects_html else "")
            + ('<a href="#sanity">Sanity checks</a>' if sanity_html else "")
            + '<a href="#run">Subjects, versions, settings</a>'
            + f'<a href="{esc(SPEC_URL)}">The specification</a></nav>')
@@ -318,11 +328,28 @@ def render(doc: Mapping[str, Any]) -> str:
         '"—": this verification has no test for the rule.</p>'
         '<div class="filter"><label><input type="checkbox" id="only-problems"> show only rules that did not '
         "pass</label></div>"
-        f"{table}{sanity_html}{meta}"
+        f"{table}{subjects_html}{sanity_html}{meta}"
         f'<footer>rstck {esc(doc.get("tck_version", "?"))} · results schema {esc(doc.get("schema", SCHEMA))} · '
         "rendered from the results file; the page loads nothing and runs no script.</footer>"
         "</main></body></html>\n"
     )
+
+
+def _subject_sections(results: list[TestResult], columns: list[str], kinds: Mapping[str, str],
+                      subjects: Mapping[str, str], anchors: Mapping[int, str]) -> str:
+    """A section per subject of a run of several: what it is, its verdicts, the tests that failed."""
+    out = ['<h2 id="subjects">Subjects</h2>']
+    for key in columns:
+        mine = [r for r in results if r.key == key]
+        failing = [r for r in mine if _is_failure(r)]
+        items = "".join(_test_item(r, anchors, True) for r in failing)
+        out.append(
+            f'<section class="subject" id="subject-{anchor(key)}"><h3>{esc(key)} '
+            f'<small class="muted">{esc(kinds.get(key, key))} · {esc(subjects.get(key, ""))}</small></h3>'
+            f'<p>{badge(_shown(mine) if mine else Verdict.DESELECTED, bool(failing) and all(r.baseline == "known" for r in failing))} '
+            f'{len(mine)} tests: {esc(_counts_text(mine))}</p>'
+            + (f'<ul class="tests">{items}</ul>' if items else "") + "</section>")
+    return "".join(out)
 
 
 _SECTIONS = {1: "1. Publisher", 2: "2. Subscriber", 3: "3. Subscription", 4: "4. Processor"}

@@ -123,7 +123,8 @@ def test_written_baseline_round_trips(project: pytest.Pytester) -> None:
     [
         ("3.9\n3.99\n", "baseline.txt:2: unknown rule id '3.99'"),
         ("# c\n\npublisher::no_such_test\n", "baseline.txt:3: unknown test 'no_such_test' of verification 'publisher'"),
-        ("nonesuch::x\n", "baseline.txt:1: unknown verification 'nonesuch'"),
+        ("nonesuch::x\n", "baseline.txt:1: unknown test 'x'"),
+        ("bad-id::3.9\n", "baseline.txt:1: 'bad-id' in 'bad-id::3.9' is neither a verification"),
         ("3.9 1.1\n", "baseline.txt:1: expected one rule id or test name per line, found '3.9 1.1'"),
     ],
 )

@@ -113,7 +113,7 @@ def test_help_lists_the_options_without_loading_the_kit(
     pytester.makeconftest(MODULES_CONFTEST)
     result = pytester.runpytest_subprocess("--help")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*Reactive Streams TCK*", "*--rs-publisher=MODULE:ATTR*",
+    result.stdout.fnmatch_lines(["*Reactive Streams TCK*", "*--rs-publisher=[[]ID=[]]MODULE:ATTR*",
                                  "*--rs-no-fuzz*", "*rs_timeout_ms*"])
     assert _loaded(pytester)["loaded"] == ["rstck_plugins", "rstck_plugins.pytest_entry"]
 

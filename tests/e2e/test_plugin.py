@@ -165,7 +165,8 @@ def test_junit_xml_carries_rule_properties(project: pytest.Pytester) -> None:
         {p.get("name"): p.get("value") for p in case.iter("property")} for case in root.iter("testcase")
     ]
     assert props
-    assert all(p == {"rs_rule": "3.9", "rs_level": p["rs_level"], "rs_verification": "publisher"} for p in props)
+    assert all(p == {"rs_rule": "3.9", "rs_level": p["rs_level"], "rs_verification": "publisher",
+                     "rs_subject": "publisher"} for p in props)
     assert {p["rs_level"] for p in props} == {"required", "optional"}
 
 

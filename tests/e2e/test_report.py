@@ -369,7 +369,8 @@ def test_junit_xml_properties_on_failed_and_skipped_tests(project: pytest.Pytest
         kind = next((child.tag for child in case if child.tag in ("failure", "skipped")), "passed")
         rule = "1.10" if "spec110" in case.get("name", "") else "3.9"
         level = case.get("name", "").split("_", 1)[0]
-        assert props == {"rs_rule": rule, "rs_level": level, "rs_verification": "publisher"}, case.get("name")
+        assert props == {"rs_rule": rule, "rs_level": level, "rs_verification": "publisher",
+                         "rs_subject": "publisher"}, case.get("name")
         seen.add((kind, level))
     assert seen == {("failure", "required"), ("skipped", "optional"), ("skipped", "untested")}
 

@@ -359,8 +359,8 @@ def test_no_subject_says_so_and_shows_the_options(pytester: pytest.Pytester) -> 
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result.stdout.fnmatch_lines([
         "rs-tck: no --rs-* subject was given, so no TCK verification ran*",
-        "  --rs-publisher=MODULE:ATTR  (env RS_TCK_PUBLISHER, ini rs_publisher)",
-        "  --rs-processor=MODULE:ATTR  (env RS_TCK_PROCESSOR, ini rs_processor)",
+        "  --rs-publisher=[[]ID=[]]MODULE:ATTR  (env RS_TCK_PUBLISHER, ini rs_publisher)",
+        "  --rs-processor=[[]ID=[]]MODULE:ATTR  (env RS_TCK_PROCESSOR, ini rs_processor)",
     ])
 
 

@@ -35,7 +35,7 @@ RSTCK_LAYERS: list[tuple[str, list[str]]] = [
     ("tables", ["rstck.editions", "rstck.matrix", "rstck.parity", "rstck.settings", "rstck.errors", "rstck.evidence"]),
     ("one test", ["rstck.environment", "rstck.registry"]),
     ("instruments", ["rstck.probe", "rstck.manual", "rstck.whitebox", "rstck.loop"]),
-    ("subjects", ["rstck.subjects", "rstck.reference", "rstck.reference.*"]),
+    ("subjects", ["rstck.subjects", "rstck.reference", "rstck.reference.*", "rstck.pytest"]),
     ("contexts", ["rstck.contexts", "rstck.contexts.*"]),
     ("runner", ["rstck.runner"]),
     ("fuzz", ["rstck.fuzz", "rstck.fuzz.*"]),
@@ -56,7 +56,7 @@ PLUGIN_LAYERS: list[tuple[str, list[str]]] = [
                  "rstck_plugins.baseline", "rstck_plugins.terminal", "rstck_plugins.mutation"]),
     ("campaign", ["rstck_plugins.campaign", "rstck_plugins.campaign.*"]),
     ("command line", ["rstck_plugins.cli", "rstck_plugins.__main__"]),
-    ("pytest host", ["rstck_plugins.pytest_plugin", "rstck_plugins.pytest_entry"]),
+    ("pytest host", ["rstck_plugins.subject_specs", "rstck_plugins.pytest_plugin", "rstck_plugins.pytest_entry"]),
 ]
 
 #: What the core never imports: a test framework, the cluster, or the plugins built on it.

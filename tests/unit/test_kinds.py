@@ -12,7 +12,6 @@ from rstck.environment import Environment
 from rstck.settings import Settings
 from rstck.verifications import NAMES
 from rstck.verifications import VERIFICATIONS
-from rstck_plugins import pytest_plugin
 
 
 def _schema() -> dict[str, object]:
@@ -51,15 +50,19 @@ def test_every_record_holds_its_own_tests() -> None:
 
 
 def test_the_plugins_subject_options_are_the_records() -> None:
-    options = pytest_plugin.SUBJECT_OPTIONS
-    assert [o.verification for o in options] == list(NAMES)
-    assert [o.dest for o in options] == [v.dest for v in VERIFICATIONS.values()]
+    from rstck_plugins import pytest_entry
+
+    options = dict(pytest_entry.table()[0])
+    for verification in VERIFICATIONS.values():
+        attrs = options[verification.option]
+        assert attrs["dest"] == verification.dest
+        assert attrs["action"] == "append"  # several subjects of a kind in one run
 
 
 def test_help_lists_each_records_option_and_text(pytester: pytest.Pytester) -> None:
     out = pytester.runpytest("--help").stdout.str()
     for verification in VERIFICATIONS.values():
-        assert f"{verification.option}=MODULE:ATTR" in out
+        assert f"{verification.option}=[ID=]MODULE:ATTR" in out
         assert verification.help.split()[0] in out
 
 
