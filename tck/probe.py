@@ -524,12 +524,14 @@ class ProbeSubscriber:
         Called with the lock held, at the end of a full on_next with no signal method running.
         The fast path makes every check the full path would make of such a signal (the demand
         is positive, the element not None, the stream neither over nor cancelled) and records
-        it alike; it skips what cannot apply: a second thread (only ``me`` ever signalled, and
-        any other thread closes the path first), the pause (no race possible), the hook, the
-        flood limits (nothing beyond demand yet). Its trace rows go straight to the tail, so
+        it alike; it skips what cannot apply: a second thread (any other thread closes the path
+        first, and sees whether ``me`` was inside: rule 1.3), the pause (no race possible: none
+        asked for, or only ``me`` signalled on the verification's thread), the hook, the flood
+        limits (nothing beyond demand yet). A publisher that calls on_subscribe on the caller's
+        thread and on_next on its own (every asynchronous one) takes it too, once ``me`` is known. Its trace rows go straight to the tail, so
         it waits until the trace's head is full.
         """
-        if (self._on_next_hook is not None or self._racy or self._threads != {me}
+        if (self._on_next_hook is not None or self._racy or me not in self._threads
                 or self.subscription is None or self.terminal is not None or self._cancelled
                 or self.excess or self.env.closed):
             return
