@@ -203,6 +203,49 @@ def test_the_fast_paths_thread_arriving_while_another_is_inside_is_a_1_3_overlap
             "running on thread emitter-2, in the same subscriber") in str(violation)
 
 
+def test_an_asynchronous_publishers_thread_takes_the_fast_path_and_is_still_watched(env: Environment) -> None:
+    """on_subscribe on the caller's thread, on_next on the publisher's own (a bulk test's probe,
+    no pause asked for): the elements take the fast path, counted and traced alike, and a signal
+    from the first thread while the second is inside one is still an overlap (rule 1.3)."""
+    env.body_ident = threading.get_ident()
+    probe = ProbeSubscriber(env, keep_elements=False, yield_s=None)
+    probe.on_subscribe(NullSubscription())
+    probe.request(3 * env.settings.trace_keep + 1)
+    owners: list[int | None] = []
+    inside = threading.Event()
+    go_on = threading.Event()
+
+    class Slow:
+        def __repr__(self) -> str:  # runs inside the fast path while the test's thread signals
+            inside.set()
+            go_on.wait(5)
+            return "Slow()"
+
+    def emit() -> None:
+        for i in range(3 * env.settings.trace_keep):
+            probe.on_next(i)
+        owners.append(probe._fast_owner)
+        probe.on_next(Slow())
+
+    emitter = threading.Thread(target=emit, name="emitter")
+    emitter.start()
+    assert inside.wait(5)
+    owner = owners[0]
+    assert owner == emitter.ident  # its elements took the fast path
+    closer = threading.Thread(target=lambda: (threading.Event().wait(0.05), go_on.set()))
+    closer.start()
+    probe.on_complete()  # the test's thread, while the emitter is inside on_next
+    emitter.join(5)
+    closer.join(5)
+    assert probe.received == 3 * env.settings.trace_keep + 1
+    assert probe.demand == 0
+    violation = overlap_of(env)
+    assert "on_complete entered on thread MainThread while on_next was running" in str(violation)
+    by_seq = {r.seq: r for r in env.trace.records()}
+    assert [(by_seq[s].thread, by_seq[s].signal) for s in violation.evidence] == [
+        ("emitter", "on_next"), ("MainThread", "on_complete")]
+
+
 def test_a_request_from_another_thread_closes_the_fast_path(env: Environment) -> None:
     probe = fast_probe(env, demand=300, elements=200)
     helper = threading.Thread(target=probe.request, args=(5,))
