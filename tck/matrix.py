@@ -127,6 +127,9 @@ CELLS: tuple[Cell, ...] = (
        f"{W}:required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal",
        note="a third from another thread too; cancelling the first as well is legal, keeping or using a new one is not"),
     _c("2.6", "test", gap="only the subscriber knows whether it still needs its subscription"),
+    _c("2.6", "later", f"{X}:required_spec206_single_subscriber_processor_must_cancel_its_upstream_once_its_subscriber_cancelled",
+       note="a processor that declared max_subscribers=1, once its only subscriber cancelled; one that "
+       "can take new subscribers may keep its upstream"),
     _c("2.7", "thread", f"{B}:stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization",
        f"{W}:stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization",
        note=_UPSTREAM),
