@@ -205,6 +205,10 @@ CELLS: tuple[Cell, ...] = (
     _c("3.17", "bulk", f"{P}:required_spec317_must_support_a_pending_element_count_up_to_long_max_value"),
     _c("3.17", "on_subscribe", f"{P}:required_spec317_must_support_a_cumulative_pending_element_count_up_to_long_max_value"),
     _c("3.17", "on_next", f"{P}:required_spec317_must_not_signal_on_error_when_pending_above_long_max_value"),
+    _c("3.17", "many", f"{P}:required_spec317_must_support_an_unbounded_number_of_request_calls",
+       f"{P}:required_spec308_tens_of_thousands_of_requests_must_add_up",
+       note="131,073 request(1) calls from inside one on_next (65,537 through a processor): past 16-bit "
+       "counts and pending-request logs of 2**16 or 100,000 slots; a 32-bit count is out of reach"),
     # -- 4: Processor ----------------------------------------------------------------------
     _c("4.1", "test", f"{X}:required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_relaying_a_stream"),
     _c("4.2", "terminal", f"{X}:required_spec402_must_immediately_pass_on_on_error_events_received_from_its_upstream_or_recover"),

@@ -1818,6 +1818,45 @@ def required_spec317_demand_reaching_long_max_value_from_a_small_outstanding_dem
             ctx.closing_drain(probe)
 
 
+#: request(1) calls in one subscription, all made from inside one on_next: past a signed or
+#: unsigned 16-bit count (2**15, 2**16), 100,000 and 2**17, the sizes a bounded log or mailbox of
+#: pending requests takes.
+_PILED_CALLS = 2**17 + 1
+#: The same through a processor (``PublisherContext.relayed``): past 2**15 and 2**16.
+_RELAYED_PILED_CALLS = 2**16 + 1
+
+
+@tck_test("3.17", "required", busy=True)
+def required_spec317_must_support_an_unbounded_number_of_request_calls(ctx: PublisherContext) -> None:
+    """131,073 request(1) calls made from inside the first on_next: as many elements, then nothing.
+
+    Rule 3.17 asks for an unbounded number of request calls. A count of calls in a 16-bit
+    field, or requests kept pending in a bounded log or mailbox (2**16 slots, 100,000) until the
+    emission loop takes them, fails past its size; made from inside on_next, the calls pile up
+    while that loop waits for on_next to return, so a pending-request limit is reached too.
+    The calls are counted by the TCK once, not one by one, and the elements are not kept: the
+    cost is the subject's own (a processor, whose elements each cost the kit's upstream a
+    signal, gets 65,537 calls). If this fails, check what request() does once it was called
+    65,536 or 100,000 times, and where pending requests are kept: add them to one demand count.
+    """
+    # A processor relays each element from the kit's upstream, at ten times the cost: past 2**16.
+    calls = _RELAYED_PILED_CALLS if ctx.relayed else _PILED_CALLS
+    if ctx.settings.max_elements < calls + 1:
+        raise NotVerified(f"needs a publisher of {calls + 1} elements (max_elements)")
+    piled = [False]
+
+    def pile(p: ProbeSubscriber, e: Any) -> None:
+        if not piled[0]:
+            piled[0] = True
+            _request_ones(p, calls)
+
+    probe = ctx.subscribed(calls + 2, keep_elements=False, on_next=pile, yield_s=None)
+    probe.request(1)
+    if _stalled(probe, calls + 1, "3.17", f"for request(1) then {calls} request(1) calls from inside "
+                "on_next #1", ctx):
+        ctx.closing_quiet(probe, after=f"beyond the {calls + 1} requested elements")
+
+
 # -- fuzzing -----------------------------------------------------------------------------------
 
 
