@@ -178,6 +178,9 @@ CELLS: tuple[Cell, ...] = (
     _c("3.8", "on_next", f"{P}:required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe"),
     _c("3.8", "later", f"{X}:required_spec308_processor_must_honour_demand_signalled_before_its_upstream_subscription",
        note="downstream demand before the processor's upstream subscription"),
+    _c("3.8", "thread", f"{P}:stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_lost",
+       note="the delivering thread paused a swept number of lines after on_next returns while the TCK "
+       "requests (a lost wake-up: wip = 0 for wip -= missed)"),
     _c("3.8", "many", f"{P}:required_spec308_hundreds_of_requests_must_add_up"),
     _c("3.9", "test", f"{P}:required_spec309_request_zero_must_signal_value_error",
        f"{P}:required_spec309_request_negative_number_must_signal_value_error"),

@@ -32,6 +32,7 @@ from ..results import Verdict
 from ..runner import stall_limit
 from ..trace import short_repr
 from ..worker import Worker
+from ._racing import ExitPause
 from ._racing import aggressive_switching
 
 VERIFICATION = "publisher"
@@ -1855,6 +1856,109 @@ def required_spec317_must_support_an_unbounded_number_of_request_calls(ctx: Publ
     if _stalled(probe, calls + 1, "3.17", f"for request(1) then {calls} request(1) calls from inside "
                 "on_next #1", ctx):
         ctx.closing_quiet(probe, after=f"beyond the {calls + 1} requested elements")
+
+
+#: Rounds of the hunt for a request made as the emission loop gives up its turn, and how many
+#: lines of the subject's code past on_next #1 its thread is stopped at (swept from 1).
+EXIT_RACE_ROUNDS = 48
+EXIT_SWEEP = 24
+#: How long the TCK waits for the emitting thread to reach its pause before requesting anyway.
+_EXIT_REACH_S = 0.01
+
+
+def _got_one(probe: ProbeSubscriber) -> bool:
+    return probe.received >= 1 or probe.terminal is not None
+
+
+@tck_test("3.8", "stochastic")
+def stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_lost(ctx: PublisherContext) -> None:
+    """Rounds where request(1) comes from the TCK's thread just as the emission loop, its demand
+    used up, gives up its turn: the element it asks for must still come.
+
+    A publisher that emits in a loop ("whoever raises the work count from 0 drains") must
+    re-check for work that came while it was finishing: one that clears the count
+    (``wip = 0``) instead of taking off what it handled (``wip -= missed``), or reads "no
+    demand" and leaves its turn in two steps, loses a request made in between, and the stream
+    stalls with demand outstanding. Under the interpreter lock that moment is almost never
+    hit, so in each round a fresh probe asks for 1 in on_subscribe, and the thread that
+    delivers its on_next #1 (the subject's own, or the one that subscribed) is stopped ``k``
+    lines of the subject's code after on_next returns, ``k`` swept over the rounds, while the
+    TCK requests 1 more; then it goes on. That element must come, with nothing more asked
+    for. The TCK's request is its only call on the subscription then (rule 2.7), made once
+    on_subscribe and on_next #1 returned. If this fails, check the end of the emission loop:
+    subtract what was handled from the work count and loop again while it is not zero.
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
+    if ctx.settings.max_elements < 3:
+        raise NotVerified("needs a publisher of at least 3 elements (max_elements)")
+    env = ctx.env
+    if env.dispatch is not type(env)._direct:
+        raise NotVerified("a subject on an event loop runs each call on the loop's thread: a pause "
+                          "there would hold the request it waits for")
+    timeout = ctx.settings.timeout
+    me = threading.get_ident()
+    with aggressive_switching():
+        for r in range(EXIT_RACE_ROUNDS):
+            pause = ExitPause(1 + r % EXIT_SWEEP, rival=me)
+
+            def first(p: ProbeSubscriber, e: Any, pause: ExitPause = pause) -> None:
+                if p.received == 1:
+                    pause.arm()
+
+            calling = [False]
+
+            def ask(p: ProbeSubscriber, _: Any, calling: list[bool] = calling) -> None:
+                calling[0] = True
+                try:
+                    p.request(1)
+                finally:
+                    calling[0] = False
+
+            probe = ctx.probe(f"exit{r + 1}", on_subscribe=ask, on_next=first, keep_elements=False,
+                              yield_s=None)
+            publisher = ctx.publisher(3)
+            subscribing = Worker(functools.partial(ctx.subscribe, publisher, probe), "rs-tck:emitting")
+            try:
+                if probe._wait(functools.partial(_got_one, probe), timeout):
+                    pause.paused.wait(_EXIT_REACH_S)
+                    # Not beside the request made in on_subscribe (on_next #1 inside it, where the
+                    # loop belongs to that call): the TCK's calls never overlap (rule 2.7).
+                    if probe.terminal is None and not calling[0]:
+                        probe.request(1)
+                        calling.append(True)  # requested while the loop was paused, or had left
+            finally:
+                pause.resume.set()
+                pause.disarm()
+            if not subscribing.wait(timeout + 1.0):
+                raise RuleViolation("1.9", "subscribe() to return promptly",
+                                    "it did not return (the call on the TCK's thread)", setting="timeout")
+            subscribing.result()
+            if len(calling) == 1 and probe.terminal is None and probe.received >= 1:
+                probe.request(1)  # once that call returned: an ordinary request
+            env.check()
+
+            def served(probe: ProbeSubscriber = probe) -> bool:
+                return probe.received >= 2 or probe.terminal is not None
+
+            if probe.received >= 1 and not (probe._wait(served, timeout)
+                                             or probe._wait(served, timeout * STALL_CONFIRMATION)):
+                env.check()
+                raise RuleViolation(
+                    "3.8", "the element asked for by request(1), made as the emission loop finished "
+                    "on_next #1, delivered",
+                    f"{probe.name} got {probe.received}, then nothing for "
+                    f"{timeout * (1 + STALL_CONFIRMATION) * 1000:.0f} ms with 1 requested element "
+                    f"outstanding (round {r + 1}: the delivering thread was paused {pause.k} line(s) of "
+                    "the publisher's code after on_next returned)",
+                    hint="at the end of the emission loop, subtract what was handled from the work count "
+                    "(wip -= missed) and loop again while it is not zero: clearing it loses a request "
+                    "made meanwhile",
+                    evidence=cite(last_seq(env.trace, probe.name, "request"),
+                                  last_seq(env.trace, probe.name, "on_next")),
+                    setting="timeout")
+            probe.cancel()
+            env.count_iterations(r + 1, 0)
 
 
 # -- fuzzing -----------------------------------------------------------------------------------

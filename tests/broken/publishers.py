@@ -1566,6 +1566,30 @@ class SixteenBitCallCounter(RangeSubscription):
             super().request(n)
 
 
+class ClearsItsWorkCountOnExit(RangeSubscription):
+    """Rule 3.8: the emission loop leaves its turn with ``wip = 0`` instead of ``wip -= missed``.
+
+    A request made from another thread while the loop finishes (after it found no demand, before
+    it takes the lock) raises the count and leaves, trusting the loop to go round again; the
+    loop clears the count and leaves too: the element asked for never comes. Requests made on
+    the emitting thread, or while it is busy, never show it.
+    """
+
+    def drain(self) -> None:
+        while True:
+            while self.step():
+                pass
+            with self.lock:
+                self.wip = 0
+                return
+
+
+class PooledClearsItsWorkCountOnExit(ClearsItsWorkCountOnExit):
+    """Rule 3.8: ``ClearsItsWorkCountOnExit`` with its emission loop on a pool's thread."""
+
+    pooled = True
+
+
 def _as_java_long(value: int) -> int:
     return (value + 2**63) % 2**64 - 2**63
 

@@ -331,6 +331,10 @@ CASES = [
            2**16 + 1),
           ("ignores-requests-past-100000-calls", bp.IgnoresRequestsPastAHundredThousandCalls, 100_000),
           ("sixteen-bit-call-counter", bp.SixteenBitCallCounter, 2**15 - 1))),
+    *(case(label, f(cls), "a_request_made_as_the_emission_loop_exits_must_not_be_lost", "3.8",
+           "then nothing for") for label, cls in (
+        ("clears-its-work-count-on-exit", bp.ClearsItsWorkCountOnExit),
+        ("pooled-clears-its-work-count-on-exit", bp.PooledClearsItsWorkCountOnExit))),
     case("wraps-demand-like-a-java-long", f(bp.WrapsDemandLikeAJavaLong),
          "spec317_demand_reaching_long_max_value_from_a_small_outstanding_demand_must_keep_flowing",
          "3.17", "1 arrived, then nothing"),
