@@ -126,7 +126,9 @@ CELLS: tuple[Cell, ...] = (
     _c("2.5", "later", f"{B}:required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal",
        f"{W}:required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal",
        note="a third from another thread too; cancelling the first as well is legal, keeping or using a new one is not"),
-    _c("2.6", "test", gap="only the subscriber knows whether it still needs its subscription"),
+    _c("2.6", "test", f"{B}:required_spec206_blackbox_must_cancel_once_it_has_all_the_elements_it_declared_it_takes",
+       note="only for a subscriber declared to take at most k elements (takes_at_most): otherwise only "
+       "it knows whether it still needs its subscription, and one that stops requesting may still need it"),
     _c("2.6", "later", f"{X}:required_spec206_single_subscriber_processor_must_cancel_its_upstream_once_its_subscriber_cancelled",
        note="a processor that declared max_subscribers=1, once its only subscriber cancelled; one that "
        "can take new subscribers may keep its upstream"),

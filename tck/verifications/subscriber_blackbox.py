@@ -187,8 +187,48 @@ tck_test.untested(
     "untested_spec206_blackbox_must_call_subscription_cancel_if_it_is_no_longer_valid",
     "2.6",
     "only the subscriber knows whether it still needs its subscription; from outside, a "
-    "forgotten subscription looks like one that is still in use",
+    "forgotten subscription looks like one that is still in use (a subscriber declared to take at "
+    "most k elements is judged by the takes_at_most test)",
 )
+
+
+@tck_test("2.6", "required")
+def required_spec206_blackbox_must_cancel_once_it_has_all_the_elements_it_declared_it_takes(
+    ctx: BlackboxContext,
+) -> None:
+    """A subscriber declared to take at most k elements (``takes_at_most``: a first() or
+    take(k)) must cancel once it has them: it no longer needs the subscription (rule 2.6).
+
+    The TCK sends the elements as the subscriber asks for them, up to k, then waits for its
+    cancel(). Rule 2.6 binds what the subscriber no longer needs, which only it knows: one that
+    simply stops requesting may still need its subscription (a pause, a buffer to drain), so
+    without the declaration the test is not applicable, and one that cancels sooner is within
+    its rights. If this fails, cancel the subscription once the last element wanted arrived
+    (an ended loop, a found element), instead of just asking for no more.
+    """
+    wanted = ctx.settings.takes_at_most
+    if wanted <= 0:
+        raise NotVerified("needs a subscriber declared to take at most k elements (takes_at_most): "
+                          "otherwise only it knows whether it still needs its subscription")
+    ctx.needs_demand()
+    subscriber, upstream = ctx.stage()
+    ctx.trigger(subscriber)
+    sub = upstream.subscription
+    while sub.sent < wanted and not sub.cancelled and not sub.broken:
+        if upstream.wait_demand(until_cancelled=True) <= 0 or sub.cancelled:
+            break
+        upstream.send_next(rule="2.6")
+        ctx.env.check()
+    if sub.cancelled or sub.broken:
+        return  # it gave the subscription up: rule 2.6 asks no more
+    if sub.sent < wanted:
+        # Short of what it takes, it may still need the subscription: not for rule 2.6 to judge.
+        raise NotVerified(f"the subscriber stopped asking after {sub.sent} of the {wanted} element(s) "
+                          "it takes (takes_at_most); whether it still needs its subscription is its own")
+    upstream.expect_cancel(
+        rule="2.6", what=f"cancel() once it had the {wanted} element(s) it takes (takes_at_most)",
+        hint="a subscriber that no longer needs its subscription must cancel it, not just stop requesting")
+    ctx.at_close(upstream.settle)
 
 
 @tck_test("2.5", "stochastic")

@@ -608,6 +608,39 @@ def loop_requests_after_end_whitebox(probe: Any) -> Any:
     from tests.conforming.subscribers import LoopSubscriber
 
     return LoopSubscriber(probe, late_request=True)
+# -- 2.6: no longer needed, not cancelled ---------------------------------------------------------
+
+
+class TakesThreeWithoutCancelling(GoodSubscriber):
+    """Rule 2.6: a take(3) that, once it has its three elements, just stops requesting: the
+    subscription it no longer needs is never cancelled (the upstream keeps it, and its resources,
+    until the stream ends on its own, if ever). Declared ``takes_at_most=3``."""
+
+    LIMIT = 3
+
+    def process(self, element: Any) -> None:
+        if self.cancelled or self.done:
+            return
+        self.received.append(element)
+        if len(self.received) < self.LIMIT:
+            self.request(1)
+
+
+class TakesFirstFromAWorker(GoodSubscriber):
+    """Rule 2.6: a first() that hands each element to a worker thread; the worker records the
+    one it wanted and marks itself done, but cancels nothing. Declared ``takes_at_most=1``."""
+
+    def process(self, element: Any) -> None:
+        if self.cancelled or self.done:
+            return
+
+        def keep() -> None:
+            self.received.append(element)
+            self.done = True
+
+        threading.Thread(target=keep, daemon=True).start()
+
+
 # -- 2.4: calls after the end, made later --------------------------------------------------------
 
 
