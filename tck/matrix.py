@@ -122,7 +122,10 @@ CELLS: tuple[Cell, ...] = (
     _c("2.4", "terminal", f"{B}:required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_complete",
        f"{W}:required_spec204_must_consider_the_subscription_cancelled_after_on_error"),
     _c("2.4", "thread", f"{B}:required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_error",
-       note="a worker's late request is judged by the backlog it still had and by whether it is still at work, not by a window"),
+       f"{W}:required_spec204_must_not_request_once_it_processed_on_complete_after_a_backlog",
+       note="a worker's late request is judged by the backlog it still had (in calls and in elements its "
+       "demand had not covered) and by whether it is still at work, not by a window; in the whitebox, "
+       "by its own report of the end: a refill or top-up after it is a breach"),
     _c("2.5", "later", f"{B}:required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal",
        f"{W}:required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal",
        note="a third from another thread too; cancelling the first as well is legal, keeping or using a new one is not"),

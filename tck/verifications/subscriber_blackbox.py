@@ -109,8 +109,9 @@ def required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_
 
     The TCK first lets the subscriber's own requests die down, so a request that follows is
     caused by the end of the stream; only a subscriber still working off elements sent before
-    it (its thread in its code) may ask for more, one request per such element at most. If
-    this fails, check that a subscriber stops asking for elements (from any thread, e.g. a
+    it (its thread in its code) may ask for more: one request per such element at most, and
+    no more elements than those its demand had not yet covered (a credit timer that tops up
+    what it already got is caught so). If this fails, check that a subscriber stops asking for elements (from any thread, e.g. a
     worker's "request more" or a retry timer) once the stream has ended.
     """
     _cancelled_after(ctx, "on_complete")
@@ -133,8 +134,8 @@ def required_spec204_blackbox_must_not_request_after_on_complete_while_draining_
     A subscriber that hands elements to a worker (or a queue, or a timer that grants credit)
     is left with a backlog when the stream ends. One that processes its signals in order
     receives on_complete only after that backlog, and may ask for more as it works it off:
-    one request per element processed (or per batch) at most, however long an element takes.
-    Any request beyond those, or once it has gone idle (a quiet window with nothing sent to it
+    one request per element processed (or per batch) at most, however long an element takes,
+    asking for no more elements than it still had to work off. Any request beyond those, or once it has gone idle (a quiet window with nothing sent to it
     and none of its threads in its code), breaks the rule. The TCK watches for one second
     after the end (a closing window, overlapped with the next tests), or until, once it is
     idle, no thread but its own is left to make a request (a worker, a timer, a pool's or a

@@ -182,6 +182,54 @@ def required_spec204_must_consider_the_subscription_cancelled_after_on_error(
     _cancelled_after(ctx, "on_error")
 
 
+@tck_test("2.4", "required")
+def required_spec204_must_not_request_once_it_processed_on_complete_after_a_backlog(ctx: WhiteboxStages) -> None:
+    """Up to 8 elements as fast as the subscriber asks for them (the puppet pulled for 16), then
+    on_complete at once: once it reported processing on_complete, no request.
+
+    A subscriber that processes its signals in order reports on_complete only after the
+    elements that came before it, and may ask for more while it works them off. One that
+    handles on_complete at once (a flag set, a result completed) while a worker, a timer or a
+    loop callback still refills for the elements it got has received the end: the refill
+    breaks the rule (the subscription counts as cancelled), and so does a top-up. The TCK
+    waits for the report as long as elements keep being processed; one that holds elements
+    unprocessed and waits (a processor for demand from its subscriber) has no end to judge.
+    If this fails, process on_complete after the elements before it, or stop the refills once
+    it is processed.
+    """
+    ctx.needs_demand()
+    stage = ctx.stage()
+    stage.request(_BACKLOG_PULL)
+    upstream, sub = stage.upstream, stage.subscription
+    upstream.wait_demand(until_cancelled=True)
+    sent = 0
+    while sent < _BACKLOG and sub.demand > 0 and sub.terminal is None and not sub.cancelled:
+        upstream.send_next()
+        sent += 1
+    ctx.env.check()
+    stage.send_complete()
+    probe = stage.probe
+    while True:  # a slow in-order subscriber works off its backlog first
+        seen = probe.processed_count
+        try:
+            probe.expect_complete()
+            break
+        except RuleViolation:
+            if probe.processed_count != seen:
+                continue
+            if probe.wait_pending(0, 0.0):
+                raise
+            raise NotVerified("the subscriber holds elements it has not processed and waits before "
+                              "processing on_complete: no end to judge requests after") from None
+    sub.seal()
+    ctx.at_close(upstream.closing_after_terminal())
+
+
+#: What the whitebox backlog test pulls the puppet for, and the elements it sends at most.
+_BACKLOG_PULL = 16
+_BACKLOG = 8
+
+
 @tck_test("2.5", "required")
 def required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal(
     ctx: WhiteboxStages,

@@ -122,6 +122,12 @@ BROKEN = [
     *(pytest.param(BB, named(BB, "2.6", "takes"), SubscriberSubject(
         lambda cls=cls: cls(), takes_at_most=taken, label=cls.__name__), "2.6", id=f"blackbox-{cls.__name__}-2.6")
       for cls, taken in ((broken.TakesThreeWithoutCancelling, 3), (broken.TakesFirstFromAWorker, 1))),
+    *both(broken.CreditTopUpAfterReset, "2.4", "cancelled_after_on_complete"),
+    *both(broken.CreditTopUpAfterReset, "2.4", "cancelled_after_on_error"),
+    *white(broken.RefillsAfterHandlingTheEnd, "2.4", "after_a_backlog"),
+    pytest.param(WB, named(WB, "2.4", "after_a_backlog"), WhiteboxSubject(
+        broken.loop_refills_later_whitebox, loop="asyncio", label="LoopRefillsLater"), "2.4",
+        id="whitebox-LoopRefillsLater-2.4-backlog"),
     *white(broken.StrandsTheRestAfterATurn, "3.8"),
     *(pytest.param(WB, named(WB, "2.7", "from_any_thread"), broken.any_thread(cls), "2.7",
                    id=f"whitebox-{cls.__name__}-2.7-any-thread")
@@ -245,8 +251,9 @@ def test_the_counts_next_to_the_jvm_tck() -> None:
     # the backlog, in the blackbox), 2.5 a second (two on_subscribe at once), and each has a
     # fuzz verification besides; 2.6 a test for a subscriber declared to take at most k elements.
     assert len([t for t in subscriber_blackbox.TESTS if t.level != "fuzz"]) == 30
-    # The whitebox has a second 2.7 hunt, for a puppet that may be pulled from any thread.
-    assert len([t for t in subscriber_whitebox.TESTS if t.level != "fuzz"]) == 30
+    # The whitebox has a second 2.7 hunt, for a puppet that may be pulled from any thread, and a
+    # third 2.4 test, the backlog.
+    assert len([t for t in subscriber_whitebox.TESTS if t.level != "fuzz"]) == 31
 
 
 # -- the TCK's own upstream --------------------------------------------------------------------
