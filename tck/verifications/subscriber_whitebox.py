@@ -194,14 +194,15 @@ def required_spec204_must_not_request_once_it_processed_on_complete_after_a_back
     breaks the rule (the subscription counts as cancelled), and so does a top-up. The TCK
     waits for the report as long as elements keep being processed; one that holds elements
     unprocessed and waits (a processor for demand from its subscriber) has no end to judge.
-    If this fails, process on_complete after the elements before it, or stop the refills once
+    (The JVM TCK leaves 2.4 untested; the rule's "after having received the signal" is read
+    as the subscriber's own report of processing it.) If this fails, process on_complete after the elements before it, or stop the refills once
     it is processed.
     """
-    ctx.needs_demand()
     stage = ctx.stage()
-    stage.request(_BACKLOG_PULL)
     upstream, sub = stage.upstream, stage.subscription
-    upstream.wait_demand(until_cancelled=True)
+    if not ctx.settings.never_requests:  # (one that never asks gets the end alone)
+        stage.request(_BACKLOG_PULL)
+        upstream.wait_demand(until_cancelled=True)
     sent = 0
     while sent < _BACKLOG and sub.demand > 0 and sub.terminal is None and not sub.cancelled:
         upstream.send_next()
