@@ -139,8 +139,11 @@ def required_spec204_blackbox_must_not_request_after_on_complete_while_draining_
     and none of its threads in its code), breaks the rule. The TCK watches for one second
     after the end (a closing window, overlapped with the next tests), or until, once it is
     idle, no thread but its own is left to make a request (a worker, a timer, a pool's or a
-    loop's thread keeps it watching). If this fails, check that the worker's "request more"
-    and any periodic top-up or retry stop at the end of the stream.
+    loop's thread keeps it watching). A subscriber that handles on_complete at once while a
+    worker or a loop callback still refills for elements it got before looks, from outside,
+    exactly like such an actor: the whitebox report of the end tells them apart (the whitebox
+    backlog test). If this fails, check that the worker's "request more" and any periodic
+    top-up or retry stop at the end of the stream.
     """
     subscriber, upstream = ctx.stage()
     ctx.trigger(subscriber)

@@ -571,7 +571,9 @@ def test_the_example_in_the_whitebox_docs_passes_both_verifications(
     ):
         for test in VERIFICATIONS[verification].tests:
             result = run_one(verification, test.name, subject)
-            assert result.verdict in ("passed", "untested", "deselected"), result.message
+            # (not applicable: the 2.6 test of a subscriber declared to take at most k elements)
+            declared = result.verdict == "not_applicable" and "takes_at_most" in result.message
+            assert result.verdict in ("passed", "untested", "deselected") or declared, result.message
 
 
 # -- subscribers that never ask ----------------------------------------------------------------
