@@ -330,34 +330,39 @@ EXIT_PAUSE_S = 0.02
 
 
 class ExitPause:
-    """Pause the thread delivering a signal ``k`` lines of the subject's code after that signal
+    """Pause the thread delivering a signal ``k`` steps of the subject's code after that signal
     returns: where a publisher's emission loop checks for more work and gives up its turn.
 
     ``arm()`` is called from inside the signal method (a probe's on_next hook), on whatever
     thread delivers it, the subject's own included: every frame of the subject's code on that
-    stack gets a line tracer, and the thread one for the frames it enters after, so the lines
-    the loop runs once the signal returns are counted. At the ``k``-th the tracing ends and the
-    thread waits (``paused`` set) until ``resume`` is set, at most ``EXIT_PAUSE_S``, or until the
-    ``rival`` thread stands still in the subject's code (waiting for a lock the paused one holds).
+    stack gets a tracer, and the thread one for the frames it enters after, so the steps the
+    loop takes once the signal returns are counted: lines, or with ``opcodes`` bytecode
+    instructions (a read-modify-write such as ``wip -= missed`` without its lock is one line
+    of several). At the ``k``-th the tracing ends and the thread waits (``paused`` set) until
+    ``resume`` is set, at most ``EXIT_PAUSE_S``, or until the ``rival`` thread stands still in
+    the subject's code (waiting for a lock the paused one holds).
     """
 
-    def __init__(self, k: int, rival: int | None) -> None:
+    def __init__(self, k: int, rival: int | None, *, opcodes: bool = False) -> None:
         self.k = k
         self.rival = rival
+        self.opcodes = opcodes
         self.left = k
         self.paused = threading.Event()
         self.resume = threading.Event()
 
     def arm(self) -> None:
-        def lines(frame: Any, event: str, arg: Any) -> Any:
+        step = "opcode" if self.opcodes else "line"
+
+        def steps(frame: Any, event: str, arg: Any) -> Any:
             if self.left <= 0:
                 sys.settrace(None)
                 return None
-            if event != "line" or kits_step(frame):
-                return lines
+            if event != step or kits_step(frame):
+                return steps
             self.left -= 1
             if self.left > 0:
-                return lines
+                return steps
             sys.settrace(None)
             self.paused.set()
             _hold(self.resume, EXIT_PAUSE_S, self.rival)
@@ -367,15 +372,19 @@ class ExitPause:
             if self.left <= 0:
                 sys.settrace(None)  # disarmed: the thread's next call ends the tracing on it
                 return None
-            return None if kits_step(frame) else lines
+            if kits_step(frame):
+                return None
+            frame.f_trace_opcodes = self.opcodes
+            return steps
 
         frame: Any = sys._getframe(1)
         while frame is not None:
             if not kits_step(frame):
-                frame.f_trace = lines
+                frame.f_trace_opcodes = self.opcodes
+                frame.f_trace = steps
             frame = frame.f_back
         sys.settrace(calls)
 
     def disarm(self) -> None:
-        """The signal's thread left without reaching the ``k``-th line: nothing more is counted."""
+        """The signal's thread left without reaching the ``k``-th step: nothing more is counted."""
         self.left = 0
