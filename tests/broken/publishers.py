@@ -1584,6 +1584,23 @@ class ClearsItsWorkCountOnExit(RangeSubscription):
                 return
 
 
+class LeavesItsTurnWithoutTheLock(RangeSubscription):
+    """Rule 3.8: the emission loop takes off what it handled (``wip -= missed``) without the lock
+    that request() adds to the count under ("only this thread writes it when it leaves"): a
+    request made between its read and its write is overwritten, and its element never comes.
+    """
+
+    def drain(self) -> None:
+        missed = 1
+        while True:
+            while self.step():
+                pass
+            self.wip -= missed
+            missed = self.wip
+            if missed == 0:
+                return
+
+
 class PooledClearsItsWorkCountOnExit(ClearsItsWorkCountOnExit):
     """Rule 3.8: ``ClearsItsWorkCountOnExit`` with its emission loop on a pool's thread."""
 

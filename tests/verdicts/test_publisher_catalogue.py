@@ -334,6 +334,7 @@ CASES = [
     *(case(label, f(cls), "a_request_made_as_the_emission_loop_exits_must_not_be_lost", "3.8",
            "then nothing for") for label, cls in (
         ("clears-its-work-count-on-exit", bp.ClearsItsWorkCountOnExit),
+        ("leaves-its-turn-without-the-lock", bp.LeavesItsTurnWithoutTheLock),
         ("pooled-clears-its-work-count-on-exit", bp.PooledClearsItsWorkCountOnExit))),
     case("wraps-demand-like-a-java-long", f(bp.WrapsDemandLikeAJavaLong),
          "spec317_demand_reaching_long_max_value_from_a_small_outstanding_demand_must_keep_flowing",
