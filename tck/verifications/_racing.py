@@ -372,15 +372,18 @@ class ExitPause:
             if self.left <= 0:
                 sys.settrace(None)  # disarmed: the thread's next call ends the tracing on it
                 return None
-            if kits_step(frame):
+            if self.opcodes:
+                # Only the frames on the stack at the signal are followed instruction by
+                # instruction (the loop's own): a frame entered from one traced so, a
+                # comprehension's, is not touched (CPython 3.11 can crash there).
                 return None
-            frame.f_trace_opcodes = self.opcodes
-            return steps
+            return None if kits_step(frame) else steps
 
         frame: Any = sys._getframe(1)
         while frame is not None:
             if not kits_step(frame):
-                frame.f_trace_opcodes = self.opcodes
+                if self.opcodes:
+                    frame.f_trace_opcodes = True
                 frame.f_trace = steps
             frame = frame.f_back
         sys.settrace(calls)

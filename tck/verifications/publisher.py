@@ -1864,7 +1864,7 @@ def required_spec317_must_support_an_unbounded_number_of_request_calls(ctx: Publ
 #: lines of the subject's code past on_next #1 its thread is stopped at (swept from 1).
 EXIT_SWEEP = 24
 #: Then as many rounds stopping it at each of its first bytecode instructions after on_next.
-EXIT_OPCODE_SWEEP = 160
+EXIT_OPCODE_SWEEP = 64
 EXIT_RACE_ROUNDS = EXIT_SWEEP + EXIT_OPCODE_SWEEP
 #: How long the TCK waits for the emitting thread to reach its pause before requesting anyway.
 _EXIT_REACH_S = 0.01

@@ -611,6 +611,21 @@ def loop_requests_after_end_whitebox(probe: Any) -> Any:
 # -- 2.6: no longer needed, not cancelled ---------------------------------------------------------
 
 
+class TakesThreeAndCancels(GoodSubscriber):
+    """Correct for rule 2.6: a take(3) that cancels once it has processed its third element."""
+
+    LIMIT = 3
+
+    def process(self, element: Any) -> None:
+        if self.cancelled or self.done:
+            return
+        self.received.append(element)
+        if len(self.received) < self.LIMIT:
+            self.request(1)
+        else:
+            self.cancel()
+
+
 class TakesThreeWithoutCancelling(GoodSubscriber):
     """Rule 2.6: a take(3) that, once it has its three elements, just stops requesting: the
     subscription it no longer needs is never cancelled (the upstream keeps it, and its resources,

@@ -198,7 +198,7 @@ def test_the_processor_registry_is_every_publisher_and_whitebox_test_plus_its_ow
     names = [t.name for t in processor.TESTS]
     # The processor is fuzzed as a publisher only: the whitebox fuzz verification is not inherited.
     # Nor is the hunt that pulls its puppet (the TCK's own downstream) from two threads at once.
-    whitebox = [t for t in subscriber_whitebox.TESTS if t.level != "fuzz" and "from_any_thread" not in t.name]
+    whitebox = [t for t in subscriber_whitebox.TESTS if subscriber_whitebox.via_processor(t)]
     inherited = [t.name for t in (*publisher.TESTS, *whitebox)]
     assert names[: len(inherited)] == inherited
     assert sorted(names[len(inherited):]) == sorted(OWN.values())
