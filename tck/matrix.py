@@ -215,7 +215,7 @@ CELLS: tuple[Cell, ...] = (
     _c("3.17", "on_next", f"{P}:required_spec317_must_not_signal_on_error_when_pending_above_long_max_value"),
     _c("3.17", "many", f"{P}:required_spec317_must_support_an_unbounded_number_of_request_calls",
        f"{P}:required_spec308_tens_of_thousands_of_requests_must_add_up",
-       note="131,073 request(1) calls from inside one on_next (65,537 through a processor): past 16-bit "
+       note="131,073 request(1) calls from inside one on_next, after 64 from another (65,537 through a processor): past 16-bit "
        "counts and pending-request logs of 2**16 or 100,000 slots; a 32-bit count is out of reach"),
     # -- 4: Processor ----------------------------------------------------------------------
     _c("4.1", "test", f"{X}:required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_relaying_a_stream"),

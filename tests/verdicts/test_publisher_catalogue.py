@@ -328,7 +328,7 @@ CASES = [
            f"{arrived} arrived, then nothing")
       for label, cls, arrived in (
           ("drops-requests-past-a-pending-log-of-2**16", bp.DropsRequestsPastAPendingLogOfSixtyFourThousand,
-           2**16 + 1),
+           1 + 64 + 2**16),
           ("ignores-requests-past-100000-calls", bp.IgnoresRequestsPastAHundredThousandCalls, 100_000),
           ("sixteen-bit-call-counter", bp.SixteenBitCallCounter, 2**15 - 1))),
     *(case(label, f(cls), "a_request_made_as_the_emission_loop_exits_must_not_be_lost", "3.8",
