@@ -283,6 +283,13 @@ class ManualSubscription:
         self.early_requests = 0
         self.pulls = 0
         self.late_requests = 0
+        #: The same in elements (``_late``'s second measure): elements sent before the end that
+        #: demand asked for after they went out covers (each request covers at most the
+        #: elements sent by then), the demand puppet pulls before the end asked for (None: a
+        #: pull of unknown size), and the demand asked for after the end.
+        self.covered = 0
+        self.pulled_demand: int | None = 0
+        self.late_demand = 0
         #: When a 2.4 watch last saw one of the subscriber's threads in its code (monotonic).
         self.worked_at = 0.0
         #: The subscriber reported processing the terminal signal (``seal``): it has received it.
@@ -325,7 +332,7 @@ class ManualSubscription:
 
     def request(self, n: int) -> None:
         # Counted first: a call begun before the end returned, or while work was left, is no late call.
-        late, idle = self._begin_request()
+        late, idle = self._begin_request(n)
         pub = self.publisher
         shown = short_repr(n)
         what = f"request({shown})"
@@ -415,22 +422,42 @@ class ManualSubscription:
                 )]
         return []
 
-    def _begin_request(self) -> tuple[int, bool]:
+    def _begin_request(self, n: Any) -> tuple[int, bool]:
         """Count a request as it begins: its number among those after the end (0: before it)."""
+        amount = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
         with self.publisher._cond:
             idle = self.idle
             if self.requests_at_terminal is None and self.ended_at is None:
                 self.early_requests += 1
                 if self.sent:
                     self.answered += 1
+                    self.covered = min(self.sent, self.covered + amount)
                 return 0, idle
             self.late_requests += 1
+            self.late_demand = min(MAX_DEMAND, self.late_demand + amount)
             return self.late_requests, idle
 
     def backlog(self) -> int:
         """How many requests after the end what came before it can explain (``_late``)."""
         unanswered = max(0, self.sent - self.answered)
         return unanswered + self.pulls + (1 if self.early_requests == 0 else 0)
+
+    def uncovered(self) -> int | None:
+        """How much demand after the end what came before it can explain (``_late``); None: any.
+
+        Each element sent that no demand asked for after it went out explains one element
+        more (a refill as it is worked off), each puppet pull before the end its own demand;
+        a subscriber that made no request before the end may still make its first, of any size.
+        """
+        if self.early_requests == 0 or self.pulled_demand is None:
+            return None
+        return max(0, self.sent - self.covered) + self.pulled_demand
+
+    def _over(self) -> bool:
+        """Whether the requests after the end so far are more than the backlog explains, in
+        calls or in elements (``_late``)."""
+        uncovered = self.uncovered()
+        return self.late_requests > self.backlog() or (uncovered is not None and self.late_demand > uncovered)
 
     def _late(self, what: str, late: int, idle: bool) -> list[tuple[str, str, str]]:
         """Rule 2.4: a request after the terminal signal returned that nothing explains.
@@ -443,9 +470,13 @@ class ManualSubscription:
 
         * the backlog (``backlog``): each element sent that no request begun after it went out
           answered yet, each puppet pull before the end, and on_subscribe if no request came
-          before the end, explains one request. One more is unexplained at any speed: a timer, a
-          retry, a refill by a subscriber that had answered all it got. Told once a 2.4 watch
-          is on (``watch``), so that the processor tests' upstreams are not judged by it;
+          before the end, explains one request; and, counted in elements (``uncovered``), each
+          element sent that no demand asked for after it went out covers, explains one element
+          asked for. One more, in calls or in elements, is unexplained at any speed: a timer, a
+          retry, a refill or a top-up by a subscriber whose demand had covered all it got (an
+          in-order actor asks, after the end, for at most the elements it still had to work
+          off). Told once a 2.4 watch is on (``watch``), so that the processor tests' upstreams
+          are not judged by it;
         * idleness (``idle``): a whole quiet window with nothing sent, no call and none of the
           subscriber's threads in its code (``runs_code_of``: the watch and ``settle`` look) -
           it had nothing left to work off, and a request now is unexplained even within the
@@ -470,6 +501,9 @@ class ManualSubscription:
             elif late > backlog and self.watched:
                 why = (f"its request #{late} since then, when what came before the end explains "
                        f"{_at_most(backlog)} ({self._explains()})")
+            elif self.watched and self._over():
+                why = (f"{self.late_demand} element(s) asked for since then, when what came before the end "
+                       f"explains {_at_most(self.uncovered() or 0)} ({self._explains_demand()})")
             else:
                 return []
             self.late_calls += 1
@@ -483,6 +517,11 @@ class ManualSubscription:
         observed = (f"{what} on {self.name} {_ms(now - (self.ended_at or now))} after {self.terminal}() "
                     f"returned, from thread {threading.current_thread().name}, {why}")
         return [("2.4", expected, observed)]
+
+    def _explains_demand(self) -> str:
+        pulled = "of unknown size" if self.pulled_demand is None else str(self.pulled_demand)
+        return (f"elements sent that no demand asked for after they went out covers: "
+                f"{max(0, self.sent - self.covered)} of {self.sent}; demand of puppet pulls: {pulled}")
 
     def _explains(self) -> str:
         return (f"one per element sent and not yet answered by a request: {max(0, self.sent - self.answered)}"
@@ -499,7 +538,7 @@ class ManualSubscription:
             if self.watched:
                 return
             self.watched = True
-            over = (self.late_requests > self.backlog() and not self.excused and not self.late_calls)
+            over = self._over() and not self.excused and not self.late_calls
             if over:
                 self.late_calls += 1
                 pub._cond.notify_all()
@@ -507,11 +546,16 @@ class ManualSubscription:
             late = self.late_requests
             backlog = self.backlog()
             explains = self._explains()
+            if late <= backlog:
+                late_text = f"{self.late_demand} element(s) asked for"
+                backlog, explains = self.uncovered() or 0, self._explains_demand()
+            else:
+                late_text = f"{late} request(s)"
         if over:
             pub.env.violation(
                 "2.4", f"no request on {self.name} after {self.terminal}() returned (the subscription counts "
                 "as cancelled) but those that finish its work on what came before it",
-                f"{late} request(s) on {self.name} after {self.terminal}() returned, when what came "
+                f"{late_text} on {self.name} after {self.terminal}() returned, when what came "
                 f"before the end explains {_at_most(backlog)} ({explains})",
                 evidence=tuple(self.request_seqs[start:]))
 
@@ -536,16 +580,21 @@ class ManualSubscription:
         """The TCK asks the subscriber for calls after the end: they are not its own doing."""
         self.excused = True
 
-    def stir(self) -> None:
+    def stir(self, demand: int | None = None) -> None:
         """The TCK asks the subscriber for something (a puppet pulled): it has work again.
 
         Before the end, what the pull makes it do may come after the end: one more request
-        the backlog explains.
+        the backlog explains, and the ``demand`` it asks for (None: of unknown size, such as a
+        cancel or a pull the TCK does not size; 0: none).
         """
         with self.publisher._cond:
             self.idle = False
             if self.requests_at_terminal is None and self.ended_at is None:
                 self.pulls += 1
+                if demand is None or self.pulled_demand is None:
+                    self.pulled_demand = None
+                else:
+                    self.pulled_demand = min(MAX_DEMAND, self.pulled_demand + demand)
 
     def _enter(self, what: str) -> bool:
         """Rule 2.7: note a second thread entering while another is still inside."""

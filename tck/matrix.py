@@ -122,11 +122,19 @@ CELLS: tuple[Cell, ...] = (
     _c("2.4", "terminal", f"{B}:required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_complete",
        f"{W}:required_spec204_must_consider_the_subscription_cancelled_after_on_error"),
     _c("2.4", "thread", f"{B}:required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_error",
-       note="a worker's late request is judged by the backlog it still had and by whether it is still at work, not by a window"),
+       f"{W}:required_spec204_must_not_request_once_it_processed_on_complete_after_a_backlog",
+       note="a worker's late request is judged by the backlog it still had (in calls and in elements its "
+       "demand had not covered) and by whether it is still at work, not by a window; in the whitebox, "
+       "by its own report of the end: a refill or top-up after it is a breach"),
     _c("2.5", "later", f"{B}:required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal",
        f"{W}:required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal",
        note="a third from another thread too; cancelling the first as well is legal, keeping or using a new one is not"),
-    _c("2.6", "test", gap="only the subscriber knows whether it still needs its subscription"),
+    _c("2.6", "test", f"{B}:required_spec206_blackbox_must_cancel_once_it_has_all_the_elements_it_declared_it_takes",
+       note="only for a subscriber declared to take at most k elements (takes_at_most): otherwise only "
+       "it knows whether it still needs its subscription, and one that stops requesting may still need it"),
+    _c("2.6", "later", f"{X}:required_spec206_single_subscriber_processor_must_cancel_its_upstream_once_its_subscriber_cancelled",
+       note="a processor that declared max_subscribers=1, once its only subscriber cancelled; one that "
+       "can take new subscribers may keep its upstream"),
     _c("2.7", "thread", f"{B}:stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization",
        f"{W}:stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization",
        note=_UPSTREAM),
@@ -175,6 +183,9 @@ CELLS: tuple[Cell, ...] = (
     _c("3.8", "on_next", f"{P}:required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe"),
     _c("3.8", "later", f"{X}:required_spec308_processor_must_honour_demand_signalled_before_its_upstream_subscription",
        note="downstream demand before the processor's upstream subscription"),
+    _c("3.8", "thread", f"{P}:stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_lost",
+       note="the delivering thread paused a swept number of lines after on_next returns while the TCK "
+       "requests (a lost wake-up: wip = 0 for wip -= missed)"),
     _c("3.8", "many", f"{P}:required_spec308_hundreds_of_requests_must_add_up"),
     _c("3.9", "test", f"{P}:required_spec309_request_zero_must_signal_value_error",
        f"{P}:required_spec309_request_negative_number_must_signal_value_error"),
@@ -202,6 +213,10 @@ CELLS: tuple[Cell, ...] = (
     _c("3.17", "bulk", f"{P}:required_spec317_must_support_a_pending_element_count_up_to_long_max_value"),
     _c("3.17", "on_subscribe", f"{P}:required_spec317_must_support_a_cumulative_pending_element_count_up_to_long_max_value"),
     _c("3.17", "on_next", f"{P}:required_spec317_must_not_signal_on_error_when_pending_above_long_max_value"),
+    _c("3.17", "many", f"{P}:required_spec317_must_support_an_unbounded_number_of_request_calls",
+       f"{P}:required_spec308_tens_of_thousands_of_requests_must_add_up",
+       note="131,073 request(1) calls from inside one on_next, after 64 from another (65,537 through a processor): past 16-bit "
+       "counts and pending-request logs of 2**16 or 100,000 slots; a 32-bit count is out of reach"),
     # -- 4: Processor ----------------------------------------------------------------------
     _c("4.1", "test", f"{X}:required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_relaying_a_stream"),
     _c("4.2", "terminal", f"{X}:required_spec402_must_immediately_pass_on_on_error_events_received_from_its_upstream_or_recover"),

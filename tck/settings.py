@@ -60,6 +60,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("never_requests", "--rs-never-requests", "rs_never_requests", "RS_TCK_NEVER_REQUESTS",
          "bool", "The subscriber never requests, by design (a sink that cancels at once or ignores "
          "its input): the tests that need its demand are not applicable"),
+    Knob("takes_at_most", "--rs-takes-at-most", "rs_takes_at_most", "RS_TCK_TAKES_AT_MOST", "int",
+         "The subscriber needs at most this many elements, by design (a first() or take(n)): once it "
+         "has them it must cancel (rule 2.6); 0 (the default) declares nothing"),
     Knob("any_thread_puppet", "--rs-any-thread-puppet", "rs_any_thread_puppet",
          "RS_TCK_ANY_THREAD_PUPPET", "bool",
          "The whitebox subscriber's puppet may be pulled from any thread, even while a signal is "
@@ -99,7 +102,7 @@ KNOBS_BY_NAME = {k.name: k for k in KNOBS}
 MAX_FUZZ_STEPS = 3
 CAPABILITY_KNOBS = (
     "max_elements", "recursion_depth", "max_subscribers", "skip_stochastic", "coordinated_emission",
-    "loop", "never_requests", "any_thread_puppet", "deterministic_sequence",
+    "loop", "never_requests", "any_thread_puppet", "deterministic_sequence", "takes_at_most",
 )
 
 
@@ -121,6 +124,7 @@ class Settings:
     deterministic_sequence: bool = False
     never_requests: bool = False
     any_thread_puppet: bool = False
+    takes_at_most: int = 0
     loop: str = "thread"
     no_fuzz: bool = False
     fuzz_examples: int = 100
@@ -148,6 +152,8 @@ class Settings:
             raise ValueError(f"--rs-after-cancel-limit must be >= 1, got {self.after_cancel_limit}")
         if self.recursion_depth < 1:
             raise ValueError(f"--rs-recursion-depth must be >= 1, got {self.recursion_depth}")
+        if self.takes_at_most < 0:
+            raise ValueError(f"--rs-takes-at-most must be >= 0, got {self.takes_at_most}")
         if self.max_subscribers < 1:
             raise ValueError(f"--rs-max-subscribers must be >= 1, got {self.max_subscribers}")
         if self.loop not in KNOBS_BY_NAME["loop"].choices:

@@ -349,6 +349,8 @@ class SubscriberSubject:
     trigger_request: Callable[[Any], None] | None = None
     #: True for a subscriber that never requests, by design (see ``--rs-never-requests``).
     never_requests: bool | None = None
+    #: How many elements it needs at most, by design (see ``--rs-takes-at-most``).
+    takes_at_most: int | None = None
     #: "asyncio" for a subscriber that must be called on an event loop (see ``--rs-loop``).
     loop: str | None = None
     label: str = ""
@@ -370,6 +372,8 @@ class WhiteboxSubject:
     never_requests: bool | None = None
     #: True when its puppet may be pulled from any thread (see ``--rs-any-thread-puppet``).
     any_thread_puppet: bool | None = None
+    #: How many elements it needs at most, by design (see ``--rs-takes-at-most``).
+    takes_at_most: int | None = None
     #: "asyncio" for a subscriber that must be called on an event loop (see ``--rs-loop``).
     loop: str | None = None
     label: str = ""

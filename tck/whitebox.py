@@ -267,6 +267,11 @@ class WhiteboxProbe:
             if index is not None:
                 del self._done[index]
 
+    @property
+    def processed_count(self) -> int:
+        """Reports of processing so far: it moves while a subscriber works off a backlog."""
+        return self._processed_count
+
     def wait_pending(self, most: int, timeout: float) -> bool:
         """Wait until at most ``most`` elements signalled are not yet reported processed."""
         with self._cond:

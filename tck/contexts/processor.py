@@ -86,6 +86,7 @@ class ProcessorContext(Context):
             failed_factory=subject.failed_factory or self._failed_processor,
             label=subject.label,
         ))
+        self.as_publisher.relayed = True
         self.adopt(self.as_subscriber, self.as_publisher)
 
     @staticmethod

@@ -27,6 +27,9 @@ class PublisherContext(Context):
     def __init__(self, env: Environment, subject: PublisherSubject) -> None:
         super().__init__(env)
         self.subject = subject
+        #: The publisher is a processor fed by the kit's own upstream (``ProcessorContext``):
+        #: each element costs the kit an upstream signal, so the longest streams are shortened.
+        self.relayed = False
 
     def publisher(self, elements: int, *, completes: bool = False) -> Publisher[Any]:
         """A fresh publisher of ``elements`` elements, or "not applicable" if it cannot be made."""

@@ -222,25 +222,25 @@ class WhiteboxStage:
 
     def request(self, n: int) -> None:
         """Pull the puppet: the subscriber should request ``n`` more, possibly in parts."""
-        self._excuse()
+        self._excuse(n)
         self.ctx.env.trace.add("tck", "puppet.request", str(n))
         self.ctx.call(f"puppet.request({n})", self.puppet.request, n)
         self.ctx.env.check()
 
     def cancel(self) -> None:
         """Pull the puppet: the subscriber should cancel its subscription."""
-        self._excuse()
+        self._excuse(0)
         self.ctx.env.trace.add("tck", "puppet.cancel")
         self.ctx.call("puppet.cancel()", self.puppet.cancel)
         self.ctx.env.check()
 
-    def _excuse(self) -> None:
-        """The puppet gives the subscriber work, and what it does on the puppet's orders after
-        the end is not its own doing (2.4)."""
+    def _excuse(self, demand: int | None) -> None:
+        """The puppet gives the subscriber work (``demand``: what a pull asks for), and what it
+        does on the puppet's orders after the end is not its own doing (2.4)."""
         subscription = self.upstream.subscriptions[0] if self.upstream.subscriptions else None
         if subscription is None:
             return
-        subscription.stir()
+        subscription.stir(demand if isinstance(demand, int) and demand > 0 else 0)
         if subscription.terminal is not None:
             subscription.excuse()
 

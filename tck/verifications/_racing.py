@@ -341,3 +341,71 @@ def _hold(resume: threading.Event, limit: float, rival: int | None) -> None:
         if still >= _RIVAL_STILL_LOOKS:
             return  # waiting for a lock the paused thread holds: holding on gains nothing
         last = seen
+
+
+#: How long a thread paused by ``pause_after_here`` waits, at most, for the rival's call.
+EXIT_PAUSE_S = 0.02
+
+
+class ExitPause:
+    """Pause the thread delivering a signal ``k`` steps of the subject's code after that signal
+    returns: where a publisher's emission loop checks for more work and gives up its turn.
+
+    ``arm()`` is called from inside the signal method (a probe's on_next hook), on whatever
+    thread delivers it, the subject's own included: every frame of the subject's code on that
+    stack gets a tracer, and the thread one for the frames it enters after, so the steps the
+    loop takes once the signal returns are counted: lines, or with ``opcodes`` bytecode
+    instructions (a read-modify-write such as ``wip -= missed`` without its lock is one line
+    of several). At the ``k``-th the tracing ends and the thread waits (``paused`` set) until
+    ``resume`` is set, at most ``EXIT_PAUSE_S``, or until the ``rival`` thread stands still in
+    the subject's code (waiting for a lock the paused one holds).
+    """
+
+    def __init__(self, k: int, rival: int | None, *, opcodes: bool = False) -> None:
+        self.k = k
+        self.rival = rival
+        self.opcodes = opcodes
+        self.left = k
+        self.paused = threading.Event()
+        self.resume = threading.Event()
+
+    def arm(self) -> None:
+        step = "opcode" if self.opcodes else "line"
+
+        def steps(frame: Any, event: str, arg: Any) -> Any:
+            if self.left <= 0:
+                sys.settrace(None)
+                return None
+            if event != step or kits_step(frame):
+                return steps
+            self.left -= 1
+            if self.left > 0:
+                return steps
+            sys.settrace(None)
+            self.paused.set()
+            _hold(self.resume, EXIT_PAUSE_S, self.rival)
+            return None
+
+        def calls(frame: Any, event: str, arg: Any) -> Any:
+            if self.left <= 0:
+                sys.settrace(None)  # disarmed: the thread's next call ends the tracing on it
+                return None
+            if self.opcodes:
+                # Only the frames on the stack at the signal are followed instruction by
+                # instruction (the loop's own): a frame entered from one traced so, a
+                # comprehension's, is not touched (CPython 3.11 can crash there).
+                return None
+            return None if kits_step(frame) else steps
+
+        frame: Any = sys._getframe(1)
+        while frame is not None:
+            if not kits_step(frame):
+                if self.opcodes:
+                    frame.f_trace_opcodes = True
+                frame.f_trace = steps
+            frame = frame.f_back
+        sys.settrace(calls)
+
+    def disarm(self) -> None:
+        """The signal's thread left without reaching the ``k``-th step: nothing more is counted."""
+        self.left = 0

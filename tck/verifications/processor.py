@@ -424,6 +424,44 @@ def required_spec308_processor_must_honour_demand_signalled_before_its_upstream_
     downstream.cancel()
 
 
+@tck_test("2.6", "required")
+def required_spec206_single_subscriber_processor_must_cancel_its_upstream_once_its_subscriber_cancelled(
+    ctx: ProcessorContext,
+) -> None:
+    """A processor that declared one subscriber (``max_subscribers=1``) must cancel its upstream
+    once that subscriber cancelled: the subscription is no longer needed (rule 2.6, a MUST).
+
+    The subscriber asks for 2 and gets one element relayed, then cancels. A processor that can
+    still take new subscribers may keep its upstream for them (the spec's note to 2.6), so for
+    one that declared more than one (the default) the test is not applicable. A processor that
+    cancels only on its upstream's next signal is given one, if it asked for it. (The JVM TCK
+    leaves 2.6 untested; a declared single subscriber makes the "no longer needed" of the rule
+    visible.) If this fails, check that the subscription handed downstream passes cancel() on
+    to the upstream.
+    """
+    if ctx.settings.max_subscribers != 1:
+        raise NotVerified("a processor that can still take new subscribers may keep its upstream after "
+                          "its subscriber cancelled (2.6); declare max_subscribers=1 for a "
+                          "single-subscriber processor")
+    upstream, _, (downstream,) = ctx.relay(1)
+    downstream.request(2)
+    upstream.expect_demand(rule="2.6", what="a request upstream once the subscriber requested 2")
+    _expect_relayed(downstream, upstream.send_next(rule="2.6"), "2.6")
+    downstream.cancel()
+    ctx.env.check()
+    timeout = ctx.settings.timeout
+    sub = upstream.subscription
+    if (not upstream.wait_cancel(timeout=timeout) and sub.demand > 0 and sub.terminal is None
+            and not sub.cancelled):
+        upstream.send_next(rule="2.6")  # one that cancels lazily, on its upstream's next signal
+    ctx.env.check()
+    upstream.expect_cancel(
+        rule="2.6", timeout=timeout,
+        what="cancel() on the upstream once the processor's only subscriber cancelled",
+        hint="a single-subscriber processor has no use for its upstream once its subscriber left: "
+        "pass cancel() on to it")
+
+
 #: Rounds of the hunt for a subscriber joining as the stream ends: each of the four ways (the
 #: upstream completes or the last subscriber cancels; either side paused) at every depth.
 JOIN_RACE_ROUNDS = 64

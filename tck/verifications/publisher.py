@@ -34,6 +34,7 @@ from ..runner import stall_limit
 from ..trace import Trace
 from ..trace import short_repr
 from ..worker import Worker
+from ._racing import ExitPause
 from ._racing import aggressive_switching
 
 VERIFICATION = "publisher"
@@ -1865,6 +1866,184 @@ def required_spec317_demand_reaching_long_max_value_from_a_small_outstanding_dem
         else:
             probe.cancel()
             ctx.closing_drain(probe)
+
+
+#: request(1) calls made from inside one on_next: past a signed or unsigned 16-bit count
+#: (2**15, 2**16), 100,000 and 2**17, the sizes a bounded log or mailbox of pending requests takes.
+_PILED_CALLS = 2**17 + 1
+#: The same through a processor (``PublisherContext.relayed``): past 2**15 and 2**16.
+_RELAYED_PILED_CALLS = 2**16 + 1
+#: The calls made first, from inside on_next #1: a few, whose loss is rule 3.8's (a request
+#: that replaces the demand left instead of adding to it), not a limit on the count of calls.
+_FIRST_PILE = 64
+
+
+@tck_test("3.17", "required", busy=True)
+def required_spec317_must_support_an_unbounded_number_of_request_calls(ctx: PublisherContext) -> None:
+    """64 request(1) calls from inside on_next #1, then 131,073 from inside on_next #65: as many
+    elements, then nothing.
+
+    Rule 3.17 asks for an unbounded number of request calls. A count of calls in a 16-bit
+    field, or requests kept pending in a bounded log or mailbox (2**16 slots, 100,000) until the
+    emission loop takes them, fails past its size; made from inside on_next, the calls pile up
+    while that loop waits for on_next to return, so a pending-request limit is reached too.
+    The first 64 going unserved is rule 3.8's (a request replacing the demand left instead of
+    adding to it), not a limit on calls. The calls are counted by the TCK once, not one by one, and the elements are not kept: the
+    cost is the subject's own (a processor, whose elements each cost the kit's upstream a
+    signal, gets 65,537 calls). The JVM TCK makes a handful of calls for 3.17; "an unbounded
+    number of calls" is read here past the sizes real counters and logs take (a 32-bit count is
+    out of reach). If this fails, check what request() does once it was called
+    65,536 or 100,000 times, and where pending requests are kept: add them to one demand count.
+    """
+    # A processor relays each element from the kit's upstream, at ten times the cost: past 2**16.
+    calls = _RELAYED_PILED_CALLS if ctx.relayed else _PILED_CALLS
+    if ctx.settings.max_elements < calls + _FIRST_PILE + 1:
+        raise NotVerified(f"needs a publisher of {calls + _FIRST_PILE + 1} elements (max_elements)")
+    first = _FIRST_PILE
+    total = 1 + first + calls
+
+    def pile(p: ProbeSubscriber, e: Any) -> None:
+        if p.received == 1:
+            _request_ones(p, first)
+        elif p.received == 1 + first:
+            _request_ones(p, calls)
+
+    probe = ctx.subscribed(total + 1, keep_elements=False, on_next=pile, yield_s=None)
+    probe.request(1)
+    if not _stalled(probe, 1 + first, "3.8", f"for request(1) then {first} request(1) calls from inside "
+                    "on_next #1", ctx):
+        return
+    if _stalled(probe, total, "3.17", f"for request(1), {first} request(1) calls from inside on_next #1 "
+                f"and {calls} from inside on_next #{1 + first}", ctx):
+        ctx.closing_quiet(probe, after=f"beyond the {total} requested elements")
+
+
+#: Rounds of the hunt for a request made as the emission loop gives up its turn, and how many
+#: lines of the subject's code past on_next #1 its thread is stopped at (swept from 1).
+EXIT_SWEEP = 24
+#: Then as many rounds stopping it at each of its first bytecode instructions after on_next.
+EXIT_OPCODE_SWEEP = 64
+EXIT_RACE_ROUNDS = EXIT_SWEEP + EXIT_OPCODE_SWEEP
+#: How long the TCK waits for the emitting thread to reach its pause before requesting anyway.
+_EXIT_REACH_S = 0.01
+_EXIT_LOOK_S = 0.0005
+
+
+def _got_one(probe: ProbeSubscriber) -> bool:
+    return probe.received >= 1 or probe.terminal is not None
+
+
+def _reached(pause: ExitPause, subscribing: Worker) -> None:
+    """Wait (at most ``_EXIT_REACH_S``) for the delivering thread to stop at its pause; sooner
+    over when it is done (the subscribe() call returned, or its steps stopped counting down:
+    its loop ended before the ``k``-th)."""
+    deadline = time.monotonic() + _EXIT_REACH_S
+    last, still = pause.left, 0
+    while not pause.paused.wait(_EXIT_LOOK_S) and time.monotonic() < deadline:
+        if subscribing.wait(0):
+            return
+        still = still + 1 if pause.left == last else 0
+        last = pause.left
+        if still >= 6:
+            return
+
+
+@tck_test("3.8", "stochastic")
+def stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_lost(ctx: PublisherContext) -> None:
+    """Rounds where request(1) comes from the TCK's thread just as the emission loop, its demand
+    used up, gives up its turn: the element it asks for must still come.
+
+    A publisher that emits in a loop ("whoever raises the work count from 0 drains") must
+    re-check for work that came while it was finishing: one that clears the count
+    (``wip = 0``) instead of taking off what it handled (``wip -= missed``), or reads "no
+    demand" and leaves its turn in two steps, loses a request made in between, and the stream
+    stalls with demand outstanding. Under the interpreter lock that moment is almost never
+    hit, so in each round a fresh probe asks for 1 in on_subscribe, and the thread that
+    delivers its on_next #1 (the subject's own, or the one that subscribed) is stopped ``k``
+    lines of the subject's code after on_next returns, ``k`` swept over the rounds (then ``k``
+    bytecode instructions: a count updated without its lock is one line of several), while
+    the TCK requests 1 more; then it goes on. That element must come, with nothing more asked
+    for. The TCK's request is its only call on the subscription then (rule 2.7), made once
+    on_subscribe and on_next #1 returned; a loop that only ever runs inside the TCK's own
+    request() cannot be raced so, and need not be. (The JVM TCK has no such hunt; rule 3.8 asks
+    that every request register its elements, whenever it comes.) If this fails, check the end of the emission loop:
+    subtract what was handled from the work count and loop again while it is not zero.
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
+    if ctx.settings.max_elements < 3:
+        raise NotVerified("needs a publisher of at least 3 elements (max_elements)")
+    env = ctx.env
+    if env.dispatch is not type(env)._direct:
+        raise NotVerified("a subject on an event loop runs each call on the loop's thread: a pause "
+                          "there would hold the request it waits for")
+    timeout = ctx.settings.timeout
+    me = threading.get_ident()
+    with aggressive_switching():
+        for r in range(EXIT_RACE_ROUNDS):
+            # Line by line first, then instruction by instruction (a count updated without its lock).
+            opcodes = r >= EXIT_SWEEP
+            pause = ExitPause(1 + (r - EXIT_SWEEP if opcodes else r) % EXIT_OPCODE_SWEEP, rival=me,
+                              opcodes=opcodes)
+
+            def first(p: ProbeSubscriber, e: Any, pause: ExitPause = pause) -> None:
+                if p.received == 1:
+                    pause.arm()
+
+            calling = [False]
+
+            def ask(p: ProbeSubscriber, _: Any, calling: list[bool] = calling) -> None:
+                calling[0] = True
+                try:
+                    p.request(1)
+                finally:
+                    calling[0] = False
+
+            probe = ctx.probe(f"exit{r + 1}", on_subscribe=ask, on_next=first, keep_elements=False,
+                              yield_s=None)
+            publisher = ctx.publisher(3)
+            subscribing = Worker(functools.partial(ctx.subscribe, publisher, probe), "rs-tck:emitting")
+            try:
+                if probe._wait(functools.partial(_got_one, probe), timeout):
+                    _reached(pause, subscribing)
+                    # Not beside the request made in on_subscribe (on_next #1 inside it, where the
+                    # loop belongs to that call): the TCK's calls never overlap (rule 2.7).
+                    if probe.terminal is None and not calling[0]:
+                        probe.request(1)
+                        calling.append(True)  # requested while the loop was paused, or had left
+            finally:
+                pause.resume.set()
+                pause.disarm()
+            if not subscribing.wait(timeout + 1.0):
+                raise RuleViolation("1.9", "subscribe() to return promptly",
+                                    "it did not return (the call on the TCK's thread)", setting="timeout")
+            subscribing.result()
+            if len(calling) == 1 and probe.terminal is None and probe.received >= 1:
+                probe.request(1)  # once that call returned: an ordinary request
+            env.check()
+
+            def served(probe: ProbeSubscriber = probe) -> bool:
+                return probe.received >= 2 or probe.terminal is not None
+
+            if probe.received >= 1 and not (probe._wait(served, timeout)
+                                             or probe._wait(served, timeout * STALL_CONFIRMATION)):
+                env.check()
+                raise RuleViolation(
+                    "3.8", "the element asked for by request(1), made as the emission loop finished "
+                    "on_next #1, delivered",
+                    f"{probe.name} got {probe.received}, then nothing for "
+                    f"{timeout * (1 + STALL_CONFIRMATION) * 1000:.0f} ms with 1 requested element "
+                    f"outstanding (round {r + 1}: the delivering thread was paused {pause.k} "
+                    f"{'bytecode instruction(s)' if pause.opcodes else 'line(s)'} of the publisher's code "
+                    "after on_next returned)",
+                    hint="at the end of the emission loop, subtract what was handled from the work count "
+                    "(wip -= missed) and loop again while it is not zero: clearing it loses a request "
+                    "made meanwhile",
+                    evidence=cite(last_seq(env.trace, probe.name, "request"),
+                                  last_seq(env.trace, probe.name, "on_next")),
+                    setting="timeout")
+            probe.cancel()
+            env.count_iterations(r + 1, 0)
 
 
 # -- fuzzing -----------------------------------------------------------------------------------

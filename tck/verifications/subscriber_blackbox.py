@@ -109,8 +109,9 @@ def required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_
 
     The TCK first lets the subscriber's own requests die down, so a request that follows is
     caused by the end of the stream; only a subscriber still working off elements sent before
-    it (its thread in its code) may ask for more, one request per such element at most. If
-    this fails, check that a subscriber stops asking for elements (from any thread, e.g. a
+    it (its thread in its code) may ask for more: one request per such element at most, and
+    no more elements than those its demand had not yet covered (a credit timer that tops up
+    what it already got is caught so). If this fails, check that a subscriber stops asking for elements (from any thread, e.g. a
     worker's "request more" or a retry timer) once the stream has ended.
     """
     _cancelled_after(ctx, "on_complete")
@@ -133,13 +134,16 @@ def required_spec204_blackbox_must_not_request_after_on_complete_while_draining_
     A subscriber that hands elements to a worker (or a queue, or a timer that grants credit)
     is left with a backlog when the stream ends. One that processes its signals in order
     receives on_complete only after that backlog, and may ask for more as it works it off:
-    one request per element processed (or per batch) at most, however long an element takes.
-    Any request beyond those, or once it has gone idle (a quiet window with nothing sent to it
+    one request per element processed (or per batch) at most, however long an element takes,
+    asking for no more elements than it still had to work off. Any request beyond those, or once it has gone idle (a quiet window with nothing sent to it
     and none of its threads in its code), breaks the rule. The TCK watches for one second
     after the end (a closing window, overlapped with the next tests), or until, once it is
     idle, no thread but its own is left to make a request (a worker, a timer, a pool's or a
-    loop's thread keeps it watching). If this fails, check that the worker's "request more"
-    and any periodic top-up or retry stop at the end of the stream.
+    loop's thread keeps it watching). A subscriber that handles on_complete at once while a
+    worker or a loop callback still refills for elements it got before looks, from outside,
+    exactly like such an actor: the whitebox report of the end tells them apart (the whitebox
+    backlog test). If this fails, check that the worker's "request more" and any periodic
+    top-up or retry stop at the end of the stream.
     """
     subscriber, upstream = ctx.stage()
     ctx.trigger(subscriber)
@@ -187,8 +191,49 @@ tck_test.untested(
     "untested_spec206_blackbox_must_call_subscription_cancel_if_it_is_no_longer_valid",
     "2.6",
     "only the subscriber knows whether it still needs its subscription; from outside, a "
-    "forgotten subscription looks like one that is still in use",
+    "forgotten subscription looks like one that is still in use (a subscriber declared to take at "
+    "most k elements is judged by the takes_at_most test)",
 )
+
+
+@tck_test("2.6", "required")
+def required_spec206_blackbox_must_cancel_once_it_has_all_the_elements_it_declared_it_takes(
+    ctx: BlackboxContext,
+) -> None:
+    """A subscriber declared to take at most k elements (``takes_at_most``: a first() or
+    take(k)) must cancel once it has them: it no longer needs the subscription (rule 2.6).
+
+    The TCK sends the elements as the subscriber asks for them, up to k, then waits for its
+    cancel(). Rule 2.6 binds what the subscriber no longer needs, which only it knows: one that
+    simply stops requesting may still need its subscription (a pause, a buffer to drain), so
+    without the declaration the test is not applicable, and one that cancels sooner is within
+    its rights. (The JVM TCK leaves 2.6 untested; nothing is judged here that the subscriber
+    did not declare.) If this fails, cancel the subscription once the last element wanted
+    arrived (an ended loop, a found element), instead of just asking for no more.
+    """
+    wanted = ctx.settings.takes_at_most
+    if wanted <= 0:
+        raise NotVerified("needs a subscriber declared to take at most k elements (takes_at_most): "
+                          "otherwise only it knows whether it still needs its subscription")
+    ctx.needs_demand()
+    subscriber, upstream = ctx.stage()
+    ctx.trigger(subscriber)
+    sub = upstream.subscription
+    while sub.sent < wanted and not sub.cancelled and not sub.broken:
+        if upstream.wait_demand(until_cancelled=True) <= 0 or sub.cancelled:
+            break
+        upstream.send_next(rule="2.6")
+        ctx.env.check()
+    if sub.cancelled or sub.broken:
+        return  # it gave the subscription up: rule 2.6 asks no more
+    if sub.sent < wanted:
+        # Short of what it takes, it may still need the subscription: not for rule 2.6 to judge.
+        raise NotVerified(f"the subscriber stopped asking after {sub.sent} of the {wanted} element(s) "
+                          "it takes (takes_at_most); whether it still needs its subscription is its own")
+    upstream.expect_cancel(
+        rule="2.6", what=f"cancel() once it had the {wanted} element(s) it takes (takes_at_most)",
+        hint="a subscriber that no longer needs its subscription must cancel it, not just stop requesting")
+    ctx.at_close(upstream.settle)
 
 
 @tck_test("2.5", "stochastic")

@@ -184,6 +184,55 @@ def required_spec204_must_consider_the_subscription_cancelled_after_on_error(
     _cancelled_after(ctx, "on_error")
 
 
+@tck_test("2.4", "required")
+def required_spec204_must_not_request_once_it_processed_on_complete_after_a_backlog(ctx: WhiteboxStages) -> None:
+    """Up to 8 elements as fast as the subscriber asks for them (the puppet pulled for 16), then
+    on_complete at once: once it reported processing on_complete, no request.
+
+    A subscriber that processes its signals in order reports on_complete only after the
+    elements that came before it, and may ask for more while it works them off. One that
+    handles on_complete at once (a flag set, a result completed) while a worker, a timer or a
+    loop callback still refills for the elements it got has received the end: the refill
+    breaks the rule (the subscription counts as cancelled), and so does a top-up. The TCK
+    waits for the report as long as elements keep being processed; one that holds elements
+    unprocessed and waits (a processor for demand from its subscriber) has no end to judge.
+    (The JVM TCK leaves 2.4 untested; the rule's "after having received the signal" is read
+    as the subscriber's own report of processing it.) If this fails, process on_complete after the elements before it, or stop the refills once
+    it is processed.
+    """
+    stage = ctx.stage()
+    upstream, sub = stage.upstream, stage.subscription
+    if not ctx.settings.never_requests:  # (one that never asks gets the end alone)
+        stage.request(_BACKLOG_PULL)
+        upstream.wait_demand(until_cancelled=True)
+    sent = 0
+    while sent < _BACKLOG and sub.demand > 0 and sub.terminal is None and not sub.cancelled:
+        upstream.send_next()
+        sent += 1
+    ctx.env.check()
+    stage.send_complete()
+    probe = stage.probe
+    while True:  # a slow in-order subscriber works off its backlog first
+        seen = probe.processed_count
+        try:
+            probe.expect_complete()
+            break
+        except RuleViolation:
+            if probe.processed_count != seen:
+                continue
+            if probe.wait_pending(0, 0.0):
+                raise
+            raise NotVerified("the subscriber holds elements it has not processed and waits before "
+                              "processing on_complete: no end to judge requests after") from None
+    sub.seal()
+    ctx.at_close(upstream.closing_after_terminal())
+
+
+#: What the whitebox backlog test pulls the puppet for, and the elements it sends at most.
+_BACKLOG_PULL = 16
+_BACKLOG = 8
+
+
 @tck_test("2.5", "required")
 def required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal(
     ctx: WhiteboxStages,
@@ -216,8 +265,47 @@ tck_test.untested(
     "untested_spec206_must_call_subscription_cancel_if_it_is_no_longer_valid",
     "2.6",
     "only the subscriber knows whether it still needs its subscription; from outside, a "
-    "forgotten subscription looks like one that is still in use",
+    "forgotten subscription looks like one that is still in use (a subscriber declared to take at "
+    "most k elements is judged by the takes_at_most test)",
 )
+
+
+@tck_test("2.6", "required")
+def required_spec206_must_cancel_once_it_has_all_the_elements_it_declared_it_takes(ctx: WhiteboxStages) -> None:
+    """A subscriber declared to take at most k elements (``takes_at_most``: a first() or
+    take(k)) must cancel once it has processed them: it no longer needs the subscription.
+
+    If it asks for none on its own, the puppet is pulled for k; the TCK sends the elements as
+    they are asked for, up to k, waits until they are processed, then for its cancel(). Only
+    the subscriber knows what it still needs: undeclared, the test is not applicable, and one
+    that stops asking short of k is not judged. (The JVM TCK leaves 2.6 untested.) If this
+    fails, cancel the subscription once the last element wanted is processed, instead of just
+    asking for no more.
+    """
+    wanted = ctx.settings.takes_at_most
+    if wanted <= 0:
+        raise NotVerified("needs a subscriber declared to take at most k elements (takes_at_most): "
+                          "otherwise only it knows whether it still needs its subscription")
+    ctx.needs_demand()
+    stage = ctx.stage()
+    upstream, sub = stage.upstream, stage.subscription
+    if upstream.wait_demand(until_cancelled=True) <= 0 and not sub.cancelled:
+        stage.request(wanted)
+    while sub.sent < wanted and not sub.cancelled and not sub.broken:
+        if upstream.wait_demand(until_cancelled=True) <= 0 or sub.cancelled:
+            break
+        stage.send_next(rule="2.6")
+    if sub.cancelled or sub.broken:
+        return  # it gave the subscription up: rule 2.6 asks no more
+    if sub.sent < wanted:
+        raise NotVerified(f"the subscriber stopped asking after {sub.sent} of the {wanted} element(s) "
+                          "it takes (takes_at_most); whether it still needs its subscription is its own")
+    for element in stage.sent[:wanted]:
+        stage.probe.expect_next(element)
+    upstream.expect_cancel(
+        rule="2.6", what=f"cancel() once it had processed the {wanted} element(s) it takes (takes_at_most)",
+        hint="a subscriber that no longer needs its subscription must cancel it, not just stop requesting")
+    ctx.at_close(upstream.settle)
 
 
 @tck_test("2.5", "stochastic")
@@ -682,5 +770,7 @@ def fuzz_signal_orders(ctx: WhiteboxStages) -> None:
 
 def via_processor(test: TckTest) -> bool:
     """Whether a processor's subscriber side takes ``test`` too (through a TCK downstream)."""
-    return bool(test.level != Level.FUZZ) and test.name != (
-        "stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subscribers_own_calls")
+    return bool(test.level != Level.FUZZ) and test.name not in (
+        "stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subscribers_own_calls",
+        # (a processor is not a take(k): the declaration is a subscriber's)
+        "required_spec206_must_cancel_once_it_has_all_the_elements_it_declared_it_takes")

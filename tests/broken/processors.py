@@ -18,6 +18,7 @@ from rstck.reference.subscribers import SerialSubscription
 from rstck.subjects import ProcessorSubject
 
 from tests.conforming.processors import ActorProcessor
+from tests.conforming.processors import MapProcessor
 
 
 def subject(cls: type[IdentityProcessor], **knobs: Any) -> ProcessorSubject:
@@ -449,6 +450,28 @@ class ForgetsEarlyDemand(ActorProcessor):
 
 def actor_subject(cls: type[ActorProcessor]) -> ProcessorSubject:
     return ProcessorSubject(lambda: cls(), label=cls.__name__, max_subscribers=1)
+
+
+# -- 2.6: a single subscriber gone, the upstream is no longer needed -----------------------------
+
+
+class OperatorKeepsUpstream(MapProcessor):
+    """Rule 2.6: a unicast operator (Reactor's ``FluxMap`` shape) whose ``cancel()`` drops its
+    subscriber but never reaches the upstream: with its only subscriber gone it has no use for
+    the subscription, yet the upstream keeps it (and keeps producing, if it was asked ahead)."""
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._actual = None
+
+
+class ActorKeepsUpstream(ActorProcessor):
+    """Rule 2.6: a single-subscriber actor processor whose mailbox handles the subscriber's
+    cancel by forgetting it, as if another could still come: the upstream is never cancelled."""
+
+    def _on_cancel(self, _: Any) -> None:
+        self._cancelled = True
+        self._downstream = None
 
 
 # -- past internal sizes -------------------------------------------------------------------------

@@ -1507,6 +1507,117 @@ class DropsRequestsAfterSixteenThousandCalls(RangeSubscription):
             super().request(n)
 
 
+class DropsRequestsPastAPendingLogOfSixtyFourThousand(RangeSubscription):
+    """Rule 3.17: pending requests wait in a log of 2**16 slots (a preallocated ring buffer) until
+    the emission loop folds them into its demand; a request finding the log full is dropped.
+
+    Requests served as they come never fill it; 65,537 made while the loop is busy (from inside
+    on_next, where it waits for the call to return) do, and the stream stops short.
+    """
+
+    SLOTS = 1 << 16
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.log: list[int] = []
+
+    def add(self, demand: int, n: int) -> int:
+        if len(self.log) < self.SLOTS:
+            self.log.append(n)
+        return demand
+
+    def step(self) -> bool:
+        with self.lock:
+            for n in self.log:
+                self.demand = min(self.demand + n, MAX_DEMAND)
+            self.log.clear()
+        return super().step()
+
+
+class IgnoresRequestsPastAHundredThousandCalls(RangeSubscription):
+    """Rule 3.17: each request(n) is recorded in a table of 100,000 slots indexed by the call's
+    number (sized "for any realistic stream"); once it is full, request() returns without adding.
+
+    20,000 calls, or a few large requests, never show it.
+    """
+
+    SLOTS = 100_000
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.table = [0] * self.SLOTS
+        self.calls = 0
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            slot = self.calls
+            self.calls += 1
+            if slot >= self.SLOTS:
+                return
+            self.table[slot] = n
+        super().request(n)
+
+
+class SixteenBitCallCounter(RangeSubscription):
+    """Rule 3.17: request calls are counted in a signed 16-bit field (a C ``short``) that wraps to
+    negative at the 32,768th call, and a negative count is read as a closed subscription: every
+    request from then on is ignored."""
+
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber, count)
+        self.calls = 0
+        self.closed = False
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            self.calls = (self.calls + 1 + 2**15) % 2**16 - 2**15
+            self.closed = self.closed or self.calls < 0
+            closed = self.closed
+        if not closed:
+            super().request(n)
+
+
+class ClearsItsWorkCountOnExit(RangeSubscription):
+    """Rule 3.8: the emission loop leaves its turn with ``wip = 0`` instead of ``wip -= missed``.
+
+    A request made from another thread while the loop finishes (after it found no demand, before
+    it takes the lock) raises the count and leaves, trusting the loop to go round again; the
+    loop clears the count and leaves too: the element asked for never comes. Requests made on
+    the emitting thread, or while it is busy, never show it.
+    """
+
+    def drain(self) -> None:
+        while True:
+            while self.step():
+                pass
+            with self.lock:
+                self.wip = 0
+                return
+
+
+class LeavesItsTurnWithoutTheLock(RangeSubscription):
+    """Rule 3.8: the emission loop takes off what it handled (``wip -= missed``) without the lock
+    that request() adds to the count under ("only this thread writes it when it leaves"): a
+    request made between its read and its write is overwritten, and its element never comes.
+    """
+
+    def drain(self) -> None:
+        missed = 1
+        while True:
+            while self.step():
+                pass
+            self.wip -= missed
+            missed = self.wip
+            if missed == 0:
+                return
+
+
+class PooledClearsItsWorkCountOnExit(ClearsItsWorkCountOnExit):
+    """Rule 3.8: ``ClearsItsWorkCountOnExit`` with its emission loop on a pool's thread."""
+
+    pooled = True
+
+
 def _as_java_long(value: int) -> int:
     return (value + 2**63) % 2**64 - 2**63
 

@@ -608,6 +608,101 @@ def loop_requests_after_end_whitebox(probe: Any) -> Any:
     from tests.conforming.subscribers import LoopSubscriber
 
     return LoopSubscriber(probe, late_request=True)
+# -- 2.6: no longer needed, not cancelled ---------------------------------------------------------
+
+
+class TakesThreeAndCancels(GoodSubscriber):
+    """Correct for rule 2.6: a take(3) that cancels once it has processed its third element."""
+
+    LIMIT = 3
+
+    def process(self, element: Any) -> None:
+        if self.cancelled or self.done:
+            return
+        self.received.append(element)
+        if len(self.received) < self.LIMIT:
+            self.request(1)
+        else:
+            self.cancel()
+
+
+class TakesThreeWithoutCancelling(GoodSubscriber):
+    """Rule 2.6: a take(3) that, once it has its three elements, just stops requesting: the
+    subscription it no longer needs is never cancelled (the upstream keeps it, and its resources,
+    until the stream ends on its own, if ever). Declared ``takes_at_most=3``."""
+
+    LIMIT = 3
+
+    def process(self, element: Any) -> None:
+        if self.cancelled or self.done:
+            return
+        self.received.append(element)
+        if len(self.received) < self.LIMIT:
+            self.request(1)
+
+
+class TakesFirstFromAWorker(GoodSubscriber):
+    """Rule 2.6: a first() that hands each element to a worker thread; the worker records the
+    one it wanted and marks itself done, but cancels nothing. Declared ``takes_at_most=1``."""
+
+    def process(self, element: Any) -> None:
+        if self.cancelled or self.done:
+            return
+
+        def keep() -> None:
+            self.received.append(element)
+            self.done = True
+
+        threading.Thread(target=keep, daemon=True).start()
+
+
+class LoopRefillsLater:
+    """Rule 2.4: an asyncio subscriber that handles each element at once and schedules its
+    refill, request(1), 20 ms later on the loop (``call_later``: a pacing delay); on_complete is
+    handled at once too, and the refills still pending run after it. Run under --rs-loop=asyncio.
+    """
+
+    def __init__(self, probe: Any = None) -> None:
+        import asyncio
+
+        self.loop = asyncio.get_running_loop()
+        self.probe: Any = probe if probe is not None else _NoProbe()
+        self.subscription: Subscription | None = None
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is not None:
+            subscription.cancel()
+            return
+        self.subscription = subscription
+        self.probe.register(request=lambda n: self.loop.call_soon_threadsafe(subscription.request, n),
+                            cancel=lambda: self.loop.call_soon_threadsafe(subscription.cancel))
+        subscription.request(2)
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        with self.probe.next(element):
+            pass
+        assert self.subscription is not None
+        self.loop.call_later(0.02, self.subscription.request, 1)
+
+    def on_complete(self) -> None:
+        with self.probe.complete():
+            pass
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("on_error(None)")
+        with self.probe.error(exc):
+            pass
+
+
+def loop_refills_later_whitebox(probe: Any) -> Any:
+    return LoopRefillsLater(probe)
+
+
 # -- 2.4: calls after the end, made later --------------------------------------------------------
 
 
@@ -690,6 +785,129 @@ class CreditTimer(GoodSubscriber):
             if self.cancelled:
                 return
             self.request(4)
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            super().request(n)
+
+    def cancel(self) -> None:
+        with self.lock:
+            super().cancel()
+
+
+class CreditTopUpAfterReset(GoodSubscriber):
+    """Rule 2.4: a credit timer keeps at least 2 elements of credit outstanding, topping it up to
+    4 every 30 ms; on_complete/on_error reset the counters for the subscriber's reuse, and the
+    timer, which stops only on cancel(), tops the "empty" credit up once more after the end.
+
+    It asks no more than a refilling actor with those elements still to work off would, in
+    calls; counted in elements, every element it got was covered by demand before the end.
+    """
+
+    LOW, HIGH, PERIOD = 2, 4, 0.03
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.lock = threading.Lock()
+        self.outstanding = 0
+        self.timer = threading.Thread(target=self.tick, daemon=True)
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is not None or self.done:
+            subscription.cancel()
+            return
+        self.subscription = subscription
+        self.probe.register(request=self.puppet_request, cancel=self.cancel)
+        self.timer.start()
+
+    def process(self, element: Any) -> None:
+        with self.lock:
+            self.outstanding -= 1
+        self.received.append(element)
+
+    def on_complete(self) -> None:
+        with self.probe.complete():
+            self.reset()
+
+    def on_error(self, exc: BaseException) -> None:
+        if exc is None:
+            raise TypeError("on_error(None)")
+        with self.probe.error(exc):
+            self.reset()
+
+    def reset(self) -> None:
+        self.done = True
+        with self.lock:
+            self.outstanding = 0
+
+    def tick(self) -> None:
+        for _ in range(100):  # a bounded life: a test's subscriber must not outlive the run
+            time.sleep(self.PERIOD)
+            if self.cancelled:
+                return
+            with self.lock:
+                n = self.HIGH - self.outstanding if self.outstanding < self.LOW else 0
+                self.outstanding += n
+                if n:
+                    self.request(n)
+
+    def puppet_request(self, n: int) -> None:
+        with self.lock:
+            self.outstanding += n
+            self.request(n)
+
+    def cancel(self) -> None:
+        with self.lock:
+            super().cancel()
+
+
+class RefillsAfterHandlingTheEnd(GoodSubscriber):
+    """Rule 2.4: elements go to a worker (20 ms each) that asks for one more per element worked
+    off; on_complete is handled at once (its report, the result completed), ahead of the
+    elements still queued, and the worker goes on refilling for them: requests made after the
+    subscriber has received the end. (The in-order actor, which handles on_complete after
+    them, is legal; from outside the two look alike: the whitebox report tells them apart.)
+    """
+
+    def __init__(self, probe: WhiteboxProbe | None = None) -> None:
+        super().__init__(probe)
+        self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.worker = threading.Thread(target=self.work, daemon=True)
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None)")
+        if self.subscription is not None or self.done:
+            subscription.cancel()
+            return
+        self.subscription = subscription
+        self.probe.register(request=self.puppet_request, cancel=self.cancel)
+        self.worker.start()
+        self.request(4)
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("on_next(None)")
+        self.inbox.put(element)
+
+    def work(self) -> None:
+        for _ in range(300):  # a bounded life
+            try:
+                element = self.inbox.get(timeout=2)
+            except queue.Empty:
+                return
+            with self.probe.next(element):
+                time.sleep(0.02)
+                self.received.append(element)
+            if not self.cancelled:
+                self.request(1)
+
+    def puppet_request(self, n: int) -> None:
+        if not self.cancelled:
+            self.request(n)
 
     def request(self, n: int) -> None:
         with self.lock:

@@ -59,9 +59,9 @@ def subjects() -> dict[str, tuple[str, Any]]:
         "subscriber_blackbox:jvm_async": ("subscriber_blackbox", SubscriberSubject(
             subscribers.jvm_async_subscriber, label="jvm_async")),
         "subscriber_blackbox:first": ("subscriber_blackbox", SubscriberSubject(
-            subscribers.first_subscriber, label="first")),
+            subscribers.first_subscriber, takes_at_most=1, label="first")),
         "subscriber_blackbox:take3": ("subscriber_blackbox", SubscriberSubject(
-            subscribers.take3_subscriber, label="take3")),
+            subscribers.take3_subscriber, takes_at_most=3, label="take3")),
         "subscriber_whitebox:jvm_sync": ("subscriber_whitebox", WhiteboxSubject(
             subscribers.jvm_sync_whitebox, label="jvm_sync_whitebox")),
         # Its puppet goes through its actor, like its signals: it may be pulled from any thread.

@@ -59,13 +59,13 @@ def test_async_def_factory_implies_asyncio_and_passes(loop_project: pytest.Pytes
         "--rs-publisher=rstck.reference:asyncio_range_publisher",
         "--rs-failed-publisher=rstck.reference:failed_publisher",
     )
-    result.assert_outcomes(passed=58, skipped=6)
+    result.assert_outcomes(passed=59, skipped=7)
 
 
 def test_loop_bound_factory_with_the_loop_option(loop_project: pytest.Pytester) -> None:
     result = loop_project.runpytest("--rs-publisher=rstck.reference:loop_range_publisher", "--rs-loop=asyncio",
                                     "--rs-rules=1.1,1.3,3.2,3.9,3.13,3.17")
-    result.assert_outcomes(passed=15)
+    result.assert_outcomes(passed=16)
 
 
 def test_loop_bound_factory_without_the_option_is_a_usage_error(loop_project: pytest.Pytester) -> None:

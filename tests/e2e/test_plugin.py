@@ -47,7 +47,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_only_tck_runs_without_test_paths(project: pytest.Pytester) -> None:
     result = project.runpytest(REF, FAILED)
-    result.assert_outcomes(passed=58, skipped=6)
+    result.assert_outcomes(passed=60, skipped=6)
     result.stdout.fnmatch_lines(["*fuzz *passed*1 fuzz*"])
     assert "user test ran" not in result.stdout.str()
 

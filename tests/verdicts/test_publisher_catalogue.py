@@ -336,6 +336,18 @@ CASES = [
     case("drops-requests-after-sixteen-thousand-calls", f(bp.DropsRequestsAfterSixteenThousandCalls),
          "spec308_tens_of_thousands_of_requests_must_add_up", "3.8",
          "16384 arrived, then nothing"),
+    *(case(label, f(cls), "spec317_must_support_an_unbounded_number_of_request_calls", "3.17",
+           f"{arrived} arrived, then nothing")
+      for label, cls, arrived in (
+          ("drops-requests-past-a-pending-log-of-2**16", bp.DropsRequestsPastAPendingLogOfSixtyFourThousand,
+           1 + 64 + 2**16),
+          ("ignores-requests-past-100000-calls", bp.IgnoresRequestsPastAHundredThousandCalls, 100_000),
+          ("sixteen-bit-call-counter", bp.SixteenBitCallCounter, 2**15 - 1))),
+    *(case(label, f(cls), "a_request_made_as_the_emission_loop_exits_must_not_be_lost", "3.8",
+           "then nothing for") for label, cls in (
+        ("clears-its-work-count-on-exit", bp.ClearsItsWorkCountOnExit),
+        ("leaves-its-turn-without-the-lock", bp.LeavesItsTurnWithoutTheLock),
+        ("pooled-clears-its-work-count-on-exit", bp.PooledClearsItsWorkCountOnExit))),
     case("wraps-demand-like-a-java-long", f(bp.WrapsDemandLikeAJavaLong),
          "spec317_demand_reaching_long_max_value_from_a_small_outstanding_demand_must_keep_flowing",
          "3.17", "1 arrived, then nothing"),

@@ -120,6 +120,19 @@ BROKEN = [
     *both(broken.CancelsBesideItsWorker, "2.7", "same_thread"),
     pytest.param(BB, named(BB, "2.4", "backlog"), broken.blackbox(broken.RequestsAgainWhenIdle),
                  "2.4", id="blackbox-RequestsAgainWhenIdle-2.4-backlog"),
+    *(pytest.param(BB, named(BB, "2.6", "takes"), SubscriberSubject(
+        lambda cls=cls: cls(), takes_at_most=taken, label=cls.__name__), "2.6", id=f"blackbox-{cls.__name__}-2.6")
+      for cls, taken in ((broken.TakesThreeWithoutCancelling, 3), (broken.TakesFirstFromAWorker, 1))),
+    *(pytest.param(WB, named(WB, "2.6", "takes"), WhiteboxSubject(
+        lambda probe, cls=cls: cls(probe), takes_at_most=taken, label=cls.__name__), "2.6",
+        id=f"whitebox-{cls.__name__}-2.6")
+      for cls, taken in ((broken.TakesThreeWithoutCancelling, 3), (broken.TakesFirstFromAWorker, 1))),
+    *both(broken.CreditTopUpAfterReset, "2.4", "cancelled_after_on_complete"),
+    *both(broken.CreditTopUpAfterReset, "2.4", "cancelled_after_on_error"),
+    *white(broken.RefillsAfterHandlingTheEnd, "2.4", "after_a_backlog"),
+    pytest.param(WB, named(WB, "2.4", "after_a_backlog"), WhiteboxSubject(
+        broken.loop_refills_later_whitebox, loop="asyncio", label="LoopRefillsLater"), "2.4",
+        id="whitebox-LoopRefillsLater-2.4-backlog"),
     *white(broken.StrandsTheRestAfterATurn, "3.8"),
     *(pytest.param(WB, named(WB, "2.7", "from_any_thread"), broken.any_thread(cls), "2.7",
                    id=f"whitebox-{cls.__name__}-2.7-any-thread")
@@ -230,19 +243,33 @@ def test_correct_subscribers_pass_every_test(verification: str, subject: Any, at
     # waits end when the signal arrives, so a longer bound costs nothing when all is well.
     for result in run_verification(verification, subject, FAST.replace(timeout=Settings().timeout),
                                    concurrency=1 if attempt == 0 else 4):
-        # ("deselected": the hunt for a puppet pulled from any thread, which they do not declare)
-        if result.outcome not in ("passed", "skipped") or result.verdict not in ("passed", "untested", "deselected"):
+        # ("deselected": the hunt for a puppet pulled from any thread, which they do not declare;
+        # "not_applicable": the 2.6 test of a subscriber declared to take at most k elements)
+        declared = result.verdict == "not_applicable" and "takes_at_most" in result.message
+        if (result.outcome not in ("passed", "skipped")
+                or result.verdict not in ("passed", "untested", "deselected")) and not declared:
             failures.append(f"{result.test}: {result.verdict}\n{result.message}")
     assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.parametrize("verification", [BB, WB])
+def test_a_take_that_cancels_passes_the_declared_2_6_test_and_undeclared_it_is_not_judged(verification: str) -> None:
+    name = named(verification, "2.6", "takes")
+    make = broken.blackbox if verification == BB else broken.whitebox
+    declared = make(broken.TakesThreeAndCancels)
+    declared.takes_at_most = 3
+    assert run_one(verification, name, declared).verdict == "passed"
+    assert run_one(verification, name, make(broken.TakesThreeWithoutCancelling)).verdict == "not_applicable"
 
 
 def test_the_counts_next_to_the_jvm_tck() -> None:
     # JVM 1.0.4: blackbox 26, whitebox 27; here rule 2.4 gets two tests in each (and a third,
     # the backlog, in the blackbox), 2.5 a second (two on_subscribe at once), and each has a
-    # fuzz verification besides.
-    assert len([t for t in subscriber_blackbox.TESTS if t.level != "fuzz"]) == 29
-    # The whitebox has a second 2.7 hunt, for a puppet that may be pulled from any thread.
-    assert len([t for t in subscriber_whitebox.TESTS if t.level != "fuzz"]) == 30
+    # fuzz verification besides; 2.6 a test for a subscriber declared to take at most k elements.
+    assert len([t for t in subscriber_blackbox.TESTS if t.level != "fuzz"]) == 30
+    # The whitebox has a second 2.7 hunt, for a puppet that may be pulled from any thread, and a
+    # third 2.4 test, the backlog; and 2.6, as in the blackbox.
+    assert len([t for t in subscriber_whitebox.TESTS if t.level != "fuzz"]) == 32
 
 
 # -- the TCK's own upstream --------------------------------------------------------------------
@@ -560,7 +587,9 @@ def test_the_example_in_the_whitebox_docs_passes_both_verifications(
     ):
         for test in VERIFICATIONS[verification].tests:
             result = run_one(verification, test.name, subject)
-            assert result.verdict in ("passed", "untested", "deselected"), result.message
+            # (not applicable: the 2.6 test of a subscriber declared to take at most k elements)
+            declared = result.verdict == "not_applicable" and "takes_at_most" in result.message
+            assert result.verdict in ("passed", "untested", "deselected") or declared, result.message
 
 
 # -- subscribers that never ask ----------------------------------------------------------------
