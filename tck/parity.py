@@ -517,6 +517,35 @@ PARITY: dict[str, Parity] = {
         _NONE, "new",
         "request(1) downstream racing on_next from upstream: every request must be served, where a "
         "delivery loop left a moment after the other side found it busy strands an element."),
+    # -- added with the checks of the missed classes ----------------------------------------
+    "required_spec317_must_support_an_unbounded_number_of_request_calls": Parity(
+        _NONE, "new",
+        "\"A Subscription MUST support an unbounded number of calls to request\": the JVM's 3.17 tests "
+        "make a few calls of large sums; this one makes 131,073 request(1) calls from inside on_next "
+        "(65,537 through a processor), past a 16-bit call counter or a bounded log of pending requests."),
+    "stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_lost": Parity(
+        _NONE, "new",
+        "a request made while the delivering thread is stopped a swept number of lines or bytecode "
+        "instructions after on_next returns must still be served: a drain that clears its work "
+        "counter outright (wip = 0, not wip -= missed) loses it; the JVM TCK has no race hunts."),
+    "required_spec206_blackbox_must_cancel_once_it_has_all_the_elements_it_declared_it_takes": Parity(
+        _bb("untested_spec206_blackbox_mustCallSubscriptionCancelIfItIsNoLongerValid"), "new",
+        "only for a subscriber declared to take at most k elements (takes_at_most): once it has them "
+        "the subscription is no longer needed, so 2.6 asks for cancel(); undeclared, not applicable."),
+    "required_spec206_must_cancel_once_it_has_all_the_elements_it_declared_it_takes": Parity(
+        _wb("untested_spec206_mustCallSubscriptionCancelIfItIsNoLongerValid"), "new",
+        "only for a subscriber declared to take at most k elements (takes_at_most): once it has them "
+        "the subscription is no longer needed, so 2.6 asks for cancel(); undeclared, not applicable."),
+    "required_spec204_must_not_request_once_it_processed_on_complete_after_a_backlog": Parity(
+        _wb("untested_spec204_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError"), "new",
+        "elements then on_complete at once: a request made after the subscriber itself reported "
+        "processing the end (a refill or a timer's top-up) breaks 2.4; requests while it still works "
+        "off the elements before the end are its backlog, not a breach."),
+    "required_spec206_single_subscriber_processor_must_cancel_its_upstream_once_its_subscriber_cancelled": Parity(
+        _NONE, "new",
+        "a processor that declared one subscriber (max_subscribers=1) no longer needs its upstream once "
+        "that subscriber cancelled, so 2.6 asks it to cancel; one that can take new subscribers is "
+        "not judged (the rule's note on processors)."),
 }
 
 
