@@ -41,10 +41,8 @@ RESULTS = ROOT / "benchmarks" / "mutation-results.json"
 def _preload() -> None:
     """Import here what every mutant's process needs, so each fork starts warm."""
     import rstck.engine
+    import rstck.fuzz.search
     import rstck.fuzz.verify  # noqa: F401
-    from rstck.fuzz import search
-
-    search.warm()
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:

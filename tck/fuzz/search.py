@@ -251,7 +251,7 @@ def search(
     seeds = st.tuples(*(st.booleans() for _ in range(SEED_BITS))).map(_seeded)
     test = settings(hypothesis.given(seeds)(run))
     # The example database's key, given rather than derived from this function's source: the
-    # derivation parses source (see ``warm``).
+    # derivation parses source, and CPython 3.11's AST work is not safe beside pytest's.
     test._hypothesis_internal_database_key = DATABASE_KEY  # type: ignore[attr-defined]
     found: Outcome | None = None
     race = False

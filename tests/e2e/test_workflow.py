@@ -109,7 +109,7 @@ def test_last_failed_reruns_only_the_failures(project: pytest.Pytester) -> None:
     first.assert_outcomes(failed=3, skipped=1)
     again = project.runpytest(BROKEN, FAST, "--lf", "-rA")
     again.stdout.fnmatch_lines(["*run-last-failure: rerun previous 3 failures*"])
-    again.assert_outcomes(failed=3, deselected=61)
+    again.assert_outcomes(failed=3, deselected=63)
     assert all("3.9" in nodeid for nodeid in _ran(again))
 
 
