@@ -306,7 +306,9 @@ class ManualSubscription:
         #: The record of the call each thread is inside, cited when another thread overlaps it.
         self._inside_seq: dict[int, int] = {}
         self._sections: dict[int, str] = {}
-        self._sections_lock = threading.Condition(threading.Lock())
+        # Taken bare on the per-call path (``Condition.__enter__`` is a Python-level call).
+        self._sections_mutex = threading.Lock()
+        self._sections_lock = threading.Condition(self._sections_mutex)
         #: Calls numbered up to this one hold no longer (``release``): the TCK is done waiting
         #: for a rival to them and wants the caller to go on.
         self._released = 0
@@ -343,7 +345,7 @@ class ManualSubscription:
             pub.env._progress += 1  # env.bump(), inlined: a relayed element costs one request
             problems = self._inside_terminal(what) or self._late(what, late, idle)
             valid = isinstance(n, int) and not isinstance(n, bool)
-            with pub._cond:
+            with pub._mutex:
                 self.calls += 1
                 self.last_call_at = time.monotonic()
                 call = self.calls
@@ -428,7 +430,7 @@ class ManualSubscription:
     def _begin_request(self, n: Any) -> tuple[int, bool]:
         """Count a request as it begins: its number among those after the end (0: before it)."""
         amount = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
-        with self.publisher._cond:
+        with self.publisher._mutex:
             idle = self.idle
             if self.requests_at_terminal is None and self.ended_at is None:
                 self.early_requests += 1
@@ -606,7 +608,7 @@ class ManualSubscription:
         self.callers.add(me)
         self.publisher.env.threads.add(me)
         first = False
-        with self._sections_lock:
+        with self._sections_mutex:
             if not self._sections:  # alone: the usual case, and the cheap one
                 self._sections[me] = what
                 if self._inside_waiters:
@@ -686,7 +688,7 @@ class ManualSubscription:
 
     def _exit(self, entered: bool) -> None:
         if entered:
-            with self._sections_lock:
+            with self._sections_mutex:
                 self._sections.pop(threading.get_ident(), None)
                 if not self._sections and self._outside_waiters:
                     self._sections_lock.notify_all()  # wait_outside, a hold
@@ -760,7 +762,10 @@ class ManualPublisher:
         self._answered: set[ManualSubscription] = set()
         self.subscriptions: list[ManualSubscription] = []
         self.closed = False
-        self._cond = threading.Condition()
+        # ``_mutex`` is ``_cond``'s lock, taken bare on the per-element path (``Condition.__enter__``
+        # is a Python-level call); ``_cond`` notifies and waits as before.
+        self._mutex = threading.RLock()
+        self._cond = threading.Condition(self._mutex)
         self._listeners: list[Listener] = []
 
     def __repr__(self) -> str:
@@ -1052,7 +1057,7 @@ class ManualPublisher:
 
     def _next(self, sub: ManualSubscription, rule: str | None) -> Any:
         """Deliver the next element; ``_UNSET`` (nothing sent) once an illegal request is answered."""
-        with self._cond:
+        with self._mutex:
             if self._answering(sub):
                 return _UNSET
             self._claim(sub)
@@ -1236,7 +1241,7 @@ class ManualPublisher:
             return self._stopped(sub) or sub.sent >= count or sub.demand > 0
 
         while True:
-            with self._cond:
+            with self._mutex:
                 # Demand already there (the usual case in a long stream): no wait to set up.
                 if not ready() and not self._cond.wait_for(ready, limit):
                     return
