@@ -306,11 +306,15 @@ class ManualSubscription:
         #: The record of the call each thread is inside, cited when another thread overlaps it.
         self._inside_seq: dict[int, int] = {}
         self._sections: dict[int, str] = {}
-        self._sections_lock = threading.Condition(threading.Lock())
+        # Taken bare on the per-call path (``Condition.__enter__`` is a Python-level call).
+        self._sections_mutex = threading.Lock()
+        self._sections_lock = threading.Condition(self._sections_mutex)
         #: Calls numbered up to this one hold no longer (``release``): the TCK is done waiting
         #: for a rival to them and wants the caller to go on.
         self._released = 0
         self._inside_waiters = 0
+        #: Threads waiting on ``_sections_lock`` for a call to leave (``wait_outside``, a hold).
+        self._outside_waiters = 0
         #: Set by the 2.7 hunts: the next caller to leave the subscription is paused in its own
         #: code (see ``Preemption``).
         self.preemption: Preemption | None = None
@@ -338,10 +342,10 @@ class ManualSubscription:
         what = f"request({shown})"
         entered = self._enter(what)
         try:
-            pub.env.bump()
+            pub.env._progress += 1  # env.bump(), inlined: a relayed element costs one request
             problems = self._inside_terminal(what) or self._late(what, late, idle)
             valid = isinstance(n, int) and not isinstance(n, bool)
-            with pub._cond:
+            with pub._mutex:
                 self.calls += 1
                 self.last_call_at = time.monotonic()
                 call = self.calls
@@ -376,7 +380,8 @@ class ManualSubscription:
             self._inside_seq[threading.get_ident()] = seq
             for rule, expected, observed in problems:
                 pub.env.violation(rule, expected, observed, evidence=(seq,))
-            self._pause(call)
+            if pub.hold_s or pub.yield_s is not None:  # (no pause: nothing to wait for)
+                self._pause(call)
             if illegal and pub.answers_illegal and not state and self.must_reject is None:
                 pub._answer_illegal(self, shown)
             if pub.inline and not state:
@@ -425,7 +430,7 @@ class ManualSubscription:
     def _begin_request(self, n: Any) -> tuple[int, bool]:
         """Count a request as it begins: its number among those after the end (0: before it)."""
         amount = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
-        with self.publisher._cond:
+        with self.publisher._mutex:
             idle = self.idle
             if self.requests_at_terminal is None and self.ended_at is None:
                 self.early_requests += 1
@@ -603,7 +608,7 @@ class ManualSubscription:
         self.callers.add(me)
         self.publisher.env.threads.add(me)
         first = False
-        with self._sections_lock:
+        with self._sections_mutex:
             if not self._sections:  # alone: the usual case, and the cheap one
                 self._sections[me] = what
                 if self._inside_waiters:
@@ -642,9 +647,13 @@ class ManualSubscription:
         if pub.hold_s and threading.get_ident() != pub.env.body_ident:
             with self._sections_lock:
                 seen = self.overlaps
-                self._sections_lock.wait_for(
-                    lambda: self.overlaps != seen or self._released >= call or self._preempting(),
-                    pub.hold_s)
+                self._outside_waiters += 1
+                try:
+                    self._sections_lock.wait_for(
+                        lambda: self.overlaps != seen or self._released >= call or self._preempting(),
+                        pub.hold_s)
+                finally:
+                    self._outside_waiters -= 1
             return
         pub._pause()
 
@@ -671,14 +680,18 @@ class ManualSubscription:
     def wait_outside(self, timeout: float) -> bool:
         """Wait until no thread is inside a call on this subscription; False if one still is."""
         with self._sections_lock:
-            return self._sections_lock.wait_for(lambda: not self._sections, timeout)
+            self._outside_waiters += 1
+            try:
+                return self._sections_lock.wait_for(lambda: not self._sections, timeout)
+            finally:
+                self._outside_waiters -= 1
 
     def _exit(self, entered: bool) -> None:
         if entered:
-            with self._sections_lock:
+            with self._sections_mutex:
                 self._sections.pop(threading.get_ident(), None)
-                if not self._sections:
-                    self._sections_lock.notify_all()  # wait_outside
+                if not self._sections and self._outside_waiters:
+                    self._sections_lock.notify_all()  # wait_outside, a hold
             preemption = self.preemption
             if preemption is not None and threading.get_ident() != self.publisher.env.body_ident:
                 preemption.install()
@@ -749,7 +762,10 @@ class ManualPublisher:
         self._answered: set[ManualSubscription] = set()
         self.subscriptions: list[ManualSubscription] = []
         self.closed = False
-        self._cond = threading.Condition()
+        # ``_mutex`` is ``_cond``'s lock, taken bare on the per-element path (``Condition.__enter__``
+        # is a Python-level call); ``_cond`` notifies and waits as before.
+        self._mutex = threading.RLock()
+        self._cond = threading.Condition(self._mutex)
         self._listeners: list[Listener] = []
 
     def __repr__(self) -> str:
@@ -1041,7 +1057,7 @@ class ManualPublisher:
 
     def _next(self, sub: ManualSubscription, rule: str | None) -> Any:
         """Deliver the next element; ``_UNSET`` (nothing sent) once an illegal request is answered."""
-        with self._cond:
+        with self._mutex:
             if self._answering(sub):
                 return _UNSET
             self._claim(sub)
@@ -1154,7 +1170,8 @@ class ManualPublisher:
             violation.__cause__ = exc
             self.env.flop(violation)
             return False
-        self._release(sub)
+        if self.answers_illegal:
+            self._release(sub)
         return True
 
     # -- answering request(n <= 0) as a conforming publisher (``answers_illegal``) ---------------
@@ -1220,12 +1237,15 @@ class ManualPublisher:
         """Feeder thread: one element per unit of demand, then the end signal."""
         count = self.count if self.count is not None else 0
         limit = self.env.settings.test_limit
+        def ready() -> bool:
+            return self._stopped(sub) or sub.sent >= count or sub.demand > 0
+
         while True:
-            with self._cond:
-                ready = self._cond.wait_for(
-                    lambda: self._stopped(sub) or sub.sent >= count or sub.demand > 0, limit
-                )
-                if not ready or self._stopped(sub):
+            with self._mutex:
+                # Demand already there (the usual case in a long stream): no wait to set up.
+                if not ready() and not self._cond.wait_for(ready, limit):
+                    return
+                if self._stopped(sub):
                     return
                 finished = sub.sent >= count
             if finished:
