@@ -32,6 +32,7 @@ from types import FrameType
 from typing import Any
 
 from .api import MAX_DEMAND
+from .clock import starved_wait
 from .environment import Environment
 from .errors import RuleViolation
 from .errors import SetupError
@@ -825,7 +826,8 @@ class ManualPublisher:
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
         with self._cond:
-            ready = self._cond.wait_for(lambda: sub.demand > 0 or self._answering(sub), timeout)
+            ready = starved_wait(
+                lambda step: self._cond.wait_for(lambda: sub.demand > 0 or self._answering(sub), step), timeout)
             seen = sub.describe()
         if not ready:
             raise RuleViolation(

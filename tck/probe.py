@@ -20,6 +20,7 @@ from typing import Any
 
 from .api import MAX_DEMAND
 from .api import Subscription
+from .clock import starved_wait
 from .environment import Environment
 from .errors import RuleViolation
 from .evidence import cite
@@ -778,7 +779,8 @@ class ProbeSubscriber:
     # -- expectations, called by the verification thread -------------------------------------
 
     def _wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
-        """Block until ``predicate`` holds (checked first, then on each signal), or time out."""
+        """Block until ``predicate`` holds (checked first, then on each signal), or time out
+        (``timeout`` of time the process could run: ``rstck.clock``)."""
         with self._lock:
             if predicate():
                 return True
@@ -789,7 +791,7 @@ class ProbeSubscriber:
                 # waiters: a signal between the first look and the append is seen here.
                 self._waiters.remove(waiter)
                 return True
-        woken = waiter.gate.acquire(timeout=max(0.0, timeout))
+        woken = starved_wait(lambda step: waiter.gate.acquire(timeout=step), timeout)
         with self._lock:
             if not woken and waiter in self._waiters:
                 self._waiters.remove(waiter)

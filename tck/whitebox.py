@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import Any
 from typing import Protocol
 
+from .clock import starved_wait
 from .environment import Environment
 from .errors import RuleViolation
 from .evidence import cite
@@ -242,7 +243,7 @@ class WhiteboxProbe:
     def expect_puppet(self, *, timeout: float | None = None, rule: str | None = None) -> Puppet:
         timeout = self._env.settings.timeout if timeout is None else timeout
         with self._cond:
-            self._cond.wait_for(lambda: self._puppet is not None, timeout)
+            starved_wait(lambda step: self._cond.wait_for(lambda: self._puppet is not None, step), timeout)
             puppet = self._puppet
         if puppet is None:
             raise RuleViolation(
@@ -275,7 +276,7 @@ class WhiteboxProbe:
     def wait_pending(self, most: int, timeout: float) -> bool:
         """Wait until at most ``most`` elements signalled are not yet reported processed."""
         with self._cond:
-            return self._cond.wait_for(lambda: len(self._pending) <= most, timeout)
+            return starved_wait(lambda step: self._cond.wait_for(lambda: len(self._pending) <= most, step), timeout)
 
     def expect_complete(self, *, timeout: float | None = None, rule: str | None = None) -> None:
         self._expect("processing of on_complete() reported",
@@ -311,7 +312,7 @@ class WhiteboxProbe:
         self._check_unused()
         with self._cond:
             # A processor that ended its stream with a failure of its own reports nothing more.
-            self._cond.wait_for(lambda: predicate() or bool(self._own_errors), timeout)
+            starved_wait(lambda step: self._cond.wait_for(lambda: predicate() or bool(self._own_errors), step), timeout)
             done = predicate()
             status = self._status()
             own = list(self._own_errors)

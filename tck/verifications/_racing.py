@@ -12,6 +12,7 @@ from collections.abc import Callable
 from collections.abc import Iterator
 from typing import Any
 
+from ..clock import starved_wait
 from ..errors import RuleViolation
 from ..evidence import cite
 from ..manual import Preemption
@@ -284,7 +285,7 @@ class PausedSide:
     def let_go(self, timeout: float) -> bool:
         """Let it go on now; whether its call then returned within ``timeout``."""
         self.resume.set()
-        return self.call.wait(timeout)
+        return starved_wait(self.call.wait, timeout)
 
 
 def race(first: Callable[[], Any], second: Callable[[], Any], k: int, *, rule: str, what: str,
@@ -311,7 +312,7 @@ def race(first: Callable[[], Any], second: Callable[[], Any], k: int, *, rule: s
         side.resume.set()
         if after is not None:
             after()
-    if not side.call.wait(timeout):
+    if not starved_wait(side.call.wait, timeout):
         raise RuleViolation(rule, what, "the call made on the TCK's thread did not return", setting="timeout")
     side.call.result()
 

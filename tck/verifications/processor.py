@@ -22,9 +22,11 @@ own exceptions as the processing of an on_error.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
+from ..clock import starved_wait
 from ..contexts import ProcessorContext
 from ..contexts import TckFailure
 from ..errors import NotVerified
@@ -352,7 +354,8 @@ def _serve_as_asked(ctx: ProcessorContext, upstream: ManualPublisher, probe: Pro
         with upstream._cond:
             ahead = moved(probe.received, sub.calls)
             # A loaded machine's pause ends; a stall lasts (see the publisher's long streams).
-            if upstream._cond.wait_for(ahead, timeout) or upstream._cond.wait_for(ahead, timeout * STALL_CONFIRMATION):
+            until_ahead = functools.partial(upstream._cond.wait_for, ahead)
+            if starved_wait(until_ahead, timeout) or starved_wait(until_ahead, timeout * STALL_CONFIRMATION):
                 continue
         ctx.env.check()
         silence = timeout * (1 + STALL_CONFIRMATION)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..clock import starved_wait
 from ..contexts import TckFailure
 from ..contexts import WhiteboxStage
 from ..contexts import WhiteboxStages
@@ -448,7 +449,7 @@ def upstream_requested(stage: WhiteboxStage, total: int, timeout: float) -> bool
     upstream = stage.upstream
     sub = stage.subscription
     with upstream._cond:
-        return bool(upstream._cond.wait_for(lambda: sub.requested >= total, timeout))
+        return starved_wait(lambda step: upstream._cond.wait_for(lambda: sub.requested >= total, step), timeout)
 
 
 @tck_test("2.8", "required")

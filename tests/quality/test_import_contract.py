@@ -31,7 +31,7 @@ PACKAGES = {"tck": "rstck", "plugins": "rstck_plugins"}
 #: modules. docs/architecture.md walks the same tower.
 RSTCK_LAYERS: list[tuple[str, list[str]]] = [
     ("vocabulary", ["rstck.api", "rstck.results", "rstck.rule_text", "rstck.rules", "rstck.trace", "rstck.worker",
-                    "rstck.reach"]),
+                    "rstck.reach", "rstck.clock"]),
     ("tables", ["rstck.editions", "rstck.matrix", "rstck.parity", "rstck.settings", "rstck.errors", "rstck.evidence"]),
     ("one test", ["rstck.environment", "rstck.registry"]),
     ("instruments", ["rstck.probe", "rstck.manual", "rstck.whitebox", "rstck.loop"]),
