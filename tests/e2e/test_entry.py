@@ -31,7 +31,7 @@ class Recorder:
 
 
 def render(options: list[tuple[str, dict[str, Any]]], ini: list[tuple[str, str, Any]]) -> str:
-    """The text ``plugins/options.json`` should have: one option or ini key a line."""
+    """The text ``plugins/rstck_plugins/options.json`` should have: one option or ini key a line."""
     def block(rows: list[Any]) -> list[str]:
         return [f"  {json.dumps(list(row))}," for row in rows[:-1]] + [f"  {json.dumps(list(rows[-1]))}"]
 
@@ -43,7 +43,7 @@ def test_the_entry_points_option_table_is_what_the_plugin_registers() -> None:
     pytest_plugin.add_options(recorder)  # type: ignore[arg-type]
     expected = (recorder.options, recorder.ini)
     assert pytest_entry.table() == expected, (
-        "plugins/options.json differs from what pytest_plugin.add_options registers; "
+        "plugins/rstck_plugins/options.json differs from what pytest_plugin.add_options registers; "
         "replace it with:\n" + render(*expected))
     with open(pytest_entry.TABLE, encoding="utf-8") as fh:
         assert fh.read() == render(*expected)

@@ -157,7 +157,7 @@ def test_the_baseline_gate_refuses_an_interrupted_run(project: pytest.Pytester) 
 
 # -- 8. leaked non-daemon threads on every supported interpreter ---------------------------------
 
-THREADS_PY = Path(__file__).resolve().parents[2] / "plugins" / "threads.py"
+THREADS_PY = Path(__file__).resolve().parents[2] / "plugins" / "rstck_plugins" / "threads.py"
 
 #: 148 non-daemon threads sleeping 20 s, started after the snapshot, as a leaky thread pool would.
 LEAKER = '''

@@ -25,7 +25,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Source folder -> the package it installs as.
-PACKAGES = {"tck": "rstck", "plugins": "rstck_plugins"}
+PACKAGES = {"tck/rstck": "rstck", "plugins/rstck_plugins": "rstck_plugins"}
 
 #: The layers of ``rstck``, bottom first. A name covers the module and, with ``.*``, a package's
 #: modules. docs/architecture.md walks the same tower.
@@ -259,7 +259,7 @@ def architecture_map(text: str) -> dict[str, dict[str, str]]:
         head = line.split(" (", 1)
         if line and not line[0].isspace() and len(head) == 2 and head[0] in PACKAGES.values():
             entries = found.setdefault(head[0], {})
-            folder = head[1].split("/", 1)[0]
+            folder = head[1].split(")", 1)[0].rstrip("/")
             continue
         if entries is None:
             continue

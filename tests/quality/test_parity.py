@@ -91,10 +91,10 @@ def test_every_registered_test_has_a_parity_entry() -> None:
     names = _registered()
     problems = []
     if missing(names):
-        problems.append("tests without an entry in tck/parity.py (JVM counterpart, relation, why): "
+        problems.append("tests without an entry in tck/rstck/parity.py (JVM counterpart, relation, why): "
                         + ", ".join(missing(names)))
     if stale(names):
-        problems.append("entries in tck/parity.py whose test no longer exists: " + ", ".join(stale(names)))
+        problems.append("entries in tck/rstck/parity.py whose test no longer exists: " + ", ".join(stale(names)))
     assert not problems, "\n".join(problems)
 
 

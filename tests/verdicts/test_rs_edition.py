@@ -152,7 +152,7 @@ def test_pytest_run_in_the_rs_edition(project: pytest.Pytester) -> None:
     dropped = by_test["required_spec311_dropping_the_subscription_must_make_the_publisher_eventually_stop_signalling"]
     assert (dropped["rule"], dropped["jvm_rule"]) == ("3.11", "3.12")
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((Path(__file__).resolve().parents[2] / "tck" / "schemas"
+    schema = json.loads((Path(__file__).resolve().parents[2] / "tck" / "rstck" / "schemas"
                          / "rs-tck-results-1.schema.json").read_text())
     jsonschema.validate(doc, schema)
     page = html.read_text()

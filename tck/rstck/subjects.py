@@ -134,7 +134,7 @@ def _import(name: str) -> Any:
 
 #: Frames in these folders are the kit's own (the core, its plugins) or the import machinery's.
 _KIT_DIRS = (
-    Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "plugins",
+    Path(__file__).resolve().parent, Path(__file__).resolve().parents[2] / "plugins" / "rstck_plugins",
     Path(__file__).resolve().parent.parent / "rstck_plugins", Path(importlib.__file__).resolve().parent,
 )
 
