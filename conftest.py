@@ -54,8 +54,8 @@ def _results_files_follow_the_shipped_schema(monkeypatch: pytest.MonkeyPatch) ->
     from importlib import resources
 
     import jsonschema
-    from rstck_plugins import json_report
     from rstck_plugins.campaign import schema as own_schema
+    from rstck_plugins.reports import json_report
 
     render = json_report.render
     problems: list[str] = []

@@ -79,9 +79,9 @@ def main(argv: list[str] | None = None, *, prog: str = PROG, spark: Any = None) 
     """Run one subcommand; ``spark``: a session the campaign commands use (and leave running)."""
     given = list(sys.argv[1:] if argv is None else argv)
     if given and given[0] in CAMPAIGN_COMMANDS:
-        from .campaign import cli as campaign_cli
+        from .campaign import main as campaign_main
 
-        return campaign_cli.main(given, spark=spark)
+        return campaign_main(given, spark=spark)
     extra: list[str] = []
     if given and given[0] == "replay" and "--" in given:  # the rest is pytest's
         given, extra = given[:given.index("--")], given[given.index("--") + 1:]
@@ -90,10 +90,13 @@ def main(argv: list[str] | None = None, *, prog: str = PROG, spark: Any = None) 
     if args.command == "report":
         return report_main(args.results, args.output)
     if args.command == "rules":
-        from rstck.__main__ import main as core_main
+        from rstck.catalogue import rules_output
+        from rstck.editions import NAMES
 
-        return core_main(["rules", *(["--update", str(args.update)] if args.update else []),
-                          *(["--edition", args.edition] if args.edition else [])])
+        if args.edition is not None and args.edition not in NAMES:
+            return _error(f"--edition {args.edition!r}: expected one of {', '.join(NAMES)}")
+        print(rules_output(args.edition, update=args.update))
+        return 0
     return replay_main(args)
 
 
@@ -108,8 +111,8 @@ def report_main(results_path: Path, output: Path | None) -> int:
     from rstck.results import ResultsFileError
     from rstck.results import load
 
-    from .files import check_writable
-    from .html_report import page as html_report
+    from .reports import check_writable
+    from .reports import write_html
 
     try:
         data, results = load(results_path)
@@ -124,7 +127,7 @@ def report_main(results_path: Path, output: Path | None) -> int:
         return _error(problem)
     data["results"] = [r.to_json() for r in results]
     try:
-        html_report.write(output, data)
+        write_html(output, data)
     except OSError as exc:
         return _error(f"{output}: cannot write the report: {exc.strerror or exc}")
     failed = sum(1 for r in results if r.outcome in FAILING)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 from typing import Any
+from typing import Protocol
 
 import pluggy
 import pytest
@@ -20,8 +21,15 @@ from rstck.results import TestResult
 from rstck.results import document
 from rstck.settings import Settings
 
-if TYPE_CHECKING:
-    from .outputs import DocumentWriter
+
+class ReportFile(Protocol):
+    """A file a reporter writes at the end of the run, as the terminal names it (``reports.outputs``)."""
+
+    path: Path
+    #: How the terminal names the file: "results file", "HTML report".
+    kind: str
+    #: None until the run ends; then "" when written, else why it was not.
+    problem: str | None
 
 
 @dataclass
@@ -70,7 +78,7 @@ class RsTckState:
         #: The MODULE:ATTR given for each verification's failed publisher: its label.
         self.failed_specs = failed_specs or {}
         #: The report files asked for, in the order the terminal names them.
-        self.report_files: list[DocumentWriter] = []
+        self.report_files: list[ReportFile] = []
         #: Why the run stopped before every selected test ran (Ctrl-C, ``-x``); None if complete.
         self.interrupted: str | None = None
         #: How many selected tests did not run, when the run was interrupted and it is known.

@@ -218,3 +218,16 @@ def update_readme(path: Path) -> bool:
     if updated != text:
         path.write_text(updated, encoding="utf-8")
     return updated != text
+
+
+def rules_output(edition: str | None = None, *, update: Path | None = None) -> str:
+    """What the ``rules`` command prints, in both command lines (``python -m rstck``, ``rs-tck``).
+
+    The rule table of ``edition`` (its own ids, the JVM id beside each; the JVM edition by
+    default) or, with ``update``, the README rewritten and whether that changed it.
+    """
+    from .editions import DEFAULT
+
+    if update is not None:
+        return f"{update}: {'updated' if update_readme(update) else 'already current'}"
+    return markdown_table() if edition in (None, DEFAULT) else edition_markdown_table(edition)

@@ -157,7 +157,7 @@ def test_the_baseline_gate_refuses_an_interrupted_run(project: pytest.Pytester) 
 
 # -- 8. leaked non-daemon threads on every supported interpreter ---------------------------------
 
-THREADS_PY = Path(__file__).resolve().parents[2] / "plugins" / "rstck_plugins" / "threads.py"
+THREADS_PY = Path(__file__).resolve().parents[2] / "plugins" / "rstck_plugins" / "host" / "threads.py"
 
 #: 148 non-daemon threads sleeping 20 s, started after the snapshot, as a leaky thread pool would.
 LEAKER = '''
@@ -490,8 +490,8 @@ def test_the_documented_wheel_builds_and_carries_the_plugin(tmp_path: Path) -> N
         meta = zf.read(next(n for n in names if n.endswith("METADATA"))).decode()
         entry_points = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "rstck/schemas/rs-tck-results-1.schema.json" in names
-    assert "rstck_plugins/options.json" in names  # the entry point's option table
-    assert "rstck = rstck_plugins.pytest_entry" in entry_points
+    assert "rstck_plugins/host/options.json" in names  # the entry point's option table
+    assert "rstck = rstck_plugins.host.pytest_entry" in entry_points
     plain = [line for line in meta.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
     assert sorted(line.split()[1].split(">")[0].split("<")[0] for line in plain) == [
         "hypothesis", "pluggy", "pytest", "pytest-timeout"]

@@ -14,7 +14,7 @@ from rstck.results import TestResult
 from rstck.results import document
 from rstck.rules import RULES
 from rstck.rules import SPEC_URL
-from rstck_plugins.html_report import render
+from rstck_plugins.reports.html_report import render
 
 REF = "--rs-publisher=rstck.reference:range_publisher"
 FAILED = "--rs-failed-publisher=rstck.reference:failed_publisher"
@@ -255,7 +255,7 @@ def test_a_verdict_that_rests_on_a_setting_names_it_with_its_value(project: pyte
 
 def test_reports_read_the_failures_not_the_message() -> None:
     from rstck.results import Failure
-    from rstck_plugins.terminal import table
+    from rstck_plugins.reports.terminal import table
 
     trace = [_record(0, "request", "1", demand=1), _record(1, "on_next", "0"), _record(2, "on_next", "1")]
     misleading = "[rule 2.2] expected nothing; observed nothing\n  check   : not this"

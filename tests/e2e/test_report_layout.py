@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import html5lib
 from rstck.results import TestResult
 from rstck.results import document
-from rstck_plugins.html_report import render
+from rstck_plugins.reports.html_report import render
 
 SVG = "{http://www.w3.org/2000/svg}"
 

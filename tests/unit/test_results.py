@@ -79,7 +79,7 @@ def test_outcomes_verdicts_and_levels_are_one_enum_each_equal_to_their_words() -
     from rstck.results import Level
     from rstck.results import Outcome
     from rstck.results import Verdict
-    from rstck_plugins import verdicts
+    from rstck_plugins.reports import verdicts
 
     assert tuple(Verdict) == rstck.results.VERDICTS
     assert tuple(Level) == rstck.results.LEVELS

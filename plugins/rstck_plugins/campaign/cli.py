@@ -94,9 +94,6 @@ def _parser() -> argparse.ArgumentParser:
     ship.add_argument("--no-ship", dest="ship", action="store_false")
     c.add_argument("--spark-ui", action="store_true", default=None, help="keep Spark's web UI on")
     c.add_argument("--out", metavar="DIR", help="dataset directory: results/ (Parquet), summary.json, report.html")
-    c.add_argument("--mutants", metavar="FILES", help="instead: the kit's mutation run, each mutant of these "
-                   "rstck/reference files ('all' or e.g. publishers.py,processors.py) a unit")
-    c.add_argument("--mutant-limit", type=int, metavar="N", help="with --mutants: the first N mutants of each file")
     i = sub.add_parser("ingest", help="add results files of pytest --rs-report-json runs to a dataset")
     i.add_argument("files", nargs="+", type=Path, metavar="RESULTS_JSON", help="results files (--rs-report-json)")
     i.add_argument("--out", required=True, type=Path, metavar="DIR", help="the dataset directory")
@@ -370,10 +367,6 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
     from . import lock
     from . import spark as rs_spark
 
-    if args.mutants:
-        from .mutants import campaign_main as mutants_main
-
-        return mutants_main(args.mutants, args.mutant_limit, args.out, args.master, given)
     campaign = _campaign_from(args)
     _check_subjects(campaign)
     out = Path(campaign.out)

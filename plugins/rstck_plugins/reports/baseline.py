@@ -24,10 +24,10 @@ from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 
+from .. import hookimpl
+from ..state import RsTckState
 from .files import write_atomic
-from .hooks import hookimpl
 from .outputs import requested_path
-from .state import RsTckState
 
 BASELINE_OPTION = "--rs-baseline"
 BASELINE_WRITE_OPTION = "--rs-baseline-write"

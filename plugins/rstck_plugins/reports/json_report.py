@@ -11,9 +11,9 @@ import json
 import pytest
 from rstck.results import ResultsDocument
 
-from .hooks import hookimpl
+from .. import hookimpl
+from ..state import RsTckState
 from .outputs import configure_writer
-from .state import RsTckState
 
 REPORT_JSON_OPTION = "--rs-report-json"
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from rstck.results import ResultsDocument
 
+from .. import hookimpl
+from ..state import RsTckState
 from .files import check_writable
 from .files import write_atomic
-from .hooks import hookimpl
-from .state import RsTckState
 
 
 def requested_path(config: pytest.Config, dest: str, option: str) -> Path | None:

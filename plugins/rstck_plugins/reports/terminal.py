@@ -23,8 +23,8 @@ from rstck.results import Verdict
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 
-from .hooks import hookimpl
-from .state import RsTckState
+from .. import hookimpl
+from ..state import RsTckState
 from .verdicts import LABELS
 from .verdicts import SEVERITY
 from .verdicts import broken_rules
