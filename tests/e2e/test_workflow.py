@@ -507,12 +507,12 @@ def test_tests_that_an_interruption_left_unrun_are_not_run_not_unselected(projec
 
 def _page(results: list[object], **doc: object) -> object:
     import html5lib
+    from rstck.results import RunResults
     from rstck.results import document
     from rstck_plugins.reports.html_report import render
 
     data = document(results, subjects={"publisher": "s"}, settings={})  # type: ignore[arg-type]
-    data.update(doc)
-    return html5lib.parse(render(data), namespaceHTMLElements=False)
+    return html5lib.parse(render(RunResults.from_json({**data, **doc})), namespaceHTMLElements=False)
 
 
 def _text(root: object, ident: str) -> str:

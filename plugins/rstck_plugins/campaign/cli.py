@@ -488,17 +488,17 @@ def ingest_main(args: argparse.Namespace, given: Any = None) -> int:
         batch = "ingest-" + time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
         rows: list[dict[str, Any]] = []
         units: dict[str, Any] = {}
-        for path, unit_id, data, results in parsed:
+        for path, unit_id, run in parsed:
             if unit_id in done or unit_id in units:
                 print(f"{PROG} ingest: {path}: already in the dataset, skipped", file=sys.stderr)
                 continue
             try:
-                file_rows = ingest.rows_of(path, unit_id, batch, data, results)
+                file_rows = ingest.rows_of(path, unit_id, batch, run)
             except Exception as exc:
                 reject(path, f"{path}: cannot be read as a results file: {type(exc).__name__}: {exc}")
                 continue
-            units[unit_id] = {"file": str(path), "subjects": data.get("subjects", {}), "settings": data.get("settings", {})}
-            incomplete = ingest.partial(data)
+            units[unit_id] = {"file": str(path), "subjects": run.subjects, "settings": run.settings}
+            incomplete = ingest.partial(run)
             if incomplete:
                 units[unit_id]["partial"] = incomplete
                 not_run = f", {incomplete['not_run']} test(s) not run" if incomplete.get("not_run") else ""

@@ -749,7 +749,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if isinstance(item, RsTckItem) and call.when == "call":
         result = item.stash.get(result_key, None)
         if result is not None:
-            report.rs_tck_result = result.to_json()
+            report.rs_tck_result = result  # the object; JSON only on the hop to xdist's controller
             # The test's own duration: tests of a verification overlap, so the time this call
             # waited for its result is not it (JUnit's time, --durations rank by this).
             report.duration = result.duration_s
@@ -758,6 +758,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             # wants the rule's test: its node id, which carries the rule, in place of a path.
             where = item.config.invocation_params.dir / _skip_anchor(item.nodeid, result)
             report.longrepr = (str(where), None, report.longrepr[2])
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: pytest.TestReport) -> Any:
+    """An xdist worker sends a report to the controller as JSON: its result goes as the result's JSON."""
+    data = yield
+    result = getattr(report, "rs_tck_result", None)
+    if isinstance(data, dict) and isinstance(result, TestResult):
+        data["rs_tck_result"] = result.to_json()
+    return data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]) -> Any:
+    """The controller reads a worker's report back: its result becomes a ``TestResult`` again."""
+    report = yield
+    raw = getattr(report, "rs_tck_result", None)
+    if isinstance(raw, dict):
+        report.rs_tck_result = TestResult.from_json(raw)
     return report
 
 
