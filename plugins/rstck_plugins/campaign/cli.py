@@ -363,6 +363,29 @@ def _plain_interrupt(spark: Any) -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+def _interrupted(saved: str, cid: str, spark: Any, owned: bool, sigint: Any, shipped_in: Path | None) -> int:
+    """A campaign stopped by Ctrl-C: say what is saved and how to resume; 130, as a shell's Ctrl-C."""
+    from . import spark as rs_spark
+
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    print(f"{PROG} campaign {cid}: interrupted: {saved}; run the same command to resume: {_command()}",
+          file=sys.stderr, flush=True)
+    logging.disable(logging.NOTSET)
+    if not owned:
+        with contextlib.suppress(Exception):
+            spark.sparkContext.setLogLevel("ERROR")
+        with contextlib.suppress(ValueError):  # not the main thread: never changed
+            signal.signal(signal.SIGINT, sigint)
+        return 130
+    # Nothing runs in the JVM any more and its logging is off: it exits, quietly, when this
+    # process ends and closes its stdin; a stop would take seconds. The rows are on disk
+    # (spooled ones are added by the next run), and the lock goes with this process.
+    sys.stdout.flush()
+    rs_spark.discard(shipped_in)
+    os._exit(130)
+
+
 def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
     from . import lock
     from . import spark as rs_spark
@@ -421,26 +444,10 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
                 mine = df.filter(F.col("campaign_id") == cid)
                 counts = {r.outcome: r["count"] for r in mine.groupBy("outcome").count().collect()}
         except KeyboardInterrupt:
-            if sys.stderr.isatty():
-                print(file=sys.stderr)
             ids = {u["unit_id"] for u in units}
             kept = (done | set(saved) | set(rs_spark.spooled(out))) & ids
-            print(f"{PROG} campaign {cid}: interrupted: {len(kept)} of {len(units)} units saved in {out}; "
-                  f"run the same command to resume: {_command()}", file=sys.stderr, flush=True)
-            logging.disable(logging.NOTSET)
-            if not owned:
-                with contextlib.suppress(Exception):
-                    spark.sparkContext.setLogLevel("ERROR")
-                with contextlib.suppress(ValueError):  # not the main thread: never changed
-                    signal.signal(signal.SIGINT, sigint)
-            if owned:
-                # Nothing runs in the JVM any more and its logging is off: it exits, quietly, when
-                # this process ends and closes its stdin; a stop would take seconds. The rows are
-                # on disk (spooled ones are added by the next run), and the lock goes with this process.
-                sys.stdout.flush()
-                rs_spark.discard(shipped_in)
-                os._exit(130)
-            return 130
+            return _interrupted(f"{len(kept)} of {len(units)} units saved in {out}", cid, spark, owned, sigint,
+                                shipped_in)
         finally:
             if owned:
                 spark.stop()
