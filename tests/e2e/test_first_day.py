@@ -495,6 +495,7 @@ def test_the_documented_wheel_builds_and_carries_the_plugin(tmp_path: Path) -> N
         entry_points = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "rstck/schemas/rs-tck-results-1.schema.json" in names
     assert "rstck_plugins/host/options.json" in names  # the entry point's option table
+    assert not [n for n in names if "mutation" in n or "mutants" in n]  # tools that measure the kit stay home
     assert "rstck = rstck_plugins.host.pytest_entry" in entry_points
     plain = [line for line in meta.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
     assert sorted(line.split()[1].split(">")[0].split("<")[0] for line in plain) == [

@@ -661,3 +661,39 @@ def _root() -> str:
     from pathlib import Path
 
     return str(Path(__file__).resolve().parents[2])
+
+
+TYPED_REPORTER = '''
+import json
+
+from rstck.results import Failure, RunResults, TestResult
+
+SEEN = []
+
+
+def rstck_result(result):
+    SEEN.append(type(result) is TestResult and all(type(f) is Failure for f in result.failures))
+
+
+def rstck_run_finished(results):
+    with open("typed.json", "w") as out:
+        json.dump({"run": type(results) is RunResults, "each": SEEN,
+                   "failures": [[type(f) is Failure for f in r.failures] for r in results.results],
+                   "document": results.to_json()}, out)
+'''
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["in-process", "xdist"])
+def test_reporters_receive_the_results_objects_and_the_file_is_their_json(
+        project: pytest.Pytester, workers: list[str]) -> None:
+    """Every reporter gets typed ``TestResult``s and one ``RunResults``, across xdist's hop too;
+    the results file is that object's JSON, nothing else."""
+    project.makeconftest(TYPED_REPORTER)
+    result = project.runpytest(BROKEN, FAST, "--rs-rules=3.9", "-p", "no:cacheprovider", "--rs-report-json=r.json",
+                               *workers)
+    result.assert_outcomes(failed=3, skipped=1)
+    typed = json.loads((project.path / "typed.json").read_text())
+    assert typed["run"] is True
+    assert typed["each"] == [True] * 4
+    assert any(typed["failures"]) and all(all(kinds) for kinds in typed["failures"])
+    assert typed["document"] == json.loads((project.path / "r.json").read_text())
