@@ -62,8 +62,8 @@ def _results_files_follow_the_shipped_schema(monkeypatch: pytest.MonkeyPatch) ->
     shipped = json.loads(resources.files("rstck").joinpath("schemas", own_schema.SCHEMA_FILE).read_text())
     validator = jsonschema.Draft202012Validator(shipped)
 
-    def checked(document: Any) -> str:
-        text = render(document)
+    def checked(results: Any) -> str:
+        text = render(results)
         data = json.loads(text)
         problems.extend(f"jsonschema: {e.message}" for e in validator.iter_errors(data))
         problems.extend(f"ingest: {e}" for e in own_schema.errors(data))
