@@ -343,7 +343,7 @@ class RunResults:
             if not isinstance(data.get(key, kind()), kind):
                 raise ResultsFileError(f"{source}: {key} is {type(data[key]).__name__}, not {kind.__name__}")
         results = [_result_of(item, f"{source}: results[{i}]") for i, item in enumerate(data.get("results", []))]
-        interrupted = data.get("interrupted_reason") or "interrupted" if data.get("interrupted") else None
+        interrupted = str(data.get("interrupted_reason") or "interrupted") if data.get("interrupted") else None
         return cls(results, subjects=dict(data.get("subjects", {})), settings=dict(data.get("settings", {})),
                    edition=str(data.get("edition", "jvm-1.0.1")), interrupted=interrupted,
                    not_run=data.get("not_run") if interrupted else None,
