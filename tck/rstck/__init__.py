@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: The modules outside code may import; tests/test_import_contract.py holds the plugins to them.
+#: The modules outside code may import; tests/quality/test_import_contract.py holds the plugins to them.
 PUBLIC_MODULES = (
     "rstck", "rstck.api", "rstck.catalogue", "rstck.editions", "rstck.engine",
     "rstck.errors", "rstck.fuzz", "rstck.pytest", "rstck.reference", "rstck.registry", "rstck.results",
