@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .matrix import Cell
+from .matrix import cells
 from .matrix import markdown as matrix_markdown
-from .parity import PARITY
 from .parity import Parity
 from .results import Level
 from .rules import RULES
@@ -95,6 +96,11 @@ def readme_block() -> str:
     return f"{BEGIN}\n{markdown_table()}\n{END}"
 
 
+def matrix_cells() -> list[Cell]:
+    """The rule x context table: what each test declares it covers, with the rules' own cells."""
+    return cells((name, test.name, test.covers) for name, v in VERIFICATIONS.items() for test in v.tests)
+
+
 def verifications_markdown() -> str:
     """docs/verifications.md: every test with its rule's text, level, diagnosis and JVM parity."""
     out = [
@@ -118,12 +124,12 @@ def verifications_markdown() -> str:
             out.append("")
             if test.rule and test.rule.text:
                 out += [f"> Rule {test.rule.id}: {test.rule.text}", ""]
-            if test.name in PARITY:
-                out += [_parity_line(PARITY[test.name]), ""]
+            if test.parity is not None:
+                out += [_parity_line(test.parity), ""]
             if test.doc:
                 out.append(test.doc)
                 out.append("")
-    out += ["", matrix_markdown(), "", REAL_DESIGNS]
+    out += ["", matrix_markdown(matrix_cells()), "", REAL_DESIGNS]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -159,7 +165,7 @@ def _differences_table() -> str:
     seen: set[str] = set()
     for verification in VERIFICATIONS.values():
         for test in verification.tests:
-            parity = PARITY.get(test.name)
+            parity = test.parity
             if test.name in seen or parity is None or parity.relation == "same":
                 continue
             seen.add(test.name)

@@ -33,6 +33,9 @@ from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..evidence import cite
 from ..manual import ManualPublisher
+from ..matrix import Cover
+from ..parity import Parity
+from ..parity import proc
 from ..probe import STALL_CONFIRMATION
 from ..probe import ProbeSubscriber
 from ..registry import Registry
@@ -134,7 +137,19 @@ def _chains(reported: BaseException | None, error: BaseException) -> bool:
     return False
 
 
-@tck_test("1.4", "required")
+@tck_test(
+    "1.4", "required",
+    parity=Parity(
+        proc("required_spec104_mustCallOnErrorOnAllItsSubscribersIfItEncountersANonRecoverableError"), "looser",
+        "the JVM test demands the upstream's error on both subscribers; this one also accepts "
+        "a processor that recovers, treats the failed subscription as cancelled and still "
+        "serves its subscribers, as rule 4.2 allows (\"MAY choose to recover an onError "
+        "signal\")."),
+    covers=(
+        Cover("1.4", "later"),
+        Cover("4.2", "later"),
+    ),
+)
 def required_spec104_must_call_on_error_on_all_its_subscribers_if_it_encounters_a_non_recoverable_error(
     ctx: ProcessorContext,
 ) -> None:
@@ -165,7 +180,13 @@ def required_spec104_must_call_on_error_on_all_its_subscribers_if_it_encounters_
     _propagated_or_recovered(ctx, upstream, [first, second], error, "1.4")
 
 
-@tck_test("2.1", "required")
+@tck_test(
+    "2.1", "required",
+    parity=Parity(proc("required_mustRequestFromUpstreamForElementsThatHaveBeenRequestedLongAgo"), "same"),
+    covers=(
+        Cover("2.1", "later"),
+    ),
+)
 def required_spec201_processor_must_request_from_upstream_for_elements_that_have_been_requested_long_ago(
     ctx: ProcessorContext,
 ) -> None:
@@ -208,7 +229,14 @@ _PACES_TOTAL = 1393
 _PACES = (1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
 
 
-@tck_test("2.1", "required")
+@tck_test(
+    "2.1", "required",
+    parity=Parity(
+        (), "new",
+        "a fast and a slow subscriber over 1393 elements: the room the slow one frees in a "
+        "full buffer must be asked of the upstream again, or the stream stalls with demand "
+        "outstanding."),
+)
 def required_spec201_processor_must_keep_requesting_upstream_for_subscribers_at_different_paces(
     ctx: ProcessorContext,
 ) -> None:
@@ -281,7 +309,17 @@ def required_spec201_processor_must_keep_requesting_upstream_for_subscribers_at_
         probe.expect_completion(rule="2.1")
 
 
-@tck_test("4.1", "required")
+@tck_test(
+    "4.1", "required",
+    parity=Parity(
+        (), "new",
+        "the JVM TCK covers 4.1 only by running the publisher and subscriber tests on the "
+        "processor; this one relays five elements with both sides checked at once, demand "
+        "reaching upstream."),
+    covers=(
+        Cover("4.1", "test"),
+    ),
+)
 def required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_relaying_a_stream(
     ctx: ProcessorContext,
 ) -> None:
@@ -305,7 +343,18 @@ def required_spec401_must_obey_the_publisher_and_subscriber_contracts_while_rela
     ctx.closing_quiet(downstream, after="after on_complete")
 
 
-@tck_test("4.2", "required")
+@tck_test(
+    "4.2", "required",
+    parity=Parity(
+        proc("mustImmediatelyPassOnOnErrorEventsReceivedFromItsUpstreamToItsDownstream"), "looser",
+        "the JVM test demands the error downstream; this one also accepts a recovery that "
+        "treats the failed subscription as cancelled and still serves the subscriber, as rule "
+        "4.2 allows."),
+    covers=(
+        Cover("1.4", "terminal", "a subscriber without demand"),
+        Cover("4.2", "terminal"),
+    ),
+)
 def required_spec402_must_immediately_pass_on_on_error_events_received_from_its_upstream_or_recover(
     ctx: ProcessorContext,
 ) -> None:
@@ -391,7 +440,16 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
-@tck_test("3.8", "required")
+@tck_test(
+    "3.8", "required",
+    parity=Parity(
+        (), "new",
+        "demand a downstream subscriber signals before the processor has an upstream must be "
+        "forwarded once it has one, not lost."),
+    covers=(
+        Cover("3.8", "later", "downstream demand before the processor's upstream subscription"),
+    ),
+)
 def required_spec308_processor_must_honour_demand_signalled_before_its_upstream_subscription(
     ctx: ProcessorContext,
 ) -> None:
@@ -427,7 +485,19 @@ def required_spec308_processor_must_honour_demand_signalled_before_its_upstream_
     downstream.cancel()
 
 
-@tck_test("2.6", "required")
+@tck_test(
+    "2.6", "required",
+    parity=Parity(
+        (), "new",
+        "a processor that declared one subscriber (max_subscribers=1) no longer needs its "
+        "upstream once that subscriber cancelled, so 2.6 asks it to cancel; one that can take "
+        "new subscribers is not judged (the rule's note on processors)."),
+    covers=(
+        Cover("2.6", "later", 
+            "a processor that declared max_subscribers=1, once its only subscriber cancelled; "
+            "one that can take new subscribers may keep its upstream"),
+    ),
+)
 def required_spec206_single_subscriber_processor_must_cancel_its_upstream_once_its_subscriber_cancelled(
     ctx: ProcessorContext,
 ) -> None:
@@ -472,7 +542,14 @@ JOIN_RACE_ROUNDS = 64
 JOIN_SWEEP = 16
 
 
-@tck_test("1.5", "stochastic")
+@tck_test(
+    "1.5", "stochastic",
+    parity=Parity(
+        (), "new",
+        "a subscriber joining at the moment the upstream completes (or the last subscriber "
+        "cancels) must still be told: joining and ending decided in two steps leave it waiting "
+        "forever."),
+)
 def stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_told(ctx: ProcessorContext) -> None:
     """Rounds where a subscriber joins at the moment the upstream completes, or the moment the
     last subscriber cancels: it must still be told (or, if the stream goes on, served).
@@ -586,7 +663,14 @@ ASKED_WAIT_S = 0.0003
 RELAY_TOP_UP = 2
 
 
-@tck_test("3.8", "stochastic")
+@tck_test(
+    "3.8", "stochastic",
+    parity=Parity(
+        (), "new",
+        "request(1) downstream racing on_next from upstream: every request must be served, "
+        "where a delivery loop left a moment after the other side found it busy strands an "
+        "element."),
+)
 def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_still_be_delivered(
     ctx: ProcessorContext,
 ) -> None:

@@ -21,6 +21,11 @@ from ..contexts import WhiteboxStages
 from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..manual import ManualSubscription
+from ..matrix import EVERY_SUBSCRIBER_TEST
+from ..matrix import Cover
+from ..parity import SAME_UNTESTED
+from ..parity import Parity
+from ..parity import wb
 from ..registry import Registry
 from ..registry import TckTest
 from ..results import Level
@@ -50,7 +55,10 @@ def _failure(rule: str) -> TckFailure:
 # -- sanity ------------------------------------------------------------------------------------
 
 
-@tck_test(None, "required")
+@tck_test(
+    None, "required",
+    parity=Parity(wb("required_exerciseWhiteboxHappyPath"), "same"),
+)
 def required_sanity_exercise_whitebox_happy_path(ctx: WhiteboxStages) -> None:
     """Request, receive and process two elements through the puppet and probe, then cancel.
 
@@ -75,7 +83,18 @@ def required_sanity_exercise_whitebox_happy_path(ctx: WhiteboxStages) -> None:
 # -- section 2: Subscriber ---------------------------------------------------------------------
 
 
-@tck_test("2.1", "required")
+@tck_test(
+    "2.1", "required",
+    parity=Parity(
+        wb("required_spec201_mustSignalDemandViaSubscriptionRequest"), "stricter",
+        "the JVM test sends the element once the request arrives and stops there; this one "
+        "also requires the subscriber to report processing it to the probe, so that a puppet "
+        "whose request reaches the subscription while the element never reaches the processing "
+        "shows."),
+    covers=(
+        Cover("2.1", "test"),
+    ),
+)
 def required_spec201_must_signal_demand_via_subscription_request(ctx: WhiteboxStages) -> None:
     """puppet.request(1) must turn into request(n) on the subscription; the element is processed.
 
@@ -96,6 +115,9 @@ tck_test.untested(
     "2.2",
     "a recommendation that depends on the subscriber's own judgement of its processing; a signal "
     "method that blocks its caller is failed in every test by the TCK's watchdog",
+    parity=Parity(
+        wb("untested_spec202_shouldAsynchronouslyDispatch"), "same",
+        SAME_UNTESTED),
 )
 
 
@@ -119,7 +141,13 @@ def _no_calls_inside(ctx: WhiteboxStages, signal: str) -> None:
     ctx.at_close(stage.upstream.settle)
 
 
-@tck_test("2.3", "required")
+@tck_test(
+    "2.3", "required",
+    parity=Parity(wb("required_spec203_mustNotCallMethodsOnSubscriptionOrPublisherInOnComplete"), "same"),
+    covers=(
+        Cover("2.3", "terminal"),
+    ),
+)
 def required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_complete(
     ctx: WhiteboxStages,
 ) -> None:
@@ -132,7 +160,13 @@ def required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_co
     _no_calls_inside(ctx, "on_complete")
 
 
-@tck_test("2.3", "required")
+@tck_test(
+    "2.3", "required",
+    parity=Parity(wb("required_spec203_mustNotCallMethodsOnSubscriptionOrPublisherInOnError"), "same"),
+    covers=(
+        Cover("2.3", "terminal"),
+    ),
+)
 def required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_error(
     ctx: WhiteboxStages,
 ) -> None:
@@ -162,7 +196,13 @@ def _cancelled_after(ctx: WhiteboxStages, signal: str) -> None:
     ctx.at_close(stage.upstream.closing_after_terminal())
 
 
-@tck_test("2.4", "required")
+@tck_test(
+    "2.4", "required",
+    parity=Parity(
+        wb("untested_spec204_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError"), "new",
+        "once it has processed on_complete the subscriber must request nothing more, the "
+        "puppet never being pulled after the end."),
+)
 def required_spec204_must_consider_the_subscription_cancelled_after_on_complete(
     ctx: WhiteboxStages,
 ) -> None:
@@ -177,7 +217,15 @@ def required_spec204_must_consider_the_subscription_cancelled_after_on_complete(
     _cancelled_after(ctx, "on_complete")
 
 
-@tck_test("2.4", "required")
+@tck_test(
+    "2.4", "required",
+    parity=Parity(
+        wb("untested_spec204_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError"), "new",
+        "the same after on_error."),
+    covers=(
+        Cover("2.4", "terminal"),
+    ),
+)
 def required_spec204_must_consider_the_subscription_cancelled_after_on_error(
     ctx: WhiteboxStages,
 ) -> None:
@@ -185,7 +233,17 @@ def required_spec204_must_consider_the_subscription_cancelled_after_on_error(
     _cancelled_after(ctx, "on_error")
 
 
-@tck_test("2.4", "required")
+@tck_test(
+    "2.4", "required",
+    parity=Parity(
+        wb("untested_spec204_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError"), "new",
+        "elements then on_complete at once: a request made after the subscriber itself "
+        "reported processing the end (a refill or a timer's top-up) breaks 2.4; requests while "
+        "it still works off the elements before the end are its backlog, not a breach."),
+    covers=(
+        Cover("2.4", "thread"),
+    ),
+)
 def required_spec204_must_not_request_once_it_processed_on_complete_after_a_backlog(ctx: WhiteboxStages) -> None:
     """Up to 8 elements as fast as the subscriber asks for them (the puppet pulled for 16), then
     on_complete at once: once it reported processing on_complete, no request.
@@ -234,7 +292,17 @@ _BACKLOG_PULL = 16
 _BACKLOG = 8
 
 
-@tck_test("2.5", "required")
+@tck_test(
+    "2.5", "required",
+    parity=Parity(
+        wb("required_spec205_mustCallSubscriptionCancelIfItAlreadyHasAnSubscriptionAndReceivesAnotherOnSubscribeSignal"), "stricter",
+        "the JVM test offers one second subscription and checks it is cancelled; this one also "
+        "offers a third from another thread and checks the first still carries the puppet's "
+        "request and its element, so that a subscriber adopting the newcomer fails."),
+    covers=(
+        Cover("2.5", "later"),
+    ),
+)
 def required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal(
     ctx: WhiteboxStages,
 ) -> None:
@@ -268,10 +336,20 @@ tck_test.untested(
     "only the subscriber knows whether it still needs its subscription; from outside, a "
     "forgotten subscription looks like one that is still in use (a subscriber declared to take at "
     "most k elements is judged by the takes_at_most test)",
+    parity=Parity(
+        wb("untested_spec206_mustCallSubscriptionCancelIfItIsNoLongerValid"), "same",
+        SAME_UNTESTED),
 )
 
 
-@tck_test("2.6", "required")
+@tck_test(
+    "2.6", "required",
+    parity=Parity(
+        wb("untested_spec206_mustCallSubscriptionCancelIfItIsNoLongerValid"), "new",
+        "only for a subscriber declared to take at most k elements (takes_at_most): once it "
+        "has them the subscription is no longer needed, so 2.6 asks for cancel(); undeclared, "
+        "not applicable."),
+)
 def required_spec206_must_cancel_once_it_has_all_the_elements_it_declared_it_takes(ctx: WhiteboxStages) -> None:
     """A subscriber declared to take at most k elements (``takes_at_most``: a first() or
     take(k)) must cancel once it has processed them: it no longer needs the subscription.
@@ -309,7 +387,13 @@ def required_spec206_must_cancel_once_it_has_all_the_elements_it_declared_it_tak
     ctx.at_close(upstream.settle)
 
 
-@tck_test("2.5", "stochastic")
+@tck_test(
+    "2.5", "stochastic",
+    parity=Parity(
+        (), "new",
+        "two on_subscribe calls at the same moment, 24 times: a test and a store apart let "
+        "both win and neither is cancelled, which no sequential test can show."),
+)
 def stochastic_spec205_must_keep_one_of_two_subscriptions_offered_at_the_same_moment(
     ctx: WhiteboxStages,
 ) -> None:
@@ -324,7 +408,16 @@ def stochastic_spec205_must_keep_one_of_two_subscriptions_offered_at_the_same_mo
     race_two_subscriptions(ctx, lambda: ctx.whitebox_subscriber(WhiteboxProbe(ctx.env)))
 
 
-@tck_test("2.7", "stochastic")
+@tck_test(
+    "2.7", "stochastic",
+    parity=Parity(
+        wb("untested_spec207_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization"), "new",
+        "the subscription lingers in every request/cancel so that a second thread entering is "
+        "seen, over four rounds of puppet demand."),
+    covers=(
+        Cover("2.7", "thread"),
+    ),
+)
 def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization(
     ctx: WhiteboxStages,
 ) -> None:
@@ -362,7 +455,13 @@ PUPPET_RACE_ROUNDS = 48
 PUPPET_SWEEP = 24
 
 
-@tck_test("2.7", "stochastic")
+@tck_test(
+    "2.7", "stochastic",
+    parity=Parity(
+        wb("untested_spec207_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization"), "new",
+        "for a subscriber declaring that its request/cancel may be called from any thread: "
+        "those calls must not overlap the ones it makes from its signals, nor drop demand."),
+)
 def stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subscribers_own_calls(
     ctx: WhiteboxStages,
 ) -> None:
@@ -452,7 +551,13 @@ def upstream_requested(stage: WhiteboxStage, total: int, timeout: float) -> bool
         return starved_wait(lambda step: upstream._cond.wait_for(lambda: sub.requested >= total, step), timeout)
 
 
-@tck_test("2.8", "required")
+@tck_test(
+    "2.8", "required",
+    parity=Parity(wb("required_spec208_mustBePreparedToReceiveOnNextSignalsAfterHavingCalledSubscriptionCancel"), "same"),
+    covers=(
+        Cover("2.8", "test"),
+    ),
+)
 def required_spec208_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel(
     ctx: WhiteboxStages,
 ) -> None:
@@ -491,7 +596,13 @@ def _terminal_prepared(ctx: WhiteboxStages, signal: str, rule: str, preceding_re
     ctx.at_close(stage.upstream.settle)
 
 
-@tck_test("2.9", "required")
+@tck_test(
+    "2.9", "required",
+    parity=Parity(wb("required_spec209_mustBePreparedToReceiveAnOnCompleteSignalWithPrecedingRequestCall"), "same"),
+    covers=(
+        Cover("2.9", "terminal"),
+    ),
+)
 def required_spec209_must_be_prepared_to_receive_an_on_complete_signal_with_preceding_request_call(
     ctx: WhiteboxStages,
 ) -> None:
@@ -502,7 +613,10 @@ def required_spec209_must_be_prepared_to_receive_an_on_complete_signal_with_prec
     _terminal_prepared(ctx, "on_complete", "2.9", True)
 
 
-@tck_test("2.9", "required")
+@tck_test(
+    "2.9", "required",
+    parity=Parity(wb("required_spec209_mustBePreparedToReceiveAnOnCompleteSignalWithoutPrecedingRequestCall"), "same"),
+)
 def required_spec209_must_be_prepared_to_receive_an_on_complete_signal_without_preceding_request_call(
     ctx: WhiteboxStages,
 ) -> None:
@@ -513,7 +627,13 @@ def required_spec209_must_be_prepared_to_receive_an_on_complete_signal_without_p
     _terminal_prepared(ctx, "on_complete", "2.9", False)
 
 
-@tck_test("2.10", "required")
+@tck_test(
+    "2.10", "required",
+    parity=Parity(wb("required_spec210_mustBePreparedToReceiveAnOnErrorSignalWithPrecedingRequestCall"), "same"),
+    covers=(
+        Cover("2.10", "terminal"),
+    ),
+)
 def required_spec210_must_be_prepared_to_receive_an_on_error_signal_with_preceding_request_call(
     ctx: WhiteboxStages,
 ) -> None:
@@ -521,7 +641,10 @@ def required_spec210_must_be_prepared_to_receive_an_on_error_signal_with_precedi
     _terminal_prepared(ctx, "on_error", "2.10", True)
 
 
-@tck_test("2.10", "required")
+@tck_test(
+    "2.10", "required",
+    parity=Parity(wb("required_spec210_mustBePreparedToReceiveAnOnErrorSignalWithoutPrecedingRequestCall"), "same"),
+)
 def required_spec210_must_be_prepared_to_receive_an_on_error_signal_without_preceding_request_call(
     ctx: WhiteboxStages,
 ) -> None:
@@ -529,7 +652,17 @@ def required_spec210_must_be_prepared_to_receive_an_on_error_signal_without_prec
     _terminal_prepared(ctx, "on_error", "2.10", False)
 
 
-@tck_test("2.11", "required")
+@tck_test(
+    "2.11", "required",
+    parity=Parity(
+        wb("untested_spec211_mustMakeSureThatAllCallsOnItsMethodsHappenBeforeTheProcessingOfTheRespectiveEvents"), "new",
+        "20 elements from two alternating threads, then on_complete, must each be processed "
+        "once and the completion after them: a field the next signal overwrites loses or "
+        "repeats one."),
+    covers=(
+        Cover("2.11", "thread", "alternating sender threads"),
+    ),
+)
 def required_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events(
     ctx: WhiteboxStages,
 ) -> None:
@@ -566,7 +699,16 @@ def _on_other_thread(ctx: WhiteboxStages, fn: Any) -> Any:
     return sender.result()
 
 
-@tck_test("2.12", "required")
+@tck_test(
+    "2.12", "required",
+    parity=Parity(
+        wb("untested_spec212_mustNotCallOnSubscribeMoreThanOnceBasedOnObjectEquality_specViolation"), "new",
+        "when a caller breaks 2.12 by subscribing the same subscriber again, the subscriber "
+        "must still cancel the repeat (2.5) and keep its first working."),
+    covers=(
+        Cover("2.12", "later"),
+    ),
+)
 def required_spec212_subscribed_twice_must_keep_the_first_subscription_and_cancel_the_second(
     ctx: WhiteboxStages,
 ) -> None:
@@ -591,7 +733,15 @@ def required_spec212_subscribed_twice_must_keep_the_first_subscription_and_cance
     ctx.at_close(stage.upstream.settle)
 
 
-@tck_test("2.13", "required")
+@tck_test(
+    "2.13", "required",
+    parity=Parity(
+        wb("untested_spec213_failingOnSignalInvocation"), "new",
+        "every signal method called with valid arguments must return normally (2.13)."),
+    covers=(
+        Cover("2.13", "test"),
+    ),
+)
 def required_spec213_signal_methods_must_return_normally(ctx: WhiteboxStages) -> None:
     """on_subscribe, on_next, on_complete and on_error with valid arguments return normally.
 
@@ -613,7 +763,10 @@ def required_spec213_signal_methods_must_return_normally(ctx: WhiteboxStages) ->
     ctx.at_close(failing.upstream.settle)
 
 
-@tck_test("2.13", "required")
+@tck_test(
+    "2.13", "required",
+    parity=Parity(wb("required_spec213_onSubscribe_mustThrowNullPointerExceptionWhenParametersAreNull"), "same"),
+)
 def required_spec213_on_subscribe_must_raise_type_error_when_parameters_are_none(
     ctx: WhiteboxStages,
 ) -> None:
@@ -622,14 +775,20 @@ def required_spec213_on_subscribe_must_raise_type_error_when_parameters_are_none
     ctx.expect_type_error("on_subscribe(None)", subscriber.on_subscribe, None)
 
 
-@tck_test("2.13", "required")
+@tck_test(
+    "2.13", "required",
+    parity=Parity(wb("required_spec213_onNext_mustThrowNullPointerExceptionWhenParametersAreNull"), "same"),
+)
 def required_spec213_on_next_must_raise_type_error_when_parameters_are_none(ctx: WhiteboxStages) -> None:
     """on_next(None) on a subscribed subscriber must raise TypeError."""
     stage = ctx.stage()
     ctx.expect_type_error("on_next(None)", stage.subscriber.on_next, None)
 
 
-@tck_test("2.13", "required")
+@tck_test(
+    "2.13", "required",
+    parity=Parity(wb("required_spec213_onError_mustThrowNullPointerExceptionWhenParametersAreNull"), "same"),
+)
 def required_spec213_on_error_must_raise_type_error_when_parameters_are_none(ctx: WhiteboxStages) -> None:
     """on_error(None) on a subscribed subscriber must raise TypeError."""
     stage = ctx.stage()
@@ -644,10 +803,24 @@ tck_test.untested(
     "3.1",
     "who holds a subscription when request or cancel is called cannot be seen from outside; "
     "calls from two threads at once are caught (rule 2.7)",
+    parity=Parity(
+        wb("untested_spec301_mustNotBeCalledOutsideSubscriberContext"), "same",
+        SAME_UNTESTED),
 )
 
 
-@tck_test("3.8", "required")
+@tck_test(
+    "3.8", "required",
+    parity=Parity(
+        wb("required_spec308_requestMustRegisterGivenNumberElementsToBeProduced"), "stricter",
+        "the JVM test lets 2 elements through and then only pulls the puppet for 3 more; this "
+        "one also sends those 3, then 300 back to back after a puppet request of 300, which "
+        "leaves a subscriber handing signals to a worker far past its turn or batch size, "
+        "where demand it drops or caps shows."),
+    covers=(
+        Cover("3.8", "test"),
+    ),
+)
 def required_spec308_whitebox_request_must_register_given_number_elements_to_be_produced(
     ctx: WhiteboxStages,
 ) -> None:
@@ -686,7 +859,17 @@ def required_spec308_whitebox_request_must_register_given_number_elements_to_be_
 _BURST = 300
 
 
-@tck_test("3.10", "required")
+@tck_test(
+    "3.10", "required",
+    parity=Parity(
+        wb("untested_spec310_requestMaySynchronouslyCallOnNextOnSubscriber"), "new",
+        "3.10 lets a publisher call on_next inside request(), even inside on_subscribe; all "
+        "five elements delivered there must be processed."),
+    covers=(
+        Cover("2.13", "on_subscribe", EVERY_SUBSCRIBER_TEST),
+        Cover("3.10", "on_subscribe"),
+    ),
+)
 def required_spec310_whitebox_must_be_prepared_for_on_next_delivered_synchronously_inside_request(
     ctx: WhiteboxStages,
 ) -> None:
@@ -707,7 +890,17 @@ def required_spec310_whitebox_must_be_prepared_for_on_next_delivered_synchronous
     ctx.at_close(stage.upstream.settle)
 
 
-@tck_test("3.11", "required")
+@tck_test(
+    "3.11", "required",
+    parity=Parity(
+        wb("untested_spec311_requestMaySynchronouslyCallOnCompleteOrOnError"), "new",
+        "3.11 lets a publisher terminate inside request(); on_complete and on_error arriving "
+        "there must be processed."),
+    covers=(
+        Cover("2.10", "on_subscribe"),
+        Cover("3.11", "on_subscribe"),
+    ),
+)
 def required_spec311_whitebox_must_be_prepared_for_on_complete_or_on_error_delivered_synchronously_inside_request(
     ctx: WhiteboxStages,
 ) -> None:
@@ -739,22 +932,38 @@ tck_test.untested(
     "untested_spec314_whitebox_cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
     "3.14",
     "a permission of publishers; here the TCK plays the publisher",
+    parity=Parity(
+        wb("untested_spec314_cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists"), "same",
+        SAME_UNTESTED),
 )
 tck_test.untested(
     "untested_spec315_whitebox_cancel_must_not_throw_exception_and_must_signal_on_error",
     "3.15",
     "an obligation of the subscription, which the TCK plays here; the publisher verification "
     "checks it",
+    parity=Parity(
+        wb("untested_spec315_cancelMustNotThrowExceptionAndMustSignalOnError"), "same",
+        SAME_UNTESTED),
 )
 tck_test.untested(
     "untested_spec316_whitebox_request_must_not_throw_exception_and_must_on_error_the_subscriber",
     "3.16",
     "an obligation of the subscription, which the TCK plays here; the publisher verification "
     "checks it",
+    parity=Parity(
+        wb("untested_spec316_requestMustNotThrowExceptionAndMustOnErrorTheSubscriber"), "same",
+        SAME_UNTESTED),
 )
 
 
-@tck_test(None, "fuzz")
+@tck_test(
+    None, "fuzz",
+    parity=Parity(
+        (), "new",
+        "generated legal signal orders (bursts, other threads, inside request(), early "
+        "terminals), shrunk to the smallest that breaks a rule; the JVM TCK sends fixed orders "
+        "only."),
+)
 def fuzz_signal_orders(ctx: WhiteboxStages) -> None:
     """Generated legal signal orders and puppet calls, shrunk to the smallest failing scenario.
 
