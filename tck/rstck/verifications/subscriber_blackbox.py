@@ -36,6 +36,9 @@ TESTS = tck_test.tests
 # -- section 2: Subscriber ---------------------------------------------------------------------
 
 
+# -- section 2: Subscriber ---------------------------------------------------------------------
+
+
 @tck_test(
     "2.1", "required",
     parity=Parity(
@@ -177,6 +180,10 @@ def required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_
     _cancelled_after(ctx, "on_error")
 
 
+#: Elements sent at most before on_complete in the backlog test: past a worker's usual batch.
+_BACKLOG = 256
+
+
 @tck_test(
     "2.4", "required",
     parity=Parity(
@@ -217,10 +224,6 @@ def required_spec204_blackbox_must_not_request_after_on_complete_while_draining_
     ctx.at_close(upstream.closing_after_terminal())
 
 
-#: Elements sent at most before on_complete in the backlog test: past a worker's usual batch.
-_BACKLOG = 256
-
-
 @tck_test(
     "2.5", "required",
     parity=Parity(
@@ -257,6 +260,27 @@ def required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an
             and ctx.second_subscription(subscriber, upstream, ctx.upstream("third"), "2.5", elsewhere=True)):
         upstream.send_complete()
     ctx.at_close(upstream.settle)
+
+
+@tck_test(
+    "2.5", "stochastic",
+    parity=Parity(
+        (), "new",
+        "two on_subscribe calls at the same moment, 24 times: a test and a store apart let "
+        "both win and neither is cancelled, which no sequential test can show."),
+)
+def stochastic_spec205_blackbox_must_keep_one_of_two_subscriptions_offered_at_the_same_moment(
+    ctx: BlackboxContext,
+) -> None:
+    """Two publishers call on_subscribe on one fresh subscriber at the same moment, 24 times.
+
+    Rule 2.5 whoever wins: one subscription kept, the other cancelled. If this fails, check
+    that on_subscribe decides which subscription is active in one step (under a lock): a test
+    and a store apart let both calls win, and neither is ever cancelled.
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
+    race_two_subscriptions(ctx, ctx.subscriber)
 
 
 tck_test.untested(
@@ -322,27 +346,6 @@ def required_spec206_blackbox_must_cancel_once_it_has_all_the_elements_it_declar
         rule="2.6", what=f"cancel() once it had the {wanted} element(s) it takes (takes_at_most)",
         hint="a subscriber that no longer needs its subscription must cancel it, not just stop requesting")
     ctx.at_close(upstream.settle)
-
-
-@tck_test(
-    "2.5", "stochastic",
-    parity=Parity(
-        (), "new",
-        "two on_subscribe calls at the same moment, 24 times: a test and a store apart let "
-        "both win and neither is cancelled, which no sequential test can show."),
-)
-def stochastic_spec205_blackbox_must_keep_one_of_two_subscriptions_offered_at_the_same_moment(
-    ctx: BlackboxContext,
-) -> None:
-    """Two publishers call on_subscribe on one fresh subscriber at the same moment, 24 times.
-
-    Rule 2.5 whoever wins: one subscription kept, the other cancelled. If this fails, check
-    that on_subscribe decides which subscription is active in one step (under a lock): a test
-    and a store apart let both calls win, and neither is ever cancelled.
-    """
-    if ctx.settings.skip_stochastic:
-        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
-    race_two_subscriptions(ctx, ctx.subscriber)
 
 
 @tck_test(
@@ -590,6 +593,8 @@ tck_test.untested(
         bb("untested_spec301_blackbox_mustNotBeCalledOutsideSubscriberContext"), "same",
         SAME_UNTESTED),
 )
+
+
 tck_test.untested(
     "untested_spec308_blackbox_request_must_register_given_number_elements_to_be_produced",
     "3.8",
@@ -673,6 +678,8 @@ tck_test.untested(
         bb("untested_spec314_blackbox_cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists"), "same",
         SAME_UNTESTED),
 )
+
+
 tck_test.untested(
     "untested_spec315_blackbox_cancel_must_not_throw_exception_and_must_signal_on_error",
     "3.15",
@@ -682,6 +689,8 @@ tck_test.untested(
         bb("untested_spec315_blackbox_cancelMustNotThrowExceptionAndMustSignalOnError"), "same",
         SAME_UNTESTED),
 )
+
+
 tck_test.untested(
     "untested_spec316_blackbox_request_must_not_throw_exception_and_must_on_error_the_subscriber",
     "3.16",

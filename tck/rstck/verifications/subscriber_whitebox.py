@@ -233,6 +233,13 @@ def required_spec204_must_consider_the_subscription_cancelled_after_on_error(
     _cancelled_after(ctx, "on_error")
 
 
+#: What the whitebox backlog test pulls the puppet for, and the elements it sends at most.
+_BACKLOG_PULL = 16
+
+
+_BACKLOG = 8
+
+
 @tck_test(
     "2.4", "required",
     parity=Parity(
@@ -287,11 +294,6 @@ def required_spec204_must_not_request_once_it_processed_on_complete_after_a_back
     ctx.at_close(upstream.closing_after_terminal())
 
 
-#: What the whitebox backlog test pulls the puppet for, and the elements it sends at most.
-_BACKLOG_PULL = 16
-_BACKLOG = 8
-
-
 @tck_test(
     "2.5", "required",
     parity=Parity(
@@ -328,6 +330,27 @@ def required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscrip
     x = stage.send_next(rule="2.5")
     stage.probe.expect_next(x, rule="2.5")
     ctx.at_close(stage.upstream.settle)
+
+
+@tck_test(
+    "2.5", "stochastic",
+    parity=Parity(
+        (), "new",
+        "two on_subscribe calls at the same moment, 24 times: a test and a store apart let "
+        "both win and neither is cancelled, which no sequential test can show."),
+)
+def stochastic_spec205_must_keep_one_of_two_subscriptions_offered_at_the_same_moment(
+    ctx: WhiteboxStages,
+) -> None:
+    """Two publishers call on_subscribe on one fresh subscriber at the same moment, 24 times.
+
+    Rule 2.5 whoever wins: one subscription kept, the other cancelled. If this fails, check
+    that on_subscribe decides which subscription is active in one step (under a lock): a test
+    and a store apart let both calls win, and neither is ever cancelled.
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
+    race_two_subscriptions(ctx, lambda: ctx.whitebox_subscriber(WhiteboxProbe(ctx.env)))
 
 
 tck_test.untested(
@@ -388,27 +411,6 @@ def required_spec206_must_cancel_once_it_has_all_the_elements_it_declared_it_tak
 
 
 @tck_test(
-    "2.5", "stochastic",
-    parity=Parity(
-        (), "new",
-        "two on_subscribe calls at the same moment, 24 times: a test and a store apart let "
-        "both win and neither is cancelled, which no sequential test can show."),
-)
-def stochastic_spec205_must_keep_one_of_two_subscriptions_offered_at_the_same_moment(
-    ctx: WhiteboxStages,
-) -> None:
-    """Two publishers call on_subscribe on one fresh subscriber at the same moment, 24 times.
-
-    Rule 2.5 whoever wins: one subscription kept, the other cancelled. If this fails, check
-    that on_subscribe decides which subscription is active in one step (under a lock): a test
-    and a store apart let both calls win, and neither is ever cancelled.
-    """
-    if ctx.settings.skip_stochastic:
-        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
-    race_two_subscriptions(ctx, lambda: ctx.whitebox_subscriber(WhiteboxProbe(ctx.env)))
-
-
-@tck_test(
     "2.7", "stochastic",
     parity=Parity(
         wb("untested_spec207_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization"), "new",
@@ -451,8 +453,29 @@ def stochastic_spec207_must_ensure_all_calls_on_its_subscription_take_place_from
 
 #: Rounds of the hunt that pulls the puppet on a second thread beside a signal or a second pull.
 PUPPET_RACE_ROUNDS = 48
+
+
 #: How far into the subject's code the pulled request is stopped, swept from 1 step.
 PUPPET_SWEEP = 24
+
+
+def _stopped_or_inside(sub: ManualSubscription) -> Callable[[PausedSide], object]:
+    """Wait, briefly, for the pulled request to stop at its step or to be held inside ``sub``."""
+
+    def reached(side: PausedSide) -> None:
+        deadline = time.monotonic() + PROMPT_WAIT_S
+        while not (side.paused.is_set() or sub.wait_inside(PREEMPT_WAIT_S / 10)) and time.monotonic() < deadline:
+            pass
+
+    return reached
+
+
+def upstream_requested(stage: WhiteboxStage, total: int, timeout: float) -> bool:
+    """Wait until the upstream was asked for ``total`` in all."""
+    upstream = stage.upstream
+    sub = stage.subscription
+    with upstream._cond:
+        return starved_wait(lambda step: upstream._cond.wait_for(lambda: sub.requested >= total, step), timeout)
 
 
 @tck_test(
@@ -530,25 +553,6 @@ def stochastic_spec207_a_puppet_pulled_from_any_thread_must_not_overlap_the_subs
                     setting="timeout")
     stage.expect_upstream_cancel(rule="2.7")
     ctx.at_close(stage.upstream.settle)
-
-
-def _stopped_or_inside(sub: ManualSubscription) -> Callable[[PausedSide], object]:
-    """Wait, briefly, for the pulled request to stop at its step or to be held inside ``sub``."""
-
-    def reached(side: PausedSide) -> None:
-        deadline = time.monotonic() + PROMPT_WAIT_S
-        while not (side.paused.is_set() or sub.wait_inside(PREEMPT_WAIT_S / 10)) and time.monotonic() < deadline:
-            pass
-
-    return reached
-
-
-def upstream_requested(stage: WhiteboxStage, total: int, timeout: float) -> bool:
-    """Wait until the upstream was asked for ``total`` in all."""
-    upstream = stage.upstream
-    sub = stage.subscription
-    with upstream._cond:
-        return starved_wait(lambda step: upstream._cond.wait_for(lambda: sub.requested >= total, step), timeout)
 
 
 @tck_test(
@@ -652,6 +656,15 @@ def required_spec210_must_be_prepared_to_receive_an_on_error_signal_without_prec
     _terminal_prepared(ctx, "on_error", "2.10", False)
 
 
+def _on_other_thread(ctx: WhiteboxStages, fn: Any) -> Any:
+    """Run ``fn`` on a fresh TCK thread and wait for it: signals still serial, threads differ."""
+    sender = Worker(fn, "rs-tck:sender")
+    if not sender.wait(2 * ctx.settings.timeout + 1.0):
+        raise RuleViolation(None, "a signal to return promptly", "on_next did not return (sender thread)",
+                            setting="timeout")
+    return sender.result()
+
+
 @tck_test(
     "2.11", "required",
     parity=Parity(
@@ -688,15 +701,6 @@ def required_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_
         stage.probe.expect_next(element, rule="2.11")
     stage.probe.expect_complete(rule="2.11")
     ctx.at_close(stage.upstream.settle)
-
-
-def _on_other_thread(ctx: WhiteboxStages, fn: Any) -> Any:
-    """Run ``fn`` on a fresh TCK thread and wait for it: signals still serial, threads differ."""
-    sender = Worker(fn, "rs-tck:sender")
-    if not sender.wait(2 * ctx.settings.timeout + 1.0):
-        raise RuleViolation(None, "a signal to return promptly", "on_next did not return (sender thread)",
-                            setting="timeout")
-    return sender.result()
 
 
 @tck_test(
@@ -809,6 +813,10 @@ tck_test.untested(
 )
 
 
+#: Elements sent back to back after one puppet.request: past any worker's turn or batch size.
+_BURST = 300
+
+
 @tck_test(
     "3.8", "required",
     parity=Parity(
@@ -853,10 +861,6 @@ def required_spec308_whitebox_request_must_register_given_number_elements_to_be_
     for x in burst:
         stage.probe.expect_next(x, rule="3.8")
     ctx.at_close(stage.upstream.settle)
-
-
-#: Elements sent back to back after one puppet.request: past any worker's turn or batch size.
-_BURST = 300
 
 
 @tck_test(
@@ -936,6 +940,8 @@ tck_test.untested(
         wb("untested_spec314_cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists"), "same",
         SAME_UNTESTED),
 )
+
+
 tck_test.untested(
     "untested_spec315_whitebox_cancel_must_not_throw_exception_and_must_signal_on_error",
     "3.15",
@@ -945,6 +951,8 @@ tck_test.untested(
         wb("untested_spec315_cancelMustNotThrowExceptionAndMustSignalOnError"), "same",
         SAME_UNTESTED),
 )
+
+
 tck_test.untested(
     "untested_spec316_whitebox_request_must_not_throw_exception_and_must_on_error_the_subscriber",
     "3.16",

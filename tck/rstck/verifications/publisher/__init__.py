@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from ...registry import TckTest
 from . import fuzzing
-from . import rules_101_111
+from . import rules_101_105
+from . import rules_106_111
 from . import rules_213
 from . import rules_301_308
 from . import rules_309_317
@@ -27,11 +28,16 @@ from ._common import VERIFICATION
 #: Every publisher test, in run order.
 TESTS: list[TckTest] = [
     *sanity.TESTS,
-    *rules_101_111.TESTS,
+    *rules_101_105.TESTS,
+    *rules_106_111.TESTS,
     *rules_213.TESTS,
     *rules_301_308.TESTS,
     *rules_309_317.TESTS,
     *fuzzing.TESTS,
 ]
+
+_names = [t.name for t in TESTS]
+if len(set(_names)) != len(_names):
+    raise ValueError(f"duplicate publisher test names: {sorted({n for n in _names if _names.count(n) > 1})}")
 
 __all__ = ["TESTS", "VERIFICATION"]
