@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from .catalogue import edition_markdown_table
-from .catalogue import markdown_table
-from .catalogue import update_readme
-from .catalogue import verifications_markdown
 from .editions import DEFAULT as DEFAULT_EDITION
 from .editions import NAMES as EDITION_NAMES
 from .editions import update_doc
+from .generated_docs import edition_markdown_table
+from .generated_docs import markdown_table
+from .generated_docs import update_readme
+from .generated_docs import verifications_markdown
 from .verifications import VERIFICATIONS
 
 

@@ -7,7 +7,7 @@ the rows of the rule x context table) and the editions that leave it out (``left
 tables of docs/verifications.md, the README and the editions are derived from these records.
 
 Low in the tower on purpose: the runner and the scheduler run ``TckTest`` records without
-loading the rule catalogue that defines them (``rstck.verifications``).
+loading the verifications that define them (``rstck.verifications``).
 """
 
 from __future__ import annotations

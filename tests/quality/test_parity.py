@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from rstck.catalogue import verifications_markdown
+from rstck.generated_docs import verifications_markdown
 from rstck.parity import RELATIONS
 from rstck.parity import Parity
 from rstck.parity import missing

@@ -47,7 +47,7 @@ def test_elements_after_cancel_are_legal_when_they_stop(label: str, rule: str, n
 
 
 def test_the_rule_context_matrix_names_only_tests_that_run_and_every_rule() -> None:
-    from rstck.catalogue import matrix_cells
+    from rstck.generated_docs import matrix_cells
     from rstck.matrix import CONTEXTS
     from rstck.matrix import RULE_CELLS
     from rstck.rules import RULES

@@ -1,7 +1,8 @@
-"""The rule table: which test verifies which rule, rendered for the README and the docs.
+"""The generated docs: the README's rule table (which test verifies which rule) and
+docs/verifications.md.
 
-Generated from the rule catalogue and the verification registries, never written by hand, so
-it cannot claim a check that does not exist.
+Generated from the rules and from what each registered test declares, never written by hand,
+so they cannot claim a check that does not exist.
 """
 
 from __future__ import annotations
