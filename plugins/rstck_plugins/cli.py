@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None, *, prog: str = PROG, spark: Any = None) 
     if args.command == "report":
         return report_main(args.results, args.output)
     if args.command == "rules":
-        from rstck.catalogue import rules_output
         from rstck.editions import NAMES
+        from rstck.generated_docs import rules_output
 
         if args.edition is not None and args.edition not in NAMES:
             return _error(f"--edition {args.edition!r}: expected one of {', '.join(NAMES)}")

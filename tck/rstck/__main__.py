@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from .catalogue import rules_output
-from .catalogue import verifications_markdown
 from .editions import DEFAULT as DEFAULT_EDITION
 from .editions import NAMES as EDITION_NAMES
 from .editions import update_doc
+from .generated_docs import rules_output
+from .generated_docs import verifications_markdown
 from .verifications import VERIFICATIONS
 
 

@@ -1,7 +1,7 @@
 """The import contract: which module may import which, read from the source.
 
 Each package is a tower of layers, bottom first; a module imports its own layer and those below,
-never one above (loading the runner must not load the rule catalogue, nor settings the fuzzer).
+never one above (loading the runner must not load the verifications, nor settings the fuzzer).
 Every module is placed in a layer, so a new one has to be placed before the suite passes. The
 core imports no test framework and nothing of the plugins, and nothing outside the core imports
 one of its private modules: the public ones are listed in ``rstck.PUBLIC_MODULES``.
@@ -40,7 +40,7 @@ RSTCK_LAYERS: list[tuple[str, list[str]]] = [
     ("runner", ["rstck.runner"]),
     ("fuzz", ["rstck.fuzz", "rstck.fuzz.*"]),
     ("verifications", ["rstck.verifications", "rstck.verifications.*"]),
-    ("engine", ["rstck.engine", "rstck.catalogue"]),
+    ("engine", ["rstck.engine", "rstck.generated_docs"]),
     ("front doors", ["rstck", "rstck.__main__"]),
 ]
 
@@ -262,7 +262,7 @@ def test_every_public_module_exists_and_is_named_in_the_package_docstring() -> N
 def test_loading_the_core_loads_no_test_framework() -> None:
     """What the source shows, checked once at run time too: a library the core loads loads none."""
     code = (
-        "import sys, rstck, rstck.engine, rstck.runner, rstck.reference, rstck.catalogue\n"
+        "import sys, rstck, rstck.engine, rstck.runner, rstck.reference, rstck.generated_docs\n"
         f"bad = [m for m in {CORE_NEVER_IMPORTS!r} if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
@@ -393,8 +393,8 @@ def test_the_map_check_catches_a_missing_module_a_stale_entry_and_a_wrong_layer(
     ]
 
 
-def test_loading_one_module_of_the_core_does_not_load_the_catalogue() -> None:
-    """The package's public names load on first use: the runner alone stays below the catalogue."""
+def test_loading_one_module_of_the_core_does_not_load_the_verifications() -> None:
+    """The package's public names load on first use: the runner alone stays below the verifications."""
     code = ("import sys, rstck.runner\n"
             "print(sorted(m for m in sys.modules if m.startswith(('rstck.verifications', 'rstck.engine', "
             "'rstck.fuzz'))))\n"

@@ -14,11 +14,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rstck.catalogue import coverage
-from rstck.catalogue import edition_coverage
 from rstck.editions import DEFAULT as DEFAULT_EDITION
 from rstck.editions import EDITIONS
 from rstck.editions import display_rules
+from rstck.generated_docs import coverage
+from rstck.generated_docs import edition_coverage
 from rstck.results import SCHEMA
 from rstck.results import Level
 from rstck.results import RunResults
