@@ -18,6 +18,7 @@ from typing import Any
 
 from rstck.fuzz import check_replay
 from rstck.rules import RULES
+from rstck.rules import VALID_IDS
 from rstck.settings import KNOBS
 from rstck.settings import KNOBS_BY_NAME
 from rstck.settings import Settings
@@ -162,7 +163,7 @@ def rule_list(raw: str | list[str] | None, option: str) -> list[str]:
     unknown = [i for i in ids if i not in RULES and i not in ("sanity", "fuzz")]
     if unknown:
         raise UsageError(f"{option}: unknown rule id(s) {', '.join(unknown)}; valid ids are "
-                         "1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2, 'sanity' and 'fuzz'")
+                         f"{VALID_IDS}, 'sanity' and 'fuzz'")
     return ids
 
 

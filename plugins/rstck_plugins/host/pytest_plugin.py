@@ -39,6 +39,7 @@ from rstck.results import Outcome
 from rstck.results import TestResult
 from rstck.results import Verdict
 from rstck.rules import RULES
+from rstck.rules import VALID_IDS
 from rstck.settings import KNOBS
 from rstck.settings import Settings
 from rstck.settings import metavar
@@ -178,7 +179,7 @@ def _rule_list(config: pytest.Config, dest: str, option: str, edition: str = DEF
     if unknown or not ids:
         raise pytest.UsageError(
             f"{option}: unknown rule id(s) {', '.join(unknown) or repr(raw)}; valid ids are "
-            "1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2, 'sanity' and 'fuzz'"
+            f"{VALID_IDS}, 'sanity' and 'fuzz'"
         )
     return ids
 

@@ -23,6 +23,7 @@ from rstck.results import Level
 from rstck.results import Outcome
 from rstck.results import TestResult
 from rstck.rules import RULES
+from rstck.rules import VALID_IDS
 from rstck.verifications import VERIFICATIONS
 
 from .. import hookimpl
@@ -128,8 +129,7 @@ def _parse_line(raw: str, number: int, path: Path, known: dict[str, set[str]]) -
     rule = rest if subject is not None else token
     if _RULE_ID.match(rule) or rule == "sanity":
         if rule not in RULES and rule != "sanity":
-            raise BaselineError(f"{where}: unknown rule id {rule!r}; valid ids are 1.1-1.11, 2.1-2.13, "
-                                "3.1-3.17, 4.1-4.2 and 'sanity'")
+            raise BaselineError(f"{where}: unknown rule id {rule!r}; valid ids are {VALID_IDS} and 'sanity'")
         return Entry(token, number, rule=rule, subject=subject)
     verification = prefix if subject is None else ""
     name = _PYTEST_ID.sub("", rest)
