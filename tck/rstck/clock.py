@@ -5,7 +5,7 @@ a loaded machine that left the whole process waiting for a core: the JVM TCK's d
 already assumes a machine that runs the test. A wait is therefore cut into slices, and each
 slice credits at most its own length: when the waiting thread wakes late, the process was
 starved for the difference, its subject with it, and that time is not held against the subject
-(the watchdog of ``rstck.runner`` keeps its clock the same way). On an idle machine a slice wakes
+(the watchdog of ``rstck.runner`` keeps its ``RunningClock`` the same way). On an idle machine a slice wakes
 on time and the wait lasts ``timeout``, as before; a subject that truly stalls is caught after
 ``timeout`` of time it could have used. The wait stays event-driven: ``acquire`` returns as soon
 as what it waits for holds.
@@ -20,15 +20,29 @@ from collections.abc import Callable
 SLICE_S = 0.05
 
 
+class RunningClock:
+    """Time the process could run, read in steps: a step credits at most what its waiter asked
+    for, so a late wake-up (the whole process waiting for a core) counts only its own length."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def step(self, most: float) -> float:
+        """The time since the last step (or since the clock was made), at most ``most``."""
+        now = time.monotonic()
+        elapsed, self._last = now - self._last, now
+        return min(elapsed, most)
+
+
 def starved_wait(acquire: Callable[[float], bool], timeout: float) -> bool:
     """``acquire(t)`` (a bounded wait, True once its condition holds) in slices until ``timeout``
     of running time has passed; the last answer."""
     remaining = max(0.0, timeout)
+    clock = RunningClock()
     while True:
         step = min(SLICE_S, remaining)
-        started = time.monotonic()
         if acquire(step):
             return True
-        remaining -= min(time.monotonic() - started, step)
+        remaining -= clock.step(step)
         if remaining <= 0:
             return False

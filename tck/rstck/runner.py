@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .clock import RunningClock
 from .contexts import Context
 from .environment import Environment
 from .environment import Problem
@@ -121,17 +122,16 @@ def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -
     """Watch for a call that blocks its caller, and for the test's overall limit (the time it
     waited for its turn while other tests called their subjects left out).
 
-    A call counts as blocked after ``stall_limit`` of silence, measured on the watchdog's own
-    clock: each look credits at most twice its interval, so when the whole process is starved
-    (the watchdog wakes late, a loaded CI machine) that time is not held against the subject.
-    A subject that truly blocks leaves the watchdog waking on time, and is caught as before.
+    A call counts as blocked after ``stall_limit`` of silence, measured on a ``RunningClock``:
+    each look credits at most twice its interval, so when the whole process is starved (the
+    watchdog wakes late, a loaded CI machine) that time is not held against the subject. A
+    subject that truly blocks leaves the watchdog waking on time, and is caught as before.
     """
     limit = stall_limit(settings)
     seen, call_seen, silent = env.progress, env.current_call, 0.0
-    last = time.monotonic()
+    clock = RunningClock()
     while not worker.wait(_WATCH_INTERVAL):
-        now = time.monotonic()
-        step, last = min(now - last, 2 * _WATCH_INTERVAL), now
+        step = clock.step(2 * _WATCH_INTERVAL)
         call = env.current_call
         if env.progress != seen or call is not call_seen:
             seen, call_seen, silent = env.progress, call, 0.0
@@ -144,7 +144,7 @@ def _watch(env: Environment, worker: Worker, start: float, settings: Settings) -
                 f"subscribe returns normally)\n  blocked at:\n{_stack(worker.thread)}",
                 "timeout", call[0],
             )
-        if now - start - env.turn_waited() > settings.test_limit:
+        if time.monotonic() - start - env.turn_waited() > settings.test_limit:
             where = f" inside `{call[0]}`" if call else ""
             return _Stalled(
                 f"the verification did not finish within its limit of {settings.test_limit:.1f} s"

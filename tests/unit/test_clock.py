@@ -1,4 +1,4 @@
-"""``starved_wait``: a timeout counts the time the process could run, and stays event-driven."""
+"""The running clock: a timeout counts the time the process could run, and stays event-driven."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import threading
 import time
 
 from rstck.clock import SLICE_S
+from rstck.clock import RunningClock
 from rstck.clock import starved_wait
 
 
@@ -43,3 +44,14 @@ def test_a_zero_timeout_looks_once() -> None:
     seen: list[float] = []
     assert not starved_wait(lambda step: seen.append(step) is not None, 0.0)
     assert seen == [0.0]
+
+
+def test_a_running_clock_credits_a_late_step_only_its_length() -> None:
+    """The watchdog's clock: a step after a long stall counts at most what was asked for."""
+    clock = RunningClock()
+    time.sleep(0.05)
+    before = time.monotonic()
+    assert clock.step(0.01) == 0.01
+    time.sleep(0.02)
+    second = clock.step(1.0)
+    assert 0.02 <= second <= time.monotonic() - before  # from the last step, not the clock's start
