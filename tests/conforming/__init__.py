@@ -41,19 +41,21 @@ def subjects() -> dict[str, tuple[str, Any]]:
             publishers.task_publisher, label="asyncio_task")),
         "publisher:single_threaded": ("publisher", PublisherSubject(
             publishers.single_threaded_range_publisher, label="single_threaded")),
-        # Filter over range(0, 2n) (RxJava's FilterTckTest): the end comes once more is asked for.
-        "publisher:rx_filter": ("publisher", PublisherSubject(
-            publishers.rx_filtered_range, label="rx_filter")),
-        # A lazy iterator learns its end only by pulling the next element.
-        "publisher:rx_lazy_from_iterable": ("publisher", PublisherSubject(
-            publishers.rx_lazy_from_iterable, publishers.failed_rx_from_iterable,
-            label="rx_lazy_from_iterable")),
-        # Two halves merged (RxJava's MergeTckTest): their order depends on when demand came.
-        "publisher:rx_merge": ("publisher", PublisherSubject(
-            publishers.rx_merged_halves, label="rx_merge")),
+        # The shapes below run on RxJava's operators (rx_ports) behind a StrictSubscriber that
+        # keeps rule 3.6; RxJava's own constructions are real_designs().
+        # range(0, 2n).filter(even): the end comes once more is asked for.
+        "publisher:filter_ending_on_demand": ("publisher", PublisherSubject(
+            publishers.filter_ending_on_demand, label="filter_ending_on_demand")),
+        # A Python iterator learns its end only by pulling the next element.
+        "publisher:pulling_iterator": ("publisher", PublisherSubject(
+            publishers.pulling_iterator_publisher, publishers.failed_pulling_iterator_publisher,
+            label="pulling_iterator")),
+        # Two pulling halves merged: their order depends on when demand came.
+        "publisher:merged_halves": ("publisher", PublisherSubject(
+            publishers.merged_halves, label="merged_halves")),
         # Every subscriber gets the elements in an order of its own.
         "publisher:shuffled": ("publisher", PublisherSubject(
-            publishers.shuffled_publisher, publishers.failed_rx_from_iterable, label="shuffled")),
+            publishers.shuffled_publisher, publishers.failed_pulling_iterator_publisher, label="shuffled")),
         "subscriber_blackbox:jvm_sync": ("subscriber_blackbox", SubscriberSubject(
             subscribers.jvm_sync_subscriber, label="jvm_sync")),
         "subscriber_blackbox:jvm_async": ("subscriber_blackbox", SubscriberSubject(

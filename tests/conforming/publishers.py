@@ -14,6 +14,9 @@
 * ``SingleThreadedRangePublisher``: no lock at all. It trusts rule 2.7 (its subscriber's calls
   on a subscription never overlap) and emits only inside those calls, so nothing in it ever runs
   on two threads at once: the design of a library written for one thread.
+* Shapes on RxJava's operators (``rx_ports``) behind a ``StrictSubscriber`` that keeps rule 3.6:
+  a filter whose end waits for demand, a source pulling a Python iterator (no ``hasNext()``),
+  two such sources merged, and one shuffled per subscriber.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from typing import Any
 
 from rstck.api import MAX_DEMAND
 from rstck.api import Subscriber
+
+from . import rx_ports
 
 _log = logging.getLogger(__name__)
 _pool: ThreadPoolExecutor | None = None
@@ -542,289 +547,62 @@ async def task_publisher(n: int) -> TaskPublisher:
     return TaskPublisher(n)
 
 
-# -- RxJava's operators, ported: Flowable.range().filter(), fromIterable(), mergeArray() ---------
+# -- Shapes on RxJava's operators: a filter whose end waits for demand, a pulling iterator ------
 #
-# The shapes of RxJava's FilterTckTest, FromIterableTckTest and MergeTckTest: a foreign
-# subscriber is wrapped in a StrictSubscriber (which answers request(n <= 0) with on_error, rule
-# 3.9, and serialises a terminal signal raised from inside on_next), the operators' drain loops
-# trampoline on atomic counters (here a lock around each counter, never around a signal).
+# Built on the faithful ports of ``rx_ports`` (RxJava's own TCK constructions, with the deviation
+# docs/verifications.md records, are ``conforming.real_designs()``). Two things differ, each a
+# shape of its own: a foreign subscriber is wrapped in a ``StrictSubscriber`` that keeps rule 3.6
+# (a request(n <= 0) after cancel() is a no-op, where RxJava's signals on_error), and a source
+# over a Python iterator, which has no ``hasNext()`` and so learns its end only by pulling.
 
 
-class _Atomic:
-    """The few operations of Java's AtomicLong/AtomicInteger the ports use."""
-
-    __slots__ = ("_lock", "_value")
-
-    def __init__(self, value: int = 0) -> None:
-        self._lock = threading.Lock()
-        self._value = value
-
-    def get(self) -> int:
-        return self._value
-
-    def add_and_get(self, delta: int) -> int:
-        with self._lock:
-            self._value += delta
-            return self._value
-
-    def get_and_increment(self) -> int:
-        with self._lock:
-            self._value += 1
-            return self._value - 1
-
-    def get_and_set(self, value: int) -> int:
-        with self._lock:
-            old, self._value = self._value, value
-            return old
-
-    def compare_and_set(self, expect: int, update: int) -> bool:
-        with self._lock:
-            if self._value != expect:
-                return False
-            self._value = update
-            return True
-
-    def add_capped(self, n: int) -> int:
-        """``BackpressureHelper.add``: add, saturating at unbounded; returns the value before."""
-        with self._lock:
-            old = self._value
-            if old != MAX_DEMAND:
-                self._value = min(MAX_DEMAND, old + n)
-            return old
-
-
-_CANCELLED: Any = _Noop()
-#: ``AtomicThrowable``'s marker: the consumer was terminated.
-_TERMINATED = Exception("terminated")
-
-
-class _Strict:
-    """``StrictSubscriber``: what ``Flowable.subscribe(Subscriber)`` wraps a foreign subscriber in."""
-
-    def __init__(self, downstream: Subscriber[Any]) -> None:
-        self.downstream = downstream
-        self.wip = _Atomic()
-        self.requested = _Atomic()
-        self.upstream: Any = None
-        self.lock = threading.Lock()
-        self.error: BaseException | None = None
-        self.once = False
-        self.done = False
-
-    # Subscription, as the downstream sees it
-    def request(self, n: int) -> None:
-        if n <= 0:
-            if self.upstream is _CANCELLED:
-                # RxJava signals on_error here even after cancel(); rule 3.6 makes every
-                # request after cancel() a no-op, and 3.9 applies only while not cancelled.
-                return
-            self.cancel()
-            self.on_error(ValueError(f"rule 3.9 violated: positive request amount required but it was {n}"))
-            return
-        s = self.upstream  # SubscriptionHelper.deferredRequest
-        if s is not None:
-            s.request(n)
-            return
-        self.requested.add_capped(n)
-        s = self.upstream
-        if s is not None:
-            r = self.requested.get_and_set(0)
-            if r:
-                s.request(r)
-
-    def cancel(self) -> None:
-        if not self.done:
-            with self.lock:
-                s, self.upstream = self.upstream, _CANCELLED
-            if s is not None and s is not _CANCELLED:
-                s.cancel()
-
-    # Subscriber, as the operator upstream sees it
-    def on_subscribe(self, s: Any) -> None:
-        with self.lock:
-            first, self.once = not self.once, True
-        if not first:
-            s.cancel()
-            return
-        self.downstream.on_subscribe(self)
-        with self.lock:  # SubscriptionHelper.deferredSetOnce
-            taken = self.upstream is None
-            if taken:
-                self.upstream = s
-        if not taken:
-            s.cancel()
-            return
-        r = self.requested.get_and_set(0)
-        if r:
-            s.request(r)
-
-    def on_next(self, element: Any) -> None:  # HalfSerializer.onNext
-        if self.wip.get() == 0 and self.wip.compare_and_set(0, 1):
-            self.downstream.on_next(element)
-            if self.wip.add_and_get(-1) != 0:
-                self._terminate()
-
-    def on_error(self, exc: BaseException) -> None:
-        self.done = True
-        with self.lock:
-            if self.error is not None:
-                return  # (RxJavaPlugins.onError)
-            self.error = exc
-        if self.wip.get_and_increment() == 0:
-            self._terminate()
-
-    def on_complete(self) -> None:
-        self.done = True
-        if self.wip.get_and_increment() == 0:
-            self._terminate()
-
-    def _terminate(self) -> None:
-        """``AtomicThrowable.tryTerminateConsumer``."""
-        with self.lock:
-            error, self.error = self.error, _TERMINATED
-        if error is None:
-            self.downstream.on_complete()
-        elif error is not _TERMINATED:
-            self.downstream.on_error(error)
-
-
-class _RxRangeSubscription:
-    """``FlowableRange.RangeSubscription``: it sees the end as it emits the last element."""
-
-    def __init__(self, downstream: Any, start: int, end: int | None) -> None:
-        self.downstream = downstream
-        self.index = start
-        self.end = end
-        self.requested = _Atomic()
-        self.cancelled = False
+class _StrictKeeping36(rx_ports.StrictSubscriber):
+    """RxJava's ``StrictSubscriber``, but a request(n <= 0) after cancel() is a no-op (rule 3.6)."""
 
     def request(self, n: int) -> None:
-        if n > 0 and self.requested.add_capped(n) == 0:
-            if n >= MAX_DEMAND:
-                self._fast_path()
-            else:
-                self._slow_path(n)
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-    def _fast_path(self) -> None:
-        i, a = self.index, self.downstream
-        while i != self.end:
-            if self.cancelled:
-                return
-            a.on_next(i)
-            i += 1
-        if not self.cancelled:
-            a.on_complete()
-
-    def _slow_path(self, r: int) -> None:
-        e, i, f, a = 0, self.index, self.end, self.downstream
-        while True:
-            while e != r and i != f:
-                if self.cancelled:
-                    return
-                a.on_next(i)
-                e += 1
-                i += 1
-            if i == f:
-                if not self.cancelled:
-                    a.on_complete()
-                return
-            r = self.requested.get()
-            if e == r:
-                self.index = i
-                r = self.requested.add_and_get(-e)
-                if r == 0:
-                    return
-                e = 0
+        if n <= 0 and self.upstream.get() is rx_ports.CANCELLED:
+            return
+        super().request(n)
 
 
-class _FilterSubscriber:
-    """``FlowableFilter.FilterSubscriber``: a dropped element is replaced by request(1) upstream."""
+class Rule36Strict:
+    """A ``Flowable`` that a foreign subscriber meets through ``_StrictKeeping36``."""
 
-    def __init__(self, downstream: Any, predicate: Any) -> None:
-        self.downstream = downstream
-        self.predicate = predicate
-        self.upstream: Any = None
-        self.done = False
+    def __init__(self, flowable: rx_ports.Flowable) -> None:
+        self.flowable = flowable
 
-    def on_subscribe(self, s: Any) -> None:
-        self.upstream = s
-        self.downstream.on_subscribe(self)
-
-    def request(self, n: int) -> None:
-        self.upstream.request(n)
-
-    def cancel(self) -> None:
-        self.upstream.cancel()
-
-    def on_next(self, element: Any) -> None:
-        if not self._try_on_next(element):
-            self.upstream.request(1)
-
-    def _try_on_next(self, element: Any) -> bool:
-        if self.done:
-            return False
-        try:
-            passed = bool(self.predicate(element))
-        except Exception as exc:
-            self.upstream.cancel()
-            self.on_error(exc)
-            return True
-        if passed:
-            self.downstream.on_next(element)
-        return passed
-
-    def on_error(self, exc: BaseException) -> None:
-        if not self.done:
-            self.done = True
-            self.downstream.on_error(exc)
-
-    def on_complete(self) -> None:
-        if not self.done:
-            self.done = True
-            self.downstream.on_complete()
-
-
-class RxFilteredRange:
-    """``Flowable.range(0, 2 * n).filter(v -> v % 2 == 0)``, as RxJava's FilterTckTest builds it.
-
-    After the n-th even number the range has been asked for exactly what it emitted, so the odd
-    number after it, and the end, come only once more is requested downstream.
-    """
-
-    def __init__(self, n: int) -> None:
-        self.end = None if n >= MAX_DEMAND else 2 * n
-
-    def subscribe(self, subscriber: Subscriber[int]) -> None:
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
         if subscriber is None:
             raise TypeError("rule 1.9: subscribe(None)")
-        strict = _Strict(subscriber)
-        filtered = _FilterSubscriber(strict, lambda v: v % 2 == 0)
-        if self.end == 0:  # Flowable.range(0, 0) is Flowable.empty()
-            filtered.on_subscribe(_CANCELLED)
-            filtered.on_complete()
-            return
-        filtered.on_subscribe(_RxRangeSubscription(filtered, 0, self.end))
+        self.flowable.subscribe_flowable(_StrictKeeping36(subscriber))
 
 
-def rx_filtered_range(n: int) -> RxFilteredRange:
-    return RxFilteredRange(n)
+def filter_ending_on_demand(n: int) -> Rule36Strict:
+    """``range(0, 2n).filter(even)`` (RxJava's FilterTckTest) on RxJava's operators.
+
+    ``filter`` makes ``range`` count only the elements it accepted: after the n-th even number
+    the range has been asked for exactly that, so the odd number after it, and the end, come
+    only once more is requested downstream. Past Java's int range the range is Python's.
+    """
+    if n >= MAX_DEMAND:
+        source = rx_ports.from_iterable(rx_ports.InfiniteRange())
+    else:
+        source = rx_ports.FlowableRange(0, 2 * n) if n else rx_ports.empty()
+    return Rule36Strict(source.filter(lambda v: v % 2 == 0))
 
 
-class _LazyIteratorSubscription:
+class _PullingSubscription(rx_ports.AtomicLong):
     """``FlowableFromIterable.IteratorSubscription`` for a Python iterator, which has no
     ``hasNext()``: the end is learnt only by pulling, so only with demand outstanding."""
 
     def __init__(self, downstream: Any, iterator: Iterator[Any]) -> None:
+        super().__init__()
         self.downstream = downstream
         self.iterator = iterator
-        self.requested = _Atomic()
         self.cancelled = False
 
     def request(self, n: int) -> None:
-        if n > 0 and self.requested.add_capped(n) == 0:
+        if rx_ports.validate_request(n) and rx_ports.bp_add(self, n) == 0:
             if n >= MAX_DEMAND:
                 self._fast_path()
             else:
@@ -868,34 +646,27 @@ class _LazyIteratorSubscription:
                     return
                 self.downstream.on_next(element)
                 e += 1
-            r = self.requested.get()
+            r = self.get()
             if e == r:
-                r = self.requested.add_and_get(-e)
+                r = self.add_and_get(-e)
                 if r == 0:
                     return
                 e = 0
 
 
-class RxLazyFromIterable:
-    """``Flowable.fromIterable(iterable)`` over a lazy iterable: a fresh iterator per subscriber."""
+class PullingIterable(rx_ports.Flowable):
+    """``fromIterable`` over a Python iterable: a fresh iterator per subscriber, pulled lazily."""
 
     def __init__(self, iterable: Iterable[Any]) -> None:
         self.iterable = iterable
 
-    def subscribe(self, subscriber: Subscriber[Any]) -> None:
-        if subscriber is None:
-            raise TypeError("rule 1.9: subscribe(None)")
-        self.subscribe_inner(_Strict(subscriber))
-
-    def subscribe_inner(self, subscriber: Any) -> None:
-        """The operator-level subscribe (``subscribeActual``), for another operator's subscriber."""
+    def subscribe_actual(self, s: Any) -> None:
         try:
             iterator = iter(self.iterable)
         except Exception as exc:
-            subscriber.on_subscribe(_CANCELLED)
-            subscriber.on_error(exc)
+            rx_ports.EmptySubscription.error(exc, s)
             return
-        subscriber.on_subscribe(_LazyIteratorSubscription(subscriber, iterator))
+        s.on_subscribe(_PullingSubscription(s, iterator))
 
 
 class _Numbers:
@@ -912,269 +683,29 @@ class _Numbers:
             i += 1
 
 
-def rx_lazy_from_iterable(n: int) -> RxLazyFromIterable:
-    return RxLazyFromIterable(_Numbers(0, None if n >= MAX_DEMAND else n))
+def pulling_iterator_publisher(n: int) -> Rule36Strict:
+    return Rule36Strict(PullingIterable(_Numbers(0, None if n >= MAX_DEMAND else n)))
 
 
-def failed_rx_from_iterable() -> RxLazyFromIterable:
-    """``fromIterable`` of an iterable whose ``iter()`` raises: on_subscribe, then on_error."""
-    return RxLazyFromIterable(_FailingIterable())
+def failed_pulling_iterator_publisher() -> Rule36Strict:
+    """A pulling iterable whose ``iter()`` raises: on_subscribe, then on_error."""
+    return Rule36Strict(PullingIterable(_FailingIterable()))
 
 
-class _MergeInner:
-    """``FlowableFlatMap.InnerSubscriber`` (not fused): prefetches, replenishes per ``limit``."""
-
-    def __init__(self, parent: _MergeSubscriber, ident: int) -> None:
-        self.parent = parent
-        self.id = ident
-        self.buffer_size = parent.buffer_size
-        self.limit = max(1, self.buffer_size >> 2)
-        self.done = False
-        self.queue: collections.deque[Any] | None = None
-        self.produced = 0
-        self.upstream: Any = None
-
-    def on_subscribe(self, s: Any) -> None:
-        if self.upstream is None:
-            self.upstream = s
-            s.request(self.buffer_size)
-        else:
-            s.cancel()
-
-    def on_next(self, element: Any) -> None:
-        self.parent.try_emit(element, self)
-
-    def on_error(self, exc: BaseException) -> None:
-        self.upstream = _CANCELLED
-        self.parent.inner_error(self, exc)
-
-    def on_complete(self) -> None:
-        self.done = True
-        self.parent.drain()
-
-    def request_more(self, n: int) -> None:
-        p = self.produced + n
-        if p >= self.limit:
-            self.produced = 0
-            self.upstream.request(p)
-        else:
-            self.produced = p
-
-    def dispose(self) -> None:
-        s, self.upstream = self.upstream, _CANCELLED
-        if s is not None and s is not _CANCELLED:
-            s.cancel()
+#: The merge's prefetch per source (RxJava's default is 128): the two queues take turns within
+#: the TCK's short streams.
+MERGE_PREFETCH = 4
 
 
-class _MergeSubscriber:
-    """``FlowableFlatMap.MergeSubscriber``, its sources given up front (``mergeArray``).
-
-    An element of a source goes straight downstream when there is demand and no drain runs,
-    else into that source's queue; the drain loop serves the queues round-robin from where it
-    stopped, so the order of the two halves depends on when demand came.
-    """
-
-    def __init__(self, downstream: Any, buffer_size: int) -> None:
-        self.downstream = downstream
-        self.buffer_size = buffer_size
-        self.requested = _Atomic()
-        self.wip = _Atomic()
-        self.subscribers: tuple[_MergeInner, ...] = ()
-        self.lock = threading.Lock()
-        self.error: BaseException | None = None
-        self.done = False
-        self.cancelled = False
-        self.last_id = 0
-        self.last_index = 0
-        self.disposed = False
-
-    def start(self, sources: list[RxLazyFromIterable]) -> None:
-        for ident, source in enumerate(sources):  # fromArray(sources), request(maxConcurrency)
-            if self.cancelled:
-                return
-            inner = _MergeInner(self, ident)
-            with self.lock:
-                if self.disposed:
-                    return
-                self.subscribers = (*self.subscribers, inner)
-            source.subscribe_inner(inner)
-        self.done = True  # the array of sources is exhausted
-        self.drain()
-
-    def try_emit(self, value: Any, inner: _MergeInner) -> None:
-        if self.wip.get() == 0 and self.wip.compare_and_set(0, 1):
-            r = self.requested.get()
-            q = inner.queue
-            if r != 0 and not q:
-                self.downstream.on_next(value)
-                if r != MAX_DEMAND:
-                    self.requested.add_and_get(-1)
-                inner.request_more(1)
-            elif not self._offer(inner, value):
-                return
-            if self.wip.add_and_get(-1) == 0:
-                return
-        else:
-            if not self._offer(inner, value) or self.wip.get_and_increment() != 0:
-                return
-        self.drain_loop()
-
-    def _offer(self, inner: _MergeInner, value: Any) -> bool:
-        if inner.queue is None:
-            inner.queue = collections.deque()
-        if len(inner.queue) >= self.buffer_size:
-            self.inner_error(inner, RuntimeError("MissingBackpressureException: inner queue full"))
-            return False
-        inner.queue.append(value)
-        return True
-
-    def request(self, n: int) -> None:
-        if n > 0:
-            self.requested.add_capped(n)
-            self.drain()
-
-    def cancel(self) -> None:
-        if not self.cancelled:
-            self.cancelled = True
-            self._dispose_all()
-            self.wip.get_and_increment()
-
-    def drain(self) -> None:
-        if self.wip.get_and_increment() == 0:
-            self.drain_loop()
-
-    def _check_terminate(self) -> bool:
-        if self.cancelled:
-            return True
-        if self.error is not None:
-            self._terminate()
-            return True
-        return False
-
-    def _terminate(self) -> None:
-        with self.lock:
-            error, self.error = self.error, _TERMINATED
-        if error is None:
-            self.downstream.on_complete()
-        elif error is not _TERMINATED:
-            self.downstream.on_error(error)
-
-    def drain_loop(self) -> None:
-        child = self.downstream
-        missed = 1
-        while True:
-            if self._check_terminate():
-                return
-            r = self.requested.get()
-            unbounded = r == MAX_DEMAND
-            done = self.done
-            inner = self.subscribers
-            n = len(inner)
-            if done and n == 0:
-                self._terminate()
-                return
-            inner_completed = False
-            if n:
-                start_id, index = self.last_id, self.last_index
-                if n <= index or inner[index].id != start_id:
-                    if n <= index:
-                        index = 0
-                    j = index
-                    for _ in range(n):
-                        if inner[j].id == start_id:
-                            break
-                        j = (j + 1) % n
-                    index = self.last_index = j
-                    self.last_id = inner[j].id
-                j = index
-                for _ in range(n):
-                    if self._check_terminate():
-                        return
-                    source = inner[j]
-                    o: Any = None
-                    while True:
-                        if self._check_terminate():
-                            return
-                        q = source.queue
-                        if q is None:
-                            break
-                        produced = 0
-                        while r != 0:
-                            o = q.popleft() if q else None
-                            if o is None:
-                                break
-                            child.on_next(o)
-                            if self._check_terminate():
-                                return
-                            r -= 1
-                            produced += 1
-                        if produced:
-                            r = MAX_DEMAND if unbounded else self.requested.add_and_get(-produced)
-                            source.request_more(produced)
-                        if r == 0 or o is None:
-                            break
-                    if source.done and not source.queue:
-                        self._remove(source)
-                        if self._check_terminate():
-                            return
-                        inner_completed = True
-                    if r == 0:
-                        break
-                    j = (j + 1) % n
-                self.last_index = j
-                self.last_id = inner[j].id
-            if inner_completed:
-                continue
-            missed = self.wip.add_and_get(-missed)
-            if missed == 0:
-                return
-
-    def _remove(self, inner: _MergeInner) -> None:
-        with self.lock:
-            self.subscribers = tuple(s for s in self.subscribers if s is not inner)
-
-    def inner_error(self, inner: _MergeInner, exc: BaseException) -> None:
-        with self.lock:
-            if self.error is not None:
-                return
-            self.error = exc
-        inner.done = True
-        self._dispose_all()
-        self.drain()
-
-    def _dispose_all(self) -> None:
-        with self.lock:
-            inner, self.subscribers, self.disposed = self.subscribers, (), True
-        for each in inner:
-            each.dispose()
-
-
-class RxMergedHalves:
-    """``Flowable.mergeArray(2, 4, fromIterable(first half), fromIterable(second half))``.
-
-    RxJava's MergeTckTest merges two halves; a prefetch of 4 (RxJava's default is 128) makes the
-    two queues take turns within the TCK's short streams.
-    """
-
-    BUFFER_SIZE = 4
-
-    def __init__(self, n: int) -> None:
-        unbounded = n >= MAX_DEMAND
-        half = n // 2
-        self.sources = [RxLazyFromIterable(_Numbers(0, None if unbounded else half)),
-                        RxLazyFromIterable(_Numbers(half, None if unbounded else n))]
-
-    def subscribe(self, subscriber: Subscriber[int]) -> None:
-        if subscriber is None:
-            raise TypeError("rule 1.9: subscribe(None)")
-        strict = _Strict(subscriber)
-        merge = _MergeSubscriber(strict, self.BUFFER_SIZE)
-        strict.on_subscribe(merge)
-        merge.start(self.sources)
-
-
-def rx_merged_halves(n: int) -> RxMergedHalves:
-    return RxMergedHalves(n)
+def merged_halves(n: int) -> Rule36Strict:
+    """Two pulling halves merged (``mergeArray``, as RxJava's MergeTckTest merges two halves):
+    an element goes straight downstream when there is demand and no drain runs, else into its
+    source's queue, so the order of the halves depends on when demand came."""
+    unbounded = n >= MAX_DEMAND
+    half = n // 2
+    first = PullingIterable(_Numbers(0, None if unbounded else half))
+    second = PullingIterable(_Numbers(half, None if unbounded else n))
+    return Rule36Strict(rx_ports.from_array(first, second).flat_map(lambda p: p, False, 2, MERGE_PREFETCH))
 
 
 class _Shuffled:
@@ -1195,6 +726,6 @@ class _Shuffled:
             start += len(block)
 
 
-def shuffled_publisher(n: int) -> RxLazyFromIterable:
+def shuffled_publisher(n: int) -> Rule36Strict:
     """Every subscriber gets the n elements in an order of its own."""
-    return RxLazyFromIterable(_Shuffled(n))
+    return Rule36Strict(PullingIterable(_Shuffled(n)))
