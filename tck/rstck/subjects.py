@@ -13,6 +13,7 @@ from dataclasses import fields
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from typing import ClassVar
 from typing import cast
 
 from .api import FailedPublisherFactory
@@ -56,6 +57,9 @@ class PublisherSubject:
     that it can only produce so many elements, supports one subscriber, and so on. Values given
     on the command line, in the ini file or in the environment override what is declared here.
     """
+
+    #: What the subject is to a resolver and a campaign; its option is ``subject_option(ROLE)``.
+    ROLE: ClassVar[str] = "publisher"
 
     factory: PublisherFactory
     failed_factory: FailedPublisherFactory | None = None
@@ -161,15 +165,26 @@ def user_frames(exc: BaseException) -> str:
 Resolver = Callable[[str, str], Any]
 
 
+#: The role of a publisher's failed counterpart (``--rs-failed-publisher``).
+FAILED_ROLE = "failed_publisher"
+
+
+def subject_option(role: str) -> str:
+    """The command-line option naming a subject of ``role`` (``whitebox_subscriber``:
+    ``--rs-whitebox-subscriber``): the one place an option is spelled, from the role each
+    subject class declares, for the loaders' messages, the verifications and the pytest options."""
+    return "--rs-" + role.replace("_", "-")
+
+
 def default_resolve(spec: str, role: str) -> Any:
-    return load_object(spec, what=f"--rs-{role.replace('_', '-')}")
+    return load_object(spec, what=subject_option(role))
 
 
 def load_publisher_subject(
     spec: str, failed_spec: str | None = None, *, resolve: Resolver = default_resolve
 ) -> PublisherSubject:
     """The subject named by ``--rs-publisher`` (and ``--rs-failed-publisher``), checked."""
-    obj = resolve(spec, "publisher")
+    obj = resolve(spec, PublisherSubject.ROLE)
     if isinstance(obj, PublisherSubject):
         subject = PublisherSubject(**{f.name: getattr(obj, f.name) for f in fields(obj)})
         subject.label = spec if subject.label == getattr(obj.factory, "__qualname__", None) else subject.label
@@ -177,14 +192,14 @@ def load_publisher_subject(
         subject = PublisherSubject(obj, label=spec)
     else:
         raise SetupError(
-            f"--rs-publisher={spec}: {type(obj).__name__} object is not callable; expected a "
+            f"{subject_option(PublisherSubject.ROLE)}={spec}: {type(obj).__name__} object is not callable; expected a "
             "factory f(n) -> Publisher or a PublisherSubject"
         )
     if failed_spec:
-        failed = resolve(failed_spec, "failed_publisher")
+        failed = resolve(failed_spec, FAILED_ROLE)
         if not callable(failed):
             raise SetupError(
-                f"--rs-failed-publisher={failed_spec}: {type(failed).__name__} object is not "
+                f"{subject_option(FAILED_ROLE)}={failed_spec}: {type(failed).__name__} object is not "
                 "callable; expected a factory f() -> Publisher"
             )
         subject.failed_factory = failed
@@ -242,10 +257,11 @@ def smoke_check(
     call = _factory_caller(loop)
     factory, failed = subject.factory, subject.failed_factory
     checks: list[tuple[str, Callable[[], Any]]] = [
-        (f"--rs-publisher={subject.label}: calling it with n={elements}", lambda: call(factory, elements))
+        (f"{subject_option(subject.ROLE)}={subject.label}: calling it with n={elements}",
+         lambda: call(factory, elements))
     ]
     if failed is not None:
-        checks.append(("--rs-failed-publisher: calling it", lambda: call(failed)))
+        checks.append((f"{subject_option(FAILED_ROLE)}: calling it", lambda: call(failed)))
     for index, (label, check) in enumerate(checks):
         value = _made(check, label, timeout, loop)
         _refuse_class(value, label, "Publisher")
@@ -344,6 +360,9 @@ class SubscriberSubject:
     it happens.
     """
 
+    #: What the subject is to a resolver and a campaign; its option is ``subject_option(ROLE)``.
+    ROLE: ClassVar[str] = "subscriber"
+
     factory: SubscriberFactory
     element: ElementHook | None = None
     trigger_request: Callable[[Any], None] | None = None
@@ -365,6 +384,9 @@ class SubscriberSubject:
 @dataclass
 class WhiteboxSubject:
     """A whitebox subscriber factory ``f(probe)``: the richer form of ``--rs-whitebox-subscriber``."""
+
+    #: What the subject is to a resolver and a campaign; its option is ``subject_option(ROLE)``.
+    ROLE: ClassVar[str] = "whitebox_subscriber"
 
     factory: WhiteboxFactory
     element: ElementHook | None = None
@@ -394,6 +416,9 @@ class ProcessorSubject:
     upstream fails), for a processor that recovers from upstream errors (rule 4.2).
     """
 
+    #: What the subject is to a resolver and a campaign; its option is ``subject_option(ROLE)``.
+    ROLE: ClassVar[str] = "processor"
+
     factory: ProcessorFactory
     element: ElementHook | None = None
     failed_factory: FailedPublisherFactory | None = None
@@ -416,10 +441,8 @@ class ProcessorSubject:
         return apply_declared(self, settings, loop=implied_loop(self.factory))
 
 
-def _load_factory_subject(
-    spec: str, option: str, cls: type[Any], expects: str, resolve: Resolver = default_resolve
-) -> Any:
-    obj = resolve(spec, option.removeprefix("--rs-").replace("-", "_"))
+def _load_factory_subject(spec: str, cls: type[Any], expects: str, resolve: Resolver = default_resolve) -> Any:
+    obj = resolve(spec, cls.ROLE)
     if isinstance(obj, cls):
         subject = replace(obj)
         if subject.label == getattr(obj.factory, "__qualname__", None):
@@ -427,13 +450,14 @@ def _load_factory_subject(
         return subject
     if callable(obj):
         return cls(obj, label=spec)
-    raise SetupError(f"{option}={spec}: {type(obj).__name__} object is not callable; expected {expects}")
+    raise SetupError(f"{subject_option(cls.ROLE)}={spec}: {type(obj).__name__} object is not callable; "
+                     f"expected {expects}")
 
 
 def load_subscriber_subject(spec: str, *, resolve: Resolver = default_resolve) -> SubscriberSubject:
     """The subject named by ``--rs-subscriber``."""
     return cast(SubscriberSubject, _load_factory_subject(
-        spec, "--rs-subscriber", SubscriberSubject, "a factory f() -> Subscriber or a SubscriberSubject",
+        spec, SubscriberSubject, "a factory f() -> Subscriber or a SubscriberSubject",
         resolve,
     ))
 
@@ -441,15 +465,14 @@ def load_subscriber_subject(spec: str, *, resolve: Resolver = default_resolve) -
 def load_whitebox_subject(spec: str, *, resolve: Resolver = default_resolve) -> WhiteboxSubject:
     """The subject named by ``--rs-whitebox-subscriber``."""
     return cast(WhiteboxSubject, _load_factory_subject(
-        spec, "--rs-whitebox-subscriber", WhiteboxSubject,
-        "a factory f(probe) -> Subscriber or a WhiteboxSubject", resolve,
+        spec, WhiteboxSubject, "a factory f(probe) -> Subscriber or a WhiteboxSubject", resolve,
     ))
 
 
 def load_processor_subject(spec: str, *, resolve: Resolver = default_resolve) -> ProcessorSubject:
     """The subject named by ``--rs-processor``."""
     return cast(ProcessorSubject, _load_factory_subject(
-        spec, "--rs-processor", ProcessorSubject, "a factory f() -> Processor or a ProcessorSubject",
+        spec, ProcessorSubject, "a factory f() -> Processor or a ProcessorSubject",
         resolve,
     ))
 

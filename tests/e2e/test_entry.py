@@ -30,21 +30,27 @@ class Recorder:
         self.ini.append((name, help, default))
 
 
-def render(options: list[tuple[str, dict[str, Any]]], ini: list[tuple[str, str, Any]]) -> str:
-    """The text ``plugins/rstck_plugins/host/options.json`` should have: one option or ini key a line."""
+def render(options: list[tuple[str, dict[str, Any]]], ini: list[tuple[str, str, Any]],
+           subjects: list[tuple[str, str]]) -> str:
+    """The text ``plugins/rstck_plugins/host/options.json`` should have: one option, ini key or
+    verification's subject option a line."""
     def block(rows: list[Any]) -> list[str]:
         return [f"  {json.dumps(list(row))}," for row in rows[:-1]] + [f"  {json.dumps(list(rows[-1]))}"]
 
-    return "\n".join(["{", ' "options": [', *block(options), " ],", ' "ini": [', *block(ini), " ]", "}", ""])
+    return "\n".join(["{", ' "options": [', *block(options), " ],", ' "ini": [', *block(ini), " ],",
+                      ' "subjects": [', *block(subjects), " ]", "}", ""])
 
 
 def test_the_entry_points_option_table_is_what_the_plugin_registers() -> None:
+    from rstck.verifications import VERIFICATIONS
+
     recorder = Recorder()
     pytest_plugin.add_options(recorder)  # type: ignore[arg-type]
-    expected = (recorder.options, recorder.ini)
-    assert pytest_entry.table() == expected, (
-        "plugins/rstck_plugins/host/options.json differs from what pytest_plugin.add_options registers; "
-        "replace it with:\n" + render(*expected))
+    subjects = [(name, v.option) for name, v in VERIFICATIONS.items()]
+    expected = (recorder.options, recorder.ini, subjects)
+    assert (*pytest_entry.table(), list(pytest_entry.subject_options().items())) == expected, (
+        "plugins/rstck_plugins/host/options.json differs from what pytest_plugin.add_options registers "
+        "and the verifications' subject options; replace it with:\n" + render(*expected))
     with open(pytest_entry.TABLE, encoding="utf-8") as fh:
         assert fh.read() == render(*expected)
 

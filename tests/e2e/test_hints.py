@@ -44,13 +44,6 @@ def test_a_pasted_test_id_without_its_subject_names_the_option(pytester: pytest.
     assert "file or directory not found" not in result.stderr.str()
 
 
-def test_the_entry_points_subject_options_are_the_verifications_own() -> None:
-    from rstck.verifications import VERIFICATIONS
-    from rstck_plugins.host.pytest_entry import SUBJECT_OPTIONS
-
-    assert {name: v.option for name, v in VERIFICATIONS.items()} == SUBJECT_OPTIONS
-
-
 def test_a_misspelled_option_is_refused_with_the_one_meant(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--rs-publsher=rstck.reference:range_publisher")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -88,3 +88,21 @@ def test_each_records_context_factory_builds_a_context(name: str) -> None:
         context = VERIFICATIONS[name].make_context(env, subjects[name])
         assert context.env is env
         context.finish()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_loader_names_its_records_option_and_resolves_by_its_role(name: str) -> None:
+    """The option is spelled once: the loader's refusal and the role it resolves by are the record's."""
+    from rstck.errors import SetupError
+
+    verification = VERIFICATIONS[name]
+    asked: list[str] = []
+
+    def resolve(spec: str, role: str) -> object:
+        asked.append(role)
+        return 42
+
+    with pytest.raises(SetupError, match=rf"^{re.escape(verification.option)}=m:f: int object is not callable"):
+        verification.load_subject("m:f", resolve=resolve)
+    assert asked == [verification.role]
+    assert verification.option == "--rs-" + verification.role.replace("_", "-")

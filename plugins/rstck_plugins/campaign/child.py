@@ -41,16 +41,14 @@ def load_declared(unit: dict[str, Any], adapter: str | None) -> tuple[Any, Any]:
         obj = declaration.subject
         obj = resolve(obj, role) if isinstance(obj, str) else obj
         failed = declaration.failed
-        failed = resolve(failed, "failed_publisher") if isinstance(failed, str) else failed
+        failed = resolve(failed, subjects.FAILED_ROLE) if isinstance(failed, str) else failed
         subject: Any
         if role == "publisher":
             subject = subjects.load_publisher_subject(
                 spec, spec if failed is not None else None,
-                resolve=lambda _spec, what: failed if what == "failed_publisher" else obj)
+                resolve=lambda _spec, what: failed if what == subjects.FAILED_ROLE else obj)
         else:
-            subject = {"subscriber": subjects.load_subscriber_subject,
-                       "whitebox_subscriber": subjects.load_whitebox_subject,
-                       "processor": subjects.load_processor_subject}[role](spec, resolve=lambda _s, _r: obj)
+            subject = _loader(role)(spec, resolve=lambda _s, _r: obj)
             if failed is not None:
                 subject.failed_factory = failed
         return subject, declaration
@@ -62,12 +60,15 @@ def _load_named(resolve: Any, role: str, spec: str, unit: dict[str, Any]) -> Any
 
     if role == "publisher":
         return subjects.load_publisher_subject(spec, unit.get("failed"), resolve=resolve)
-    loader = {
-        "subscriber": subjects.load_subscriber_subject,
-        "whitebox_subscriber": subjects.load_whitebox_subject,
-        "processor": subjects.load_processor_subject,
-    }[role]
-    return loader(spec, resolve=resolve)
+    return _loader(role)(spec, resolve=resolve)
+
+
+def _loader(role: str) -> Any:
+    """The subject loader of a role (``load_processor_subject`` for ``processor``), from the
+    verification whose subject plays it."""
+    from rstck.verifications import VERIFICATIONS
+
+    return next(v.load_subject for v in VERIFICATIONS.values() if v.role == role)
 
 
 def peak_mb() -> float:

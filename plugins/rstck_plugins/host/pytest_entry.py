@@ -4,8 +4,8 @@ pytest loads every ``pytest11`` entry point of an environment in every run, so w
 imports, every project that has the kit installed pays for: the kit is some fifty modules and,
 through fuzzing, Hypothesis. Like Hypothesis' own ``_hypothesis_pytestplugin``, it imports
 nothing of the kit. It registers the options from a table (``options.json``: a test keeps it equal to
-what ``pytest_plugin.add_options`` registers, so ``pytest --help`` cannot drift from the
-settings), and registers ``pytest_plugin`` once the run names an ``--rs-*`` option, an ``rs_*``
+what ``pytest_plugin.add_options`` registers and to the verifications' subject options, so
+``pytest --help`` cannot drift from the settings), and registers ``pytest_plugin`` once the run names an ``--rs-*`` option, an ``rs_*``
 ini key or an ``RS_TCK_*`` environment variable.
 """
 
@@ -28,6 +28,7 @@ MARKER = "rs_tck(rule, level, verification): a Reactive Streams TCK verification
 #: rewritten) pays for the few lines of the module only.
 TABLE = os.path.join(os.path.dirname(__file__), "options.json")
 _table: tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, str, Any]]] | None = None
+_subjects: dict[str, str] = {}
 
 
 def table() -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, str, Any]]]:
@@ -38,7 +39,15 @@ def table() -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, str, Any]
             data = json.load(fh)
         _table = ([(name, attrs) for name, attrs in data["options"]],
                   [(key, help_text, default) for key, help_text, default in data["ini"]])
+        _subjects.update((name, option) for name, option in data["subjects"])
     return _table
+
+
+def subject_options() -> dict[str, str]:
+    """The first part of a TCK test id (``publisher::required_spec309_...``), a verification, and
+    the option that names its subject: the verifications' own, through the table."""
+    table()
+    return _subjects
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -62,12 +71,6 @@ def in_use(config: pytest.Config) -> bool:
     return any(config.getini(key) not in (None, "", []) for key, _help, _default in ini)
 
 
-#: The first part of a TCK test id (``publisher::required_spec309_...``) and the option that
-#: names that verification's subject (a test keeps it equal to the verifications' own).
-SUBJECT_OPTIONS = {"publisher": "--rs-publisher", "subscriber_blackbox": "--rs-subscriber",
-                   "subscriber_whitebox": "--rs-whitebox-subscriber", "processor": "--rs-processor"}
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     """A misspelled ``--rs-*`` option is refused with the option it was probably meant to be
@@ -88,10 +91,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 def _tck_ids_without_subject(config: pytest.Config) -> None:
     """A TCK test id pasted from a report (``publisher::...[3.9]``) in a run naming no subject:
     say which option ran it, rather than pytest's "file or directory not found"."""
+    options = subject_options()
     for arg in config.args:
         head = arg.split("::", 1)[0].split("[", 1)[0]
-        if head in SUBJECT_OPTIONS and not os.path.exists(os.path.join(config.invocation_params.dir, head)):
-            option = SUBJECT_OPTIONS[head]
+        if head in options and not os.path.exists(os.path.join(config.invocation_params.dir, head)):
+            option = options[head]
             raise pytest.UsageError(f"{arg}: a test of the TCK's {head} verification, but no {option} subject "
                                     f"was given; add {option}=MODULE:ATTR (the option that ran it) and the "
                                     "other --rs-* options of that run")

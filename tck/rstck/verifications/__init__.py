@@ -1,8 +1,9 @@
 """The verification kinds: one record each, from which everything that lists them is derived.
 
-The results' ``verification`` names, the subject options of the pytest plugin (``--rs-*``),
-their help, and the schema's enum all come from ``VERIFICATIONS``; a test keeps the schema
-file in step. Adding a kind means a module of rule tests, a context, and a record here.
+The results' ``verification`` names, the subject options of the pytest plugin (``--rs-*``,
+spelled from the role the record's subject class declares, as the subject loaders spell it),
+their help, and the schema's enum all come from ``VERIFICATIONS``; tests keep the schema file
+and the pytest entry point's option table in step. Adding a kind means a module of rule tests, a context, and a record here.
 """
 
 from __future__ import annotations
@@ -19,10 +20,15 @@ from ..contexts import WhiteboxContext
 from ..environment import Environment
 from ..registry import Registry
 from ..registry import TckTest
+from ..subjects import ProcessorSubject
+from ..subjects import PublisherSubject
+from ..subjects import SubscriberSubject
+from ..subjects import WhiteboxSubject
 from ..subjects import load_processor_subject
 from ..subjects import load_publisher_subject
 from ..subjects import load_subscriber_subject
 from ..subjects import load_whitebox_subject
+from ..subjects import subject_option
 from . import processor
 from . import publisher
 from . import subscriber_blackbox
@@ -35,8 +41,8 @@ class Verification:
 
     #: The ``verification`` field of results, and the subject's role in the results' ``subjects``.
     name: str
-    #: The command-line option naming the subject (``--rs-publisher``); its value is MODULE:ATTR.
-    option: str
+    #: The subject's class (``PublisherSubject``): its ``ROLE`` names the option.
+    subject: type[Any]
     #: What the option expects, for ``--help``.
     help: str
     tests: list[TckTest]
@@ -44,6 +50,16 @@ class Verification:
     make_context: Callable[[Environment, Any], Context]
     #: ``load_subject(spec, *, resolve)``: the subject the option names, checked.
     load_subject: Callable[..., Any]
+
+    @property
+    def role(self) -> str:
+        """What the subject is to a resolver and a campaign (``whitebox_subscriber``)."""
+        return str(self.subject.ROLE)
+
+    @property
+    def option(self) -> str:
+        """The command-line option naming the subject (``--rs-publisher``); its value is MODULE:ATTR."""
+        return subject_option(self.role)
 
     @property
     def dest(self) -> str:
@@ -56,22 +72,22 @@ VERIFICATIONS: dict[str, Verification] = {
     v.name: v
     for v in (
         Verification(
-            publisher.VERIFICATION, "--rs-publisher",
+            publisher.VERIFICATION, PublisherSubject,
             "Publisher factory f(n) -> Publisher (or a PublisherSubject) to verify",
             publisher.TESTS, PublisherContext, load_publisher_subject,
         ),
         Verification(
-            subscriber_blackbox.VERIFICATION, "--rs-subscriber",
+            subscriber_blackbox.VERIFICATION, SubscriberSubject,
             "Subscriber factory f() -> Subscriber (or a SubscriberSubject) to verify as a blackbox",
             subscriber_blackbox.TESTS, BlackboxContext, load_subscriber_subject,
         ),
         Verification(
-            subscriber_whitebox.VERIFICATION, "--rs-whitebox-subscriber",
+            subscriber_whitebox.VERIFICATION, WhiteboxSubject,
             "Subscriber factory f(probe) -> Subscriber (or a WhiteboxSubject) reporting to the probe",
             subscriber_whitebox.TESTS, WhiteboxContext, load_whitebox_subject,
         ),
         Verification(
-            processor.VERIFICATION, "--rs-processor",
+            processor.VERIFICATION, ProcessorSubject,
             "Identity processor factory f() -> Processor (or a ProcessorSubject) to verify",
             processor.TESTS, ProcessorContext, load_processor_subject,
         ),
@@ -88,7 +104,7 @@ def _rs_verifications() -> dict[str, Verification]:
 
     base = VERIFICATIONS["publisher"]
     return {"publisher": Verification(
-        base.name, base.option,
+        base.name, base.subject,
         "rs-edition publisher factory f(n) -> Publisher whose subscribe() returns the subscription",
         rs_publisher.TESTS, RsPublisherContext, base.load_subject,
     )}
