@@ -49,8 +49,26 @@ def implied_loop(factory: Any) -> str | None:
     return "asyncio" if inspect.iscoroutinefunction(factory) else None
 
 
+class _Subject:
+    """What every subject form shares: a label that defaults to its factory's name, and its
+    declared knobs, applied where the user set none."""
+
+    #: What the subject is to a resolver and a campaign; its option is ``subject_option(ROLE)``.
+    ROLE: ClassVar[str]
+    factory: Any
+    label: str
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            self.label = getattr(self.factory, "__qualname__", repr(self.factory))
+
+    def apply(self, settings: Settings) -> Settings:
+        """Settings with this subject's declared knobs filled in where the user set none."""
+        return apply_declared(self, settings, loop=implied_loop(self.factory))
+
+
 @dataclass
-class PublisherSubject:
+class PublisherSubject(_Subject):
     """A publisher factory together with its capabilities: the richer form of ``--rs-publisher``.
 
     A bare ``factory(n)`` is enough; wrapping it here lets a library declare, next to its code,
@@ -58,7 +76,6 @@ class PublisherSubject:
     on the command line, in the ini file or in the environment override what is declared here.
     """
 
-    #: What the subject is to a resolver and a campaign; its option is ``subject_option(ROLE)``.
     ROLE: ClassVar[str] = "publisher"
 
     factory: PublisherFactory
@@ -72,14 +89,6 @@ class PublisherSubject:
     #: "asyncio" for a publisher that must be called on an event loop (see ``--rs-loop``).
     loop: str | None = None
     label: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.label:
-            self.label = getattr(self.factory, "__qualname__", repr(self.factory))
-
-    def apply(self, settings: Settings) -> Settings:
-        """Settings with this subject's declared knobs filled in where the user set none."""
-        return apply_declared(self, settings, loop=implied_loop(self.factory))
 
 
 #: Libraries an extra of this package installs, by import name: a missing one gets its install line.
@@ -345,13 +354,8 @@ WhiteboxFactory = Callable[[WhiteboxProbe], Subscriber[Any]]
 ProcessorFactory = Callable[[], Processor[Any, Any]]
 
 
-def _default_label(subject: Any) -> None:
-    if not subject.label:
-        subject.label = getattr(subject.factory, "__qualname__", repr(subject.factory))
-
-
 @dataclass
-class SubscriberSubject:
+class SubscriberSubject(_Subject):
     """A blackbox subscriber factory with its hooks: the richer form of ``--rs-subscriber``.
 
     ``element(i)`` makes the i-th element the TCK sends (default: the int ``i``), for
@@ -360,7 +364,6 @@ class SubscriberSubject:
     it happens.
     """
 
-    #: What the subject is to a resolver and a campaign; its option is ``subject_option(ROLE)``.
     ROLE: ClassVar[str] = "subscriber"
 
     factory: SubscriberFactory
@@ -374,18 +377,11 @@ class SubscriberSubject:
     loop: str | None = None
     label: str = ""
 
-    def __post_init__(self) -> None:
-        _default_label(self)
-
-    def apply(self, settings: Settings) -> Settings:
-        return apply_declared(self, settings, loop=implied_loop(self.factory))
-
 
 @dataclass
-class WhiteboxSubject:
+class WhiteboxSubject(_Subject):
     """A whitebox subscriber factory ``f(probe)``: the richer form of ``--rs-whitebox-subscriber``."""
 
-    #: What the subject is to a resolver and a campaign; its option is ``subject_option(ROLE)``.
     ROLE: ClassVar[str] = "whitebox_subscriber"
 
     factory: WhiteboxFactory
@@ -400,15 +396,9 @@ class WhiteboxSubject:
     loop: str | None = None
     label: str = ""
 
-    def __post_init__(self) -> None:
-        _default_label(self)
-
-    def apply(self, settings: Settings) -> Settings:
-        return apply_declared(self, settings, loop=implied_loop(self.factory))
-
 
 @dataclass
-class ProcessorSubject:
+class ProcessorSubject(_Subject):
     """An identity-processor factory and what it can do: the richer form of ``--rs-processor``.
 
     The processor is verified as a publisher fed by a TCK upstream, so the publisher knobs
@@ -416,7 +406,6 @@ class ProcessorSubject:
     upstream fails), for a processor that recovers from upstream errors (rule 4.2).
     """
 
-    #: What the subject is to a resolver and a campaign; its option is ``subject_option(ROLE)``.
     ROLE: ClassVar[str] = "processor"
 
     factory: ProcessorFactory
@@ -432,13 +421,6 @@ class ProcessorSubject:
     #: "asyncio" for a processor that lives on an event loop, as for the other subjects.
     loop: str | None = None
     label: str = ""
-
-    def __post_init__(self) -> None:
-        _default_label(self)
-
-    def apply(self, settings: Settings) -> Settings:
-        """Settings with this subject's declared knobs filled in where the user set none."""
-        return apply_declared(self, settings, loop=implied_loop(self.factory))
 
 
 def _load_factory_subject(spec: str, cls: type[Any], expects: str, resolve: Resolver = default_resolve) -> Any:
