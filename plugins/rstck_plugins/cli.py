@@ -135,6 +135,9 @@ def report_main(results_path: Path, output: Path | None) -> int:
 
 def replay_commands(args: argparse.Namespace) -> list[list[str]]:
     """The pytest argument lists that replay what ``args.source`` names; ValueError if nothing."""
+    from rstck.subjects import FAILED_ROLE
+    from rstck.subjects import subject_option
+
     source = str(args.source)
     if source.startswith("rsfz"):
         from rstck.fuzz import ReplayError
@@ -149,9 +152,9 @@ def replay_commands(args: argparse.Namespace) -> list[list[str]]:
         if not roles:
             options = " or ".join(f"--{role.replace('_', '-')}" for role in tests)
             raise ValueError(f"a {side} token: name its subject with {options}")
-        words = [f"--rs-{role.replace('_', '-')}={getattr(args, role)}" for role in roles]
+        words = [f"{subject_option(role)}={getattr(args, role)}" for role in roles]
         if args.failed_publisher:
-            words.append(f"--rs-failed-publisher={args.failed_publisher}")
+            words.append(f"{subject_option(FAILED_ROLE)}={args.failed_publisher}")
         return [[*words, *(tests[role] for role in roles), f"--rs-fuzz-replay={source}"]]
     from rstck.results import FAILING
     from rstck.results import ResultsFileError
@@ -178,7 +181,7 @@ def replay_commands(args: argparse.Namespace) -> list[list[str]]:
             continue
         words = [f"{VERIFICATIONS[verification].option}={run.subjects.get(verification, '')}"]
         if run.subjects.get("failed_" + verification):
-            words.append(f"--rs-failed-publisher={run.subjects['failed_' + verification]}")
+            words.append(f"{subject_option(FAILED_ROLE)}={run.subjects['failed_' + verification]}")
         test = f"{verification}::{result.test}[fuzz]"
         commands.append([*words, test, str(fuzz.get("replay_option"))])
     if not commands:

@@ -12,6 +12,7 @@ from typing import Any
 import pluggy
 from rstck.errors import SetupError
 from rstck.subjects import default_resolve
+from rstck.subjects import subject_option
 
 from . import hookimpl as _hookimpl
 from . import hookspecs
@@ -63,7 +64,7 @@ def make_resolver(hooks: pluggy.PluginManager, adapter: str | None) -> Callable[
     """
 
     def resolve(spec: str, role: str) -> Any:
-        option = f"--rs-{role.replace('_', '-')}"
+        option = subject_option(role)
         obj = hooks.hook.rstck_resolve_subject(spec=spec, role=role)
         if obj is None:
             raise SetupError(f"{option}={spec}: no plugin could resolve it")

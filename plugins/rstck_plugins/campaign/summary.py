@@ -150,6 +150,9 @@ def repro(first: dict[str, Any] | None, row: dict[str, Any], manifest: dict[str,
     (selected by rule and name) and its seed (``RS_TCK_SEED``), with the run's settings."""
     if not first or manifest is None:
         return None
+    from rstck.subjects import FAILED_ROLE
+    from rstck.subjects import subject_option
+
     role = next((r for r, v in ROLES.items() if v == row["verification"]), None)
     if role is None:
         return None
@@ -163,10 +166,10 @@ def repro(first: dict[str, Any] | None, row: dict[str, Any], manifest: dict[str,
         for verification, spec in sorted(subjects.items()):
             r = next((r for r, v in ROLES.items() if v == verification), None)
             if r is not None and ":" in str(spec):
-                args.append(f"--rs-{r.replace('_', '-')}={spec}")
+                args.append(f"{subject_option(r)}={spec}")
         failed = subjects.get("failed_publisher")
         if failed and ":" in str(failed):
-            args.append(f"--rs-failed-publisher={failed}")
+            args.append(f"{subject_option(FAILED_ROLE)}={failed}")
         args += [f"--rs-rules={label}", "-k", _selector(row["verification"], row["test"])]
         settings = origin.get("settings", {}) if isinstance(origin.get("settings"), dict) else {}
         args += _knob_args(settings, "--rs-", "=")
@@ -175,9 +178,9 @@ def repro(first: dict[str, Any] | None, row: dict[str, Any], manifest: dict[str,
     subject = next((s for s in campaign.subjects if s.spec == row["subject"]), None)
     if subject is None:
         return None
-    args.append(f"--rs-{subject.role.replace('_', '-')}={subject.spec}")
+    args.append(f"{subject_option(subject.role)}={subject.spec}")
     if subject.failed:
-        args.append(f"--rs-failed-publisher={subject.failed}")
+        args.append(f"{subject_option(FAILED_ROLE)}={subject.failed}")
     args += [f"--rs-rules={label}", "-k", _selector(row["verification"], row["test"])]
     for name, value in sorted(campaign.knobs.items()):
         knob = KNOBS_BY_NAME[name]

@@ -63,7 +63,7 @@ from . import subject_specs
 from . import threads as rs_threads
 
 PUBLISHER_OPTION = VERIFICATIONS["publisher"].option
-FAILED_PUBLISHER_OPTION = "--rs-failed-publisher"
+FAILED_PUBLISHER_OPTION = subject_specs.FAILED_OPTION
 RULES_OPTION = "--rs-rules"
 SKIP_RULES_OPTION = "--rs-skip-rules"
 ADAPTER_OPTION = "--rs-adapter"

@@ -23,14 +23,16 @@ from rstck.engine import settings_for
 from rstck.errors import SetupError
 from rstck.pytest import Declaration
 from rstck.settings import Settings
+from rstck.subjects import FAILED_ROLE
 from rstck.subjects import smoke_check
 from rstck.subjects import smoke_check_subject
+from rstck.subjects import subject_option
 from rstck.verifications import VERIFICATIONS
 
 from ..state import SubjectEntry
 
 FAILED_DEST = "rs_failed_publisher"
-FAILED_OPTION = "--rs-failed-publisher"
+FAILED_OPTION = subject_option(FAILED_ROLE)
 _SPLIT = re.compile(r"[\s,]+")
 
 

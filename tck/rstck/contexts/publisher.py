@@ -13,7 +13,9 @@ from ..errors import SetupError
 from ..probe import ProbeAbort
 from ..probe import ProbeSubscriber
 from ..probe import passes_on_failure
+from ..subjects import FAILED_ROLE
 from ..subjects import PublisherSubject
+from ..subjects import subject_option
 from ..trace import short_repr
 from .base import Context
 
@@ -97,7 +99,7 @@ class PublisherContext(Context):
 
     def failed_publisher(self) -> Publisher[Any]:
         if self.subject.failed_factory is None:
-            raise NotVerified("needs a failed publisher; none given (--rs-failed-publisher)")
+            raise NotVerified(f"needs a failed publisher; none given ({subject_option(FAILED_ROLE)})")
         publisher = self.made("failed_factory()", "the failed-publisher factory", self.subject.failed_factory)
         return self._checked(publisher, "failed_factory()")
 
