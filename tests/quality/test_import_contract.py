@@ -40,7 +40,7 @@ RSTCK_LAYERS: list[tuple[str, list[str]]] = [
     ("runner", ["rstck.runner"]),
     ("fuzz", ["rstck.fuzz", "rstck.fuzz.*"]),
     ("verifications", ["rstck.verifications", "rstck.verifications.*"]),
-    ("engine", ["rstck.engine", "rstck.catalogue"]),
+    ("engine", ["rstck.selection", "rstck.schedule", "rstck.engine", "rstck.catalogue"]),
     ("front doors", ["rstck", "rstck.__main__"]),
 ]
 
