@@ -38,7 +38,7 @@ from .verifications import for_edition
 from .verifications import publisher
 
 #: What the hosts import from here: the one entry point, and the scheduler's names it runs through.
-__all__ = ["BLOCKS_TO_STOP", "LOOKAHEAD", "Run", "Schedule", "joinable", "joint", "run_publisher_verification",
+__all__ = ["BLOCKS_TO_STOP", "LOOKAHEAD", "Run", "Schedule", "declared_run", "joinable", "joint", "run_publisher_verification",
            "run_verification", "select", "settings_for"]
 
 
@@ -125,6 +125,20 @@ class Run:
         """The results document of this run (rstck-results/1, as the JSON report writes)."""
         return document(list(results), subjects={self.verification.name: self.label},
                         settings=self.requested.to_json(), edition=self.requested.edition)
+
+
+def declared_run(kind: str, subject: Any, settings: Settings, declaration: Any, *, rules: Sequence[str] = (),
+                 skip_rules: Sequence[str] = ()) -> Run:
+    """The ``Run`` of a subject with its declaration (``rstck.pytest``), if any, in a run selecting
+    ``rules`` and ``skip_rules``: the declaration's own settings and skipped rules applied, and its
+    rules narrowed by the run's. The pytest host and its worker processes make it alike."""
+    own_rules = declaration is not None and bool(declaration.rules)
+    run = Run(kind, subject, settings, rules=(declaration.rules if own_rules else rules), skip_rules=skip_rules,
+              overrides=declaration.settings if declaration is not None else None,
+              skipped=declaration.skip_rules if declaration is not None else None)
+    if own_rules and rules:
+        run.tests = select(run.tests, rules=rules)
+    return run
 
 
 def run_verification(

@@ -40,7 +40,8 @@ RSTCK_LAYERS: list[tuple[str, list[str]]] = [
     ("runner", ["rstck.runner"]),
     ("fuzz", ["rstck.fuzz", "rstck.fuzz.*"]),
     ("verifications", ["rstck.verifications", "rstck.verifications.*"]),
-    ("engine", ["rstck.selection", "rstck.schedule", "rstck.engine", "rstck.catalogue"]),
+    ("engine", ["rstck.selection", "rstck.schedule", "rstck.engine", "rstck.catalogue", "rstck.processes",
+                "rstck.process_worker"]),
     ("front doors", ["rstck", "rstck.__main__"]),
 ]
 
@@ -56,7 +57,7 @@ PLUGIN_LAYERS: list[tuple[str, list[str]]] = [
                  "rstck_plugins.baseline", "rstck_plugins.terminal", "rstck_plugins.mutation"]),
     ("campaign", ["rstck_plugins.campaign", "rstck_plugins.campaign.*"]),
     ("command line", ["rstck_plugins.cli", "rstck_plugins.__main__"]),
-    ("pytest host", ["rstck_plugins.subject_specs", "rstck_plugins.pytest_plugin", "rstck_plugins.pytest_entry"]),
+    ("pytest host", ["rstck_plugins.subject_specs", "rstck_plugins.process_host", "rstck_plugins.pytest_plugin", "rstck_plugins.pytest_entry"]),
 ]
 
 #: What the core never imports: a test framework, the cluster, or the plugins built on it.
