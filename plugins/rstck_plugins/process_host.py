@@ -43,13 +43,15 @@ class ProcessHost:
 
     def __init__(self, state: RsTckState) -> None:
         self.state = state
+        #: The subjects this process runs although several were selected, and why.
+        self.here: dict[str, str] = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         config = session.config
         if config.option.collectonly or pool_key in config.stash:
             return
-        recipes = recipes_of(session, self.state)
+        recipes = recipes_of(session, self.state, self.here)
         workers = processes_for(self.state.settings.processes, len(recipes))
         if len(recipes) < 2 or workers < 2:
             return
@@ -66,6 +68,20 @@ class ProcessHost:
         pool = session.config.stash.get(pool_key, None)
         if pool is not None:
             pool.close()
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """Where the subjects ran: a run that dealt them says to how many processes, and which ran here."""
+        pool = terminalreporter.config.stash.get(pool_key, None)
+        if pool is None:
+            return
+        here = {**self.here, **{k: f"a worker could not rebuild it: {why.splitlines()[-1] if why else '?'}"
+                                for k, why in pool.handed_back.items()}}
+        line = f"rs-tck: {len(pool.keys)} subjects in {pool.workers} worker processes"
+        if pool.spawned > pool.workers:
+            line += f" ({pool.spawned - pool.workers} started again after one ended)"
+        terminalreporter.write_line(line)
+        for key, why in here.items():
+            terminalreporter.write_line(f"rs-tck: {key} ran in the pytest process: {why}")
 
 
 def in_workers(config: pytest.Config) -> set[str]:
@@ -89,8 +105,10 @@ def result_of(item: Any) -> TestResult | None:
     return result
 
 
-def recipes_of(session: pytest.Session, state: RsTckState) -> list[Recipe]:
-    """A recipe for each selected subject a worker can rebuild, in session order."""
+def recipes_of(session: pytest.Session, state: RsTckState, here: dict[str, str] | None = None) -> list[Recipe]:
+    """A recipe for each selected subject a worker can rebuild, in session order; ``here`` gets
+    the others, with why they run in this process."""
+    here = {} if here is None else here
     config = session.config
     if hasattr(config, "workerinput") or config.getoption("numprocesses", None):
         return []  # under pytest-xdist: its workers are the processes
@@ -105,10 +123,14 @@ def recipes_of(session: pytest.Session, state: RsTckState) -> list[Recipe]:
     out = []
     for key, items in by_key.items():
         entry, run = state.entries.get(key), state.runs[key]
-        if entry is None or not joinable(run):
+        if entry is None:
+            continue
+        if not joinable(run):
+            here[key] = "on an event loop (--rs-loop=asyncio)"
             continue
         where = _where(entry, items[0], pure)
-        if where is None:
+        if isinstance(where, str):
+            here[key] = where
             continue
         module, attr, failed = where
         tests = tuple(i.test.test_id for i in items)
@@ -124,18 +146,21 @@ def _pure_resolution(config: pytest.Config, state: RsTckState) -> bool:
     return not adapter and all(i.plugin_name == BUILTIN_RESOLVER for i in impls)
 
 
-def _where(entry: SubjectEntry, item: Any, pure: bool) -> tuple[str, str, str | None] | None:
-    """``(module, attribute, failed module:attr)`` a worker imports the subject from, or None."""
+def _where(entry: SubjectEntry, item: Any, pure: bool) -> tuple[str, str, str | None] | str:
+    """``(module, attribute, failed module:attr)`` a worker imports the subject from, or why it cannot."""
+    plugged = "resolved by a plugin's or conftest's rstck_resolve_subject, or adapted (--rs-adapter)"
     declaration = entry.declaration
     if entry.source != "declared":
         module, colon, attr = entry.spec.partition(":")
-        if not (pure and colon and module and attr):
-            return None
-        if entry.failed_spec and ":" not in entry.failed_spec:
-            return None
+        if not pure:
+            return plugged
+        if not (colon and module and attr) or (entry.failed_spec and ":" not in entry.failed_spec):
+            return f"{entry.spec} is not MODULE:ATTR"
         return module, attr, entry.failed_spec
-    if declaration is None or (not pure and (isinstance(declaration.subject, str) or isinstance(declaration.failed, str))):
-        return None
+    if declaration is None:
+        return "no declaration to rebuild it from"
+    if not pure and (isinstance(declaration.subject, str) or isinstance(declaration.failed, str)):
+        return plugged
     collector = item.parent
     names = [collector.name]
     node = collector.parent
@@ -143,14 +168,14 @@ def _where(entry: SubjectEntry, item: Any, pure: bool) -> tuple[str, str, str | 
         names.insert(0, node.name)
         node = node.parent
     if not isinstance(node, pytest.Module):
-        return None
+        return "not declared in a test module"
     module = node.obj
     name = getattr(module, "__name__", "")
     if sys.modules.get(name) is not module or getattr(module, "__spec__", None) is None:
-        return None  # imported under a name a worker cannot import (importmode=importlib)
+        return f"pytest imported {name or 'its module'} under a name a worker cannot import (--import-mode)"
     obj: Any = module
     for part in names:
         obj = getattr(obj, part, None)
     if obj is not declaration and not isinstance(obj, type):
-        return None
+        return f"{name}.{'.'.join(names)} is not its declaration"
     return name, ".".join(names), None

@@ -214,6 +214,8 @@ class Pool:
         self._closed = False
         #: How many workers were started in all (replacements included), for the report.
         self.spawned = 0
+        #: The subjects a worker could not rebuild, and why: the host runs them.
+        self.handed_back: dict[str, str] = {}
 
     @property
     def keys(self) -> set[str]:
@@ -295,6 +297,7 @@ class Pool:
             recipe = next((r for r in worker.share or [] if r.key == message["key"]), None)
             if recipe is not None:
                 self._fall_back(recipe)
+                self.handed_back[recipe.key] = str(message.get("why", ""))
             worker.progressed = time.monotonic()
         elif op == "done":
             self._deal(worker)
