@@ -122,17 +122,16 @@ def shares(recipes: Sequence[Recipe], workers: int, at_once: int) -> list[list[R
     left = sum(r.cost for r in recipes)
     current: list[Recipe] = []
     for index, recipe in enumerate(recipes):
-        shares_left = count - len(out)
-        target = left / shares_left
-        subjects_left = len(recipes) - index
-        spent = sum(r.cost for r in current)
-        # Close the share when it is full, when it has its part of the cost, or when the
-        # remaining subjects are just enough for the remaining shares.
-        if current and (len(current) >= at_once or spent + recipe.cost / 2 > target
-                        or subjects_left < shares_left):
-            out.append(current)
-            left -= spent
-            current = []
+        if current:
+            shares_left = max(1, count - len(out))  # the current one included
+            spent = sum(r.cost for r in current)
+            # Close the share when it is full, when it has its part of the cost, or when the
+            # subjects left are just enough for the shares left.
+            if len(current) >= at_once or (shares_left > 1 and (
+                    spent + recipe.cost / 2 > left / shares_left or len(recipes) - index < shares_left)):
+                out.append(current)
+                left -= spent
+                current = []
         current.append(recipe)
     out.append(current)
     return out
