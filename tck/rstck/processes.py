@@ -393,7 +393,8 @@ class Pool:
             worker.proc.kill()
 
     def close(self, timeout: float = 5.0) -> None:
-        """Stop the workers: those still running get ``timeout`` seconds, then are killed."""
+        """Stop the workers: an idle one ends when told; one still running a share (the run
+        stopped early: ``-x``, Ctrl-C) is killed, as nothing will read its results."""
         with self._lock:
             self._closed = True
             self._queue.clear()
@@ -402,6 +403,10 @@ class Pool:
                     slot.cause = "the run ended before it"
             self._changed.notify_all()
             workers = list(self._workers)
+            for worker in workers:
+                if worker.share and not worker.gone:
+                    worker.ended_by = "the run ended"
+                    worker.proc.kill()
         for worker in workers:
             if worker.proc.stdin is not None:
                 with contextlib.suppress(OSError):
