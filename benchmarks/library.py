@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kit-args", default="", help="extra pytest arguments for both kit runs")
     parser.add_argument("--many-args", default="", help="extra pytest arguments for the run of them all "
                         "(--rs-processes=1: one process; -n 2 --dist loadgroup: pytest-xdist)")
+    parser.add_argument("--alt-args", default=None, help="a second run of them all in each round, with these "
+                        "pytest arguments (--rs-processes=1: paired with the default, in one process)")
     parser.add_argument("--jvm", metavar="COMMAND", help="runs TestNG on the classes named at {classes}")
     parser.add_argument("--jvm-class", default="org.reactivestreams.tck.RangePublisherTest")
     parser.add_argument("--json", metavar="PATH")
@@ -156,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
             one, one_cpu = kit(root, "test_one.py", extra)
             row = {"many_wall_s": many, "many_cpu_s": many_cpu, "one_wall_s": one, "one_cpu_s": one_cpu,
                    "ratio_many_one": many / one}
+            if args.alt_args is not None:
+                alt, alt_cpu = kit(root, "test_many.py", extra + args.alt_args.split())
+                row |= {"alt_wall_s": alt, "alt_cpu_s": alt_cpu, "ratio_alt_one": alt / one}
             if args.jvm:
                 wall, _cpu, code = timed(args.jvm.replace("{classes}", classes).split(), root)
                 if code < 0:
@@ -167,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             row["load"] = os.getloadavg()[0]
             print(f"round {n + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()), flush=True)
     summary: dict[str, Any] = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
-    summary |= {"subjects": args.subjects, "repeat": args.repeat, "many_args": args.many_args, "cores": os.cpu_count(),
+    summary |= {"subjects": args.subjects, "repeat": args.repeat, "many_args": args.many_args,
+                "alt_args": args.alt_args, "cores": os.cpu_count(),
                 "load": os.getloadavg()[0]}
     print("median: " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
     if args.json:

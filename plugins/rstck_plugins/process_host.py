@@ -16,6 +16,7 @@ subject here: those hooks, and what they add, belong to this process.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from typing import Any
 
@@ -24,8 +25,10 @@ from rstck.engine import joinable
 from rstck.processes import Pool
 from rstck.processes import Recipe
 from rstck.processes import cost_of
+from rstck.processes import end_spare
 from rstck.processes import lost
 from rstck.processes import processes_for
+from rstck.processes import spare
 from rstck.results import TestResult
 
 from .state import RsTckState
@@ -41,10 +44,29 @@ BUILTIN_RESOLVER = "rstck-builtins"
 class ProcessHost:
     """Starts the pool when the test loop starts, and ends it with the session."""
 
-    def __init__(self, state: RsTckState) -> None:
+    def __init__(self, state: RsTckState, config: pytest.Config) -> None:
         self.state = state
+        self.config = config
         #: The subjects this process runs although several were selected, and why.
         self.here: dict[str, str] = {}
+        #: Workers started while collecting, once a second subject was collected (``spare``).
+        self.spares: list[subprocess.Popen[bytes]] = []
+        self.spared = False
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Once a second subject a worker may run is collected, start the workers: they import
+        the kit while collection goes on. A run that ends up selecting one subject ends them."""
+        state = self.state
+        if self.spared or sum(joinable(run) for run in state.runs.values()) < 2:
+            return
+        self.spared = True
+        if self.config.option.collectonly or not _may_deal(self.config, state):
+            return
+        self.spares = [spare() for _ in range(processes_for(state.settings.processes, len(state.runs)))]
+        if len(self.spares) < 2:
+            for proc in self.spares:
+                end_spare(proc)
+            self.spares = []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -53,7 +75,10 @@ class ProcessHost:
             return
         recipes = recipes_of(session, self.state, self.here)
         workers = processes_for(self.state.settings.processes, len(recipes))
+        spares, self.spares = self.spares, []
         if len(recipes) < 2 or workers < 2:
+            for proc in spares:
+                end_spare(proc)
             return
         s = self.state.settings
         hello = {"sys_path": list(sys.path), "settings": s.to_json(), "explicit": sorted(s.explicit),
@@ -62,12 +87,15 @@ class ProcessHost:
         limit = max(s.test_limit for s in (self.state.runs[r.key].settings for r in recipes))
         pool = Pool(recipes, hello, workers, s.subjects_at_once, result_s=max(120.0, 4 * limit))
         config.stash[pool_key] = pool
-        pool.start()
+        pool.start(spares)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         pool = session.config.stash.get(pool_key, None)
         if pool is not None:
             pool.close()
+        for proc in self.spares:  # collection failed, or the run collected only
+            end_spare(proc)
+        self.spares = []
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Where the subjects ran: a run that dealt them says to how many processes, and which ran here."""
@@ -105,15 +133,22 @@ def result_of(item: Any) -> TestResult | None:
     return result
 
 
+def _may_deal(config: pytest.Config, state: RsTckState) -> bool:
+    """Whether this run may deal subjects to worker processes at all."""
+    if state.settings.processes == 1:
+        return False
+    if hasattr(config, "workerinput") or config.getoption("numprocesses", None):
+        return False  # under pytest-xdist: its workers are the processes
+    return not state.hooks.hook.rstck_modify_tests.get_hookimpls()  # what they change was made here
+
+
 def recipes_of(session: pytest.Session, state: RsTckState, here: dict[str, str] | None = None) -> list[Recipe]:
     """A recipe for each selected subject a worker can rebuild, in session order; ``here`` gets
     the others, with why they run in this process."""
     here = {} if here is None else here
     config = session.config
-    if hasattr(config, "workerinput") or config.getoption("numprocesses", None):
-        return []  # under pytest-xdist: its workers are the processes
-    if state.hooks.hook.rstck_modify_tests.get_hookimpls():
-        return []  # what they change was made here
+    if not _may_deal(config, state):
+        return []
     by_key: dict[str, list[Any]] = {}
     for item in session.items:
         key = getattr(item, "key", None)

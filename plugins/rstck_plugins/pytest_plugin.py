@@ -237,7 +237,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[state_key] = state
     config.pluginmanager.register(ResultCollector(state, lambda item: isinstance(item, RsTckItem)),
                                   "rs-tck-results")
-    config.pluginmanager.register(process_host.ProcessHost(state), "rs-tck-processes")  # worker processes
+    config.pluginmanager.register(process_host.ProcessHost(state, config), "rs-tck-processes")  # worker processes
     if entries:
         _show_skip_reasons(config)
     hooks.hook.rstck_configure(config=config, state=state)

@@ -35,6 +35,10 @@ def main() -> int:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    # What every share needs, imported before the host's first word: a worker started ahead
+    # (``rstck.processes.spare``) does it while the host still collects.
+    importlib.import_module(".engine", __package__)
+    importlib.import_module(".fuzz.verify", __package__)
     lock = threading.Lock()
     stop = threading.Event()
     threading.Thread(target=_beat, args=(out, lock, stop), name="rs-tck-heartbeat", daemon=True).start()
@@ -75,7 +79,6 @@ def _hello(message: Mapping[str, Any]) -> dict[str, Any]:
     if message.get("seed") is not None:  # RS_TCK_SEED: a subject's randomness takes the host's path
         random.seed(int(message["seed"]))
     settings = from_json(message["settings"], frozenset(message.get("explicit", ())))
-    importlib.import_module(".engine", __package__)  # the schedule's modules, before any subject
     return {"settings": settings, "rules": list(message.get("rules", ())),
             "skip_rules": list(message.get("skip_rules", ()))}
 

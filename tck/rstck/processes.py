@@ -188,6 +188,26 @@ class _Slot:
     fallback: bool = False
 
 
+def spare(env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A worker process started ahead of its work: it imports the kit's schedule meanwhile (about
+    0.3 s) and waits for its ``hello``, so the host may start it while it still collects."""
+    return subprocess.Popen([sys.executable, "-m", WORKER_MODULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ if env is None else env), close_fds=True)
+
+
+def end_spare(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+    """End a worker that was never given work: told by the end of its input, killed if it lingers."""
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
+
+
 class Pool:
     """Worker processes running the recipes' subjects; ``result`` hands each test's back.
 
@@ -222,17 +242,20 @@ class Pool:
         with self._lock:
             return {key for (key, _t), slot in self._slots.items() if not slot.fallback}
 
-    def start(self) -> None:
+    def start(self, spares: Sequence[subprocess.Popen[bytes]] = ()) -> None:
+        """Start the workers (``spares``: processes ``spare`` started ahead, taken first) and deal."""
         with self._lock:
+            ahead = list(spares)
             for _ in range(min(self.workers, len(self._queue))):
-                self._spawn()
+                self._spawn(ahead.pop(0) if ahead else None)
+        for proc in ahead:
+            end_spare(proc)
 
-    def _spawn(self) -> None:
+    def _spawn(self, proc: subprocess.Popen[bytes] | None = None) -> None:
         # Called with the lock held.
         self._started += 1
         self.spawned += 1
-        proc = subprocess.Popen([sys.executable, "-m", WORKER_MODULE], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, close_fds=True)
+        proc = proc or spare(self.env)
         worker = _Worker(self._started, proc, time.monotonic())
         self._workers.append(worker)
         assert proc.stdin is not None
