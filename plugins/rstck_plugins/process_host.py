@@ -122,11 +122,11 @@ def result_of(item: Any) -> TestResult | None:
     """The item's result from its worker process; None when this process is to run its test."""
     config = item.config
     pool = config.stash.get(pool_key, None)
-    if pool is None or item.key not in pool.keys:
+    if pool is None or not pool.runs(item.key):
         return None
     state: RsTckState = config.stash[state_key]
     run = state.runs[item.key]
-    answer = pool.result(item.key, item.test.test_id, timeout=pool.result_s * (len(pool.keys) + 2))
+    answer = pool.result(item.key, item.test.test_id, timeout=pool.result_s * (pool.subjects + 2))
     if answer is None:
         return None
     result: TestResult = run.present(lost(item.test, run.label, answer)) if isinstance(answer, str) else answer

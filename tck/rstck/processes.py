@@ -228,6 +228,9 @@ class Pool:
         self._slots: dict[tuple[str, str], _Slot] = {
             (r.key, t): _Slot() for r in recipes for t in r.tests}
         self._owner: dict[str, _Worker | None] = {r.key: None for r in recipes}
+        self._keys = {r.key for r in recipes}
+        #: How many subjects were dealt.
+        self.subjects = len(self._keys)
         self._workers: list[_Worker] = []
         self._started = 0
         self._closed = False
@@ -240,7 +243,12 @@ class Pool:
     def keys(self) -> set[str]:
         """The subjects the workers run (those a worker could not rebuild are left out once it says so)."""
         with self._lock:
-            return {key for (key, _t), slot in self._slots.items() if not slot.fallback}
+            return set(self._keys)
+
+    def runs(self, key: str) -> bool:
+        """Whether the workers run subject ``key`` (not handed back)."""
+        with self._lock:
+            return key in self._keys
 
     def start(self, spares: Sequence[subprocess.Popen[bytes]] = ()) -> None:
         """Start the workers (``spares``: processes ``spare`` started ahead, taken first) and deal."""
@@ -368,6 +376,7 @@ class Pool:
     def _fall_back(self, recipe: Recipe) -> None:
         # Called with the lock held.
         self._owner[recipe.key] = None
+        self._keys.discard(recipe.key)
         for test in recipe.tests:
             self._slots[(recipe.key, test)].fallback = True
 
