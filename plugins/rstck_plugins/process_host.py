@@ -62,11 +62,8 @@ class ProcessHost:
         self.spared = True
         if self.config.option.collectonly or not _may_deal(self.config, state):
             return
-        self.spares = [spare() for _ in range(processes_for(state.settings.processes, len(state.runs)))]
-        if len(self.spares) < 2:
-            for proc in self.spares:
-                end_spare(proc)
-            self.spares = []
+        count = processes_for(state.settings.processes, len(state.runs))
+        self.spares = [spare() for _ in range(count)] if count >= 2 else []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
