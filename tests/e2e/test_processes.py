@@ -161,3 +161,11 @@ def test_a_worker_killed_mid_run_costs_only_its_own_tests(library: pytest.Pytest
     assert all("killed by SIGKILL" in r["message"] and "doomed" in r["message"] for r in lost)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["rs-tck: 3 subjects in 2 worker processes*"])
+
+
+def test_under_xdist_its_workers_are_the_only_processes(library: pytest.Pytester) -> None:
+    """``-n 2``: every subject is made and verified in one of xdist's two workers, none in a process of ours."""
+    result = library.runpytest_subprocess(RULES, "-n", "2", "--dist", "loadgroup", "-p", "xdist")
+    assert result.ret == 1
+    assert "worker processes" not in result.stdout.str()
+    assert len(_pids(library.path)) == 2
