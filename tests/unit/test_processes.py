@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -14,8 +15,8 @@ from rstck.reference import range_publisher
 from rstck.settings import Settings
 
 
-def _recipe(key: str, cost: float = 1.0, **fields: object) -> Recipe:
-    return Recipe(key, "publisher", "mod", key, False, f"mod:{key}", None, ("t",), cost, **fields)  # type: ignore[arg-type]
+def _recipe(key: str, cost: float = 1.0) -> Recipe:
+    return Recipe(key, "publisher", "mod", key, False, f"mod:{key}", None, ("t",), cost)
 
 
 def test_shares_keep_the_order_and_even_out_over_the_workers() -> None:
@@ -49,9 +50,9 @@ def module(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _pool(path: Path, recipes: list[Recipe], **options: float) -> Pool:
+def _pool(path: Path, recipes: list[Recipe], hang_s: float = 60.0) -> Pool:
     hello = {"sys_path": [str(path), *sys.path], "settings": Settings(no_fuzz=True).to_json()}
-    return Pool(recipes, hello, 2, 1, **options)
+    return Pool(recipes, hello, 2, 1, hang_s=hang_s)
 
 
 def test_a_hung_worker_is_killed_and_its_tests_say_why(module: Path) -> None:
@@ -85,3 +86,24 @@ def test_a_subject_a_worker_cannot_import_is_handed_back(module: Path) -> None:
         assert pool.keys == {"fine"}
     finally:
         pool.close()
+
+
+def test_a_result_crosses_the_process_boundary_whole() -> None:
+    """What a worker writes is what the host reads: every field, failures included (the end-to-end
+    test sees the traces and evidence of a pytest run cross too)."""
+    import dataclasses
+
+    from rstck.engine import run_verification
+    from rstck.results import TestResult
+
+    from tests.broken.publishers import IgnoresRequestZero
+    from tests.broken.publishers import factory
+
+    results = run_verification("publisher", factory(IgnoresRequestZero), Settings(no_fuzz=True), rules=["3.9"])
+    assert [r for r in results if r.outcome == "failed" and r.failures]
+    for result in results:
+        result = dataclasses.replace(result, subject_id="map")
+        read = TestResult.from_json(json.loads(json.dumps(result.to_json())))
+        assert read == dataclasses.replace(result, duration_s=round(result.duration_s, 6),
+                                           started_at=round(result.started_at, 6),
+                                           finished_at=round(result.finished_at, 6))
