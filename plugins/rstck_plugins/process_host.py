@@ -166,7 +166,7 @@ def recipes_of(session: pytest.Session, state: RsTckState, here: dict[str, str] 
             continue
         module, attr, failed = where
         tests = tuple(i.test.test_id for i in items)
-        out.append(Recipe(key, entry.kind, module, attr, entry.source == "declared", str(run.label), failed, tests,
+        out.append(Recipe(key, entry.kind, module, attr, entry.source == "declared", entry.spec, failed, tests,
                           cost_of(entry.kind, len(tests), len(run.verification.tests))))
     return out
 

@@ -70,7 +70,7 @@ class Recipe:
     module: str
     attr: str
     declared: bool
-    #: What names the subject (its label), as the host has it.
+    #: What names the subject, as the host loaded it (``SubjectEntry.spec``): its label.
     spec: str
     #: The failed publisher's ``module:attr`` given by an option, if any.
     failed: str | None = None
