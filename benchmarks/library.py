@@ -4,8 +4,9 @@ Twenty conforming publishers (the reference range publisher wrapped in twenty di
 pass-through operators, each declared in a test module as a library declares its operators)
 are verified in one ``pytest`` run, in the default mode; so is one of them alone. Rounds
 alternate the two runs; the figure is the median of the rounds' ratios (twenty / one), with the
-CPU each run used (``ru_utime + ru_stime`` of the process): what twenty need together is the
-floor of their wall time on the machine's cores.
+CPU each run used (``ru_utime + ru_stime`` of the process and its worker processes): what twenty
+need together is the floor of their wall time on the machine's cores. Each round notes the load
+average beside its figures.
 
 With ``--jvm 'COMMAND'``, a third run in each round: the JVM TCK's ``RangePublisherTest`` as
 twenty classes in one TestNG run, as a Maven user's module of twenty ``*Test`` classes runs
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -111,12 +113,17 @@ def write_project(root: Path, subjects: int) -> None:
 
 
 def timed(argv: list[str], cwd: Path) -> tuple[float, float, int]:
-    """Wall and CPU seconds of one process, and its exit status."""
+    """Wall and CPU seconds of one process and everything it started (the kit's worker processes:
+    ``RUSAGE_CHILDREN`` counts every descendant its parent waited for), and its exit status."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RS_TCK_")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status)
+    _, status, _usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, os.waitstatus_to_exitcode(status)
 
 
 def kit(cwd: Path, test_file: str, extra: list[str]) -> tuple[float, float]:
@@ -132,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subjects", type=int, default=20)
     parser.add_argument("--kit-args", default="", help="extra pytest arguments for both kit runs")
     parser.add_argument("--many-args", default="", help="extra pytest arguments for the run of them all "
-                        "(-n 2 --dist loadgroup: both cores)")
+                        "(--rs-processes=1: one process; -n 2 --dist loadgroup: pytest-xdist)")
+    parser.add_argument("--alt-args", default=None, help="a second run of them all in each round, with these "
+                        "pytest arguments (--rs-processes=1: paired with the default, in one process)")
     parser.add_argument("--jvm", metavar="COMMAND", help="runs TestNG on the classes named at {classes}")
     parser.add_argument("--jvm-class", default="org.reactivestreams.tck.RangePublisherTest")
     parser.add_argument("--json", metavar="PATH")
@@ -149,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
             one, one_cpu = kit(root, "test_one.py", extra)
             row = {"many_wall_s": many, "many_cpu_s": many_cpu, "one_wall_s": one, "one_cpu_s": one_cpu,
                    "ratio_many_one": many / one}
+            if args.alt_args is not None:
+                alt, alt_cpu = kit(root, "test_many.py", extra + args.alt_args.split())
+                row |= {"alt_wall_s": alt, "alt_cpu_s": alt_cpu, "ratio_alt_one": alt / one}
             if args.jvm:
                 wall, _cpu, code = timed(args.jvm.replace("{classes}", classes).split(), root)
                 if code < 0:
@@ -157,9 +169,11 @@ def main(argv: list[str] | None = None) -> int:
                 # failed one (its timing tests, under load): the round counts, the failure is noted.
                 row |= {"jvm_wall_s": wall, "ratio_kit_jvm": many / wall, "jvm_failed": float(code & 1)}
             rounds.append(row)
+            row["load"] = os.getloadavg()[0]
             print(f"round {n + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()), flush=True)
     summary: dict[str, Any] = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
-    summary |= {"subjects": args.subjects, "repeat": args.repeat, "many_args": args.many_args, "cores": os.cpu_count(),
+    summary |= {"subjects": args.subjects, "repeat": args.repeat, "many_args": args.many_args,
+                "alt_args": args.alt_args, "cores": os.cpu_count(),
                 "load": os.getloadavg()[0]}
     print("median: " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in summary.items()))
     if args.json:

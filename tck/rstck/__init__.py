@@ -12,6 +12,8 @@ the campaign and users may import:
 - ``rstck.api`` the Reactive Streams interfaces a subject implements
 - ``rstck.engine`` the run API: ``Run`` (select the tests, apply the subject's declared
   settings, schedule, results and their document), ``run_verification``, ``Schedule``
+- ``rstck.processes`` a run's subjects dealt to worker processes (``Pool``, ``Recipe``), each
+  share run by ``python -m rstck.process_worker`` as one schedule, results streamed back
 - ``rstck.pytest`` verifications declared in a library's tests (one subject each), which the
   pytest host collects; it imports no test framework
 - ``rstck.subjects`` subject records and their loading; ``rstck.reference`` conforming
@@ -59,8 +61,8 @@ __version__ = "0.1.0"
 #: to them.
 PUBLIC_MODULES = (
     "rstck", "rstck.api", "rstck.generated_docs", "rstck.editions", "rstck.engine",
-    "rstck.errors", "rstck.fuzz", "rstck.pytest", "rstck.reference", "rstck.registry", "rstck.results",
-    "rstck.rules", "rstck.settings", "rstck.subjects", "rstck.verifications", "rstck.whitebox",
+    "rstck.errors", "rstck.fuzz", "rstck.processes", "rstck.pytest", "rstck.reference", "rstck.registry",
+    "rstck.results", "rstck.rules", "rstck.settings", "rstck.subjects", "rstck.verifications", "rstck.whitebox",
 )
 
 #: Where each public name lives: loaded on first use, so that importing one module of the

@@ -53,7 +53,7 @@ _FIELDS = {k.name: k for k in KNOBS}
 #: Settings a declaration may also name as its option does, without ``--rs-``: ``timeout_ms``.
 _OPTION_NAMES = {k.option.removeprefix("--rs-").replace("-", "_"): k for k in KNOBS}
 #: Settings that belong to the run, not to one subject.
-_RUN_ONLY = frozenset({"concurrency", "subjects_at_once", "edition", "fuzz_replay", "fuzz_db"})
+_RUN_ONLY = frozenset({"concurrency", "subjects_at_once", "processes", "edition", "fuzz_replay", "fuzz_db"})
 
 
 def settings_problem(values: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:

@@ -22,7 +22,7 @@ class Knob:
     option: str  # command-line option
     ini: str  # ini key
     env: str  # environment variable
-    kind: str  # "ms", "int", "bool", "choice" or "text"
+    kind: str  # "ms", "int", "count" ("auto" or an int), "bool", "choice" or "text"
     help: str
     choices: tuple[str, ...] = ()
 
@@ -75,6 +75,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("subjects_at_once", "--rs-subjects-at-once", "rs_subjects_at_once", "RS_TCK_SUBJECTS_AT_ONCE", "int",
          "In a run of several subjects, how many share one schedule, their waits overlapping (the TCK "
          "still calls one subject at a time; 1: each subject after the other)"),
+    Knob("processes", "--rs-processes", "rs_processes", "RS_TCK_PROCESSES", "count",
+         "In a run of several subjects, worker processes they are dealt to, each running its share as one "
+         "schedule ('auto': two per usable CPU, at most one per subject; 1: all in this process)"),
     Knob("loop", "--rs-loop", "rs_loop", "RS_TCK_LOOP", "choice",
          "Where calls into the subject run: 'thread' (the TCK's own) or 'asyncio' (a TCK event loop)",
          choices=("thread", "asyncio")),
@@ -137,6 +140,8 @@ class Settings:
     fuzz_random: bool = False
     concurrency: int = 1
     subjects_at_once: int = 4
+    #: Worker processes for a run of several subjects; 0: "auto" (two per usable CPU, see ``processes_for``).
+    processes: int = 0
     edition: str = "jvm-1.0.1"
     #: Signals kept in a trace: this many from the start and as many from the end.
     trace_keep: int = 100
@@ -170,6 +175,8 @@ class Settings:
             raise ValueError(f"--rs-concurrency must be >= 1, got {self.concurrency}")
         if self.subjects_at_once < 1:
             raise ValueError(f"--rs-subjects-at-once must be >= 1, got {self.subjects_at_once}")
+        if self.processes < 0:
+            raise ValueError(f"--rs-processes must be auto or >= 1, got {self.processes}")
         if self.stochastic_iterations < 1:
             raise ValueError(f"--rs-stochastic-iterations must be >= 1, got {self.stochastic_iterations}")
 
@@ -209,6 +216,13 @@ def parse_value(knob: Knob, raw: str, where: str) -> float | int | bool | str:
             if text not in knob.choices:
                 raise ValueError(text)
             return text
+        if knob.kind == "count":
+            if text.lower() == "auto":
+                return 0
+            count = int(text)
+            if count < 1:
+                raise ValueError(text)
+            return count
         if knob.kind == "ms":
             value = float(text)
             if value <= 0:
@@ -220,11 +234,23 @@ def parse_value(knob: Knob, raw: str, where: str) -> float | int | bool | str:
         accepted = {
             "ms": "a positive number of milliseconds",
             "int": "an integer (2**63-1 is accepted)",
+            "count": "auto or a positive integer",
             "bool": "true or false",
             "choice": "one of " + ", ".join(knob.choices),
             "text": "a non-empty value",
         }[knob.kind]
         raise ValueError(f"{where}: {knob.option.lstrip('-')} must be {accepted}, got {raw!r}") from None
+
+
+def from_json(data: dict[str, object], explicit: frozenset[str] = frozenset()) -> Settings:
+    """The settings ``Settings.to_json`` wrote (durations in ms): how a worker process gets its run's."""
+    values: dict[str, object] = {}
+    for knob in KNOBS:
+        key = knob.name + ("_ms" if knob.kind == "ms" else "")
+        if key in data:
+            value = data[key]
+            values[knob.name] = float(value) / 1000.0 if knob.kind == "ms" else value  # type: ignore[arg-type]
+    return Settings(**values, explicit=explicit)  # type: ignore[arg-type]
 
 
 def _power(text: str) -> int:
@@ -238,4 +264,5 @@ def _power(text: str) -> int:
 def metavar(knob: Knob) -> str:
     """What a knob's option takes, for --help: MS, N, a choice, TOKEN, PATH (a bool takes nothing)."""
     named = {"fuzz_replay": "TOKEN", "fuzz_db": "PATH"}
-    return named.get(knob.name) or {"ms": "MS", "choice": "|".join(knob.choices), "text": "VALUE"}.get(knob.kind, "N")
+    return named.get(knob.name) or {"ms": "MS", "choice": "|".join(knob.choices), "text": "VALUE",
+                                    "count": "auto|N"}.get(knob.kind, "N")

@@ -40,7 +40,8 @@ RSTCK_LAYERS: list[tuple[str, list[str]]] = [
     ("runner", ["rstck.runner"]),
     ("fuzz", ["rstck.fuzz", "rstck.fuzz.*"]),
     ("verifications", ["rstck.verifications", "rstck.verifications.*"]),
-    ("engine", ["rstck.engine", "rstck.generated_docs"]),
+    ("engine", ["rstck.selection", "rstck.schedule", "rstck.engine", "rstck.generated_docs", "rstck.processes",
+                "rstck.process_worker"]),
     ("front doors", ["rstck", "rstck.__main__"]),
 ]
 

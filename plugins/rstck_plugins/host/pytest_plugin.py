@@ -28,9 +28,9 @@ from rstck import editions
 from rstck.editions import DEFAULT as DEFAULT_EDITION
 from rstck.engine import Run
 from rstck.engine import Schedule
+from rstck.engine import declared_run
 from rstck.engine import joinable
 from rstck.engine import joint
-from rstck.engine import select
 from rstck.errors import SetupError
 from rstck.fuzz import check_replay
 from rstck.registry import TckTest
@@ -59,6 +59,7 @@ from ..state import result_key
 from ..state import state_key
 from ..state import state_of
 from ..state import threads_key
+from . import process_host
 from . import subject_specs
 from . import threads as rs_threads
 
@@ -226,6 +227,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[state_key] = state
     config.pluginmanager.register(ResultCollector(state, lambda item: isinstance(item, RsTckItem)),
                                   "rs-tck-results")
+    config.pluginmanager.register(process_host.ProcessHost(state, config), "rs-tck-processes")  # worker processes
     if entries:
         _show_skip_reasons(config)
     hooks.hook.rstck_configure(config=config, state=state)
@@ -373,12 +375,15 @@ def _scheduled(item: RsTckItem) -> TestResult:
     config, name = item.config, item.key
     state = config.stash[state_key]
     run = state.runs[name]
+    dealt = process_host.result_of(item)  # run by a worker process (see process_host), or None
+    if dealt is not None:
+        return _identified(state, name, dealt)
     if hasattr(config, "workerinput") and not getattr(config.option, "loadgroup", False):
         return _identified(state, name, run.run_one(item.test))
     schedules = config.stash.setdefault(schedules_key, {})
     entry = schedules.get(name)
     if entry is None or item.nodeid not in entry[1]:
-        group = _group(item, state, set(schedules))
+        group = _group(item, state, set(schedules) | process_host.in_workers(config))
         peers = [p for _key, mine in group for p in mine]
         parts = [(state.runs[key], [p.test for p in mine]) for key, mine in group]
         schedule = joint(parts) if len(parts) > 1 else run.schedule(parts[0][1])
@@ -505,17 +510,11 @@ class RsTckFailure(Exception):
 
 def _run_of(state: RsTckState, entry: SubjectEntry) -> tuple[Run, list[TckTest]]:
     """The subject's ``Run`` (kept in ``state.runs``) and its tests, as the hooks leave them."""
-    declaration = entry.declaration
-    try:
-        run = Run(entry.kind, entry.subject, state.settings,
-                  rules=(declaration.rules if declaration is not None and declaration.rules else state.rules),
-                  skip_rules=state.skip_rules,
-                  overrides=declaration.settings if declaration is not None else None,
-                  skipped=declaration.skip_rules if declaration is not None else None)
+    try:  # as a worker process makes it (rstck.processes)
+        run = declared_run(entry.kind, entry.subject, state.settings, entry.declaration, rules=state.rules,
+                           skip_rules=state.skip_rules)
     except SetupError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if declaration is not None and declaration.rules and state.rules:
-        run.tests = select(run.tests, rules=state.rules)
     state.runs[entry.key] = run
     tests = list(run.tests)
     state.hooks.hook.rstck_modify_tests(verification=entry.kind, tests=tests, settings=run.settings)
@@ -803,6 +802,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         tr = config.pluginmanager.get_plugin("terminalreporter")
         rs_threads.release_leaked(config.stash.get(threads_key, set()),
                                   tr.write_line if tr is not None else print)
-    collector = config.pluginmanager.get_plugin("rs-tck-results")
-    if collector is not None:
-        config.pluginmanager.unregister(collector)
+    for name in ("rs-tck-results", "rs-tck-processes"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)

@@ -21,6 +21,7 @@ import pytest
 from rstck import pytest as rstck_pytest
 from rstck.engine import settings_for
 from rstck.errors import SetupError
+from rstck.processes import subject_record
 from rstck.pytest import Declaration
 from rstck.settings import Settings
 from rstck.subjects import FAILED_ROLE
@@ -152,15 +153,7 @@ def build(key: str, kind: str, obj: Any, failed: Any, *, spec: str, failed_spec:
     verification = VERIFICATIONS[kind]
     if declaration is not None and declaration.failed is not None and failed is None:
         failed = declaration.failed
-    if kind == "publisher":
-        subject = verification.load_subject(spec, spec if failed is not None else None,
-                                            resolve=lambda _spec, role: failed if role == "failed_publisher" else obj)
-    else:
-        subject = verification.load_subject(spec, resolve=lambda _spec, _role: obj)
-        if failed is not None:
-            if not callable(failed):
-                raise SetupError(f"{spec}: its failed publisher is not callable")
-            subject.failed_factory = failed
+    subject = subject_record(kind, obj, failed, spec, verification.load_subject)  # as a worker process makes it
     applied = run_settings(subject, declaration, settings)
     if kind == "publisher":
         smoke_check(subject, timeout=max(5.0, applied.timeout), elements=min(1, applied.max_elements),

@@ -1,0 +1,171 @@
+"""A library's subjects dealt to worker processes (``--rs-processes``), through real pytest runs.
+
+Each subject's factory leaves its process id in ``pids/``, so a test sees where it ran. The
+verdicts, the results file and JUnit must be those of a run in one process; a subject a worker
+cannot import runs in the pytest process; a worker killed mid-run costs only its own tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_library import MYLIB
+
+#: Subjects of every kind, and one broken publisher; each factory notes its process in pids/.
+TEST_RS = '''
+import os
+from pathlib import Path
+
+import rstck.pytest as rs
+from rstck.reference import failed_publisher, range_publisher
+from rstck.reference.processors import identity_processor
+from rstck.reference.subscribers import sync_subscriber, sync_whitebox_subscriber
+
+import mylib
+
+
+def noted(factory):
+    def make(*args):
+        Path("pids", str(os.getpid())).touch()
+        return factory(*args)
+    return make
+
+
+test_range = rs.publisher_verification(noted(range_publisher), id="range", failed=failed_publisher)
+test_map = rs.publisher_verification(noted(mylib.map_publisher), id="map", max_subscribers=1)
+test_take = rs.publisher_verification(noted(mylib.take_publisher), skip_rules={"3.9": "take hands request(n) on"})
+test_broken = rs.publisher_verification(noted(mylib.broken_publisher), id="broken")
+test_collect = rs.subscriber_verification(noted(sync_subscriber), id="collect")
+test_probed = rs.whitebox_verification(noted(sync_whitebox_subscriber), id="probed")
+test_identity = rs.processor_verification(noted(identity_processor), id="identity", max_subscribers=1)
+
+
+class TestFilter(rs.PublisherVerification):
+    id = "filter"
+
+    def create_publisher(self, n):
+        Path("pids", str(os.getpid())).touch()
+        return mylib.filter_publisher(n)
+'''
+
+#: The verdict-bearing fields of a result (not its timing, trace or wording of durations).
+FIELDS = ("test", "verification", "rule", "level", "outcome", "verdict", "subject", "subject_id", "baseline")
+RULES = "--rs-rules=sanity,1.9,2.5,3.9"
+
+
+@pytest.fixture
+def library(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(mylib=MYLIB)
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_rs.py").write_text(TEST_RS)
+    (pytester.path / "pids").mkdir()
+    pytester.syspathinsert()
+    return pytester
+
+
+def _pids(root: Path) -> set[int]:
+    pids = {int(p.name) for p in (root / "pids").iterdir()}
+    for p in (root / "pids").iterdir():
+        p.unlink()
+    return pids
+
+
+def _verdicts(path: Path) -> list[dict[str, Any]]:
+    results = json.loads(path.read_text(encoding="utf-8"))["results"]
+    return [{k: r.get(k) for k in FIELDS} | {"failed_rules": [f["rule"] for f in r.get("failures", [])]}
+            for r in results]
+
+
+def _junit(path: Path) -> list[tuple[str, str, str]]:
+    cases = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        cases.append((str(case.get("classname")), str(case.get("name")), outcome))
+    return cases
+
+
+def test_subjects_in_worker_processes_give_the_verdicts_files_and_junit_of_one_process(
+        library: pytest.Pytester) -> None:
+    root = library.path
+    dealt = library.runpytest(RULES, "--rs-processes=2", "--rs-subjects-at-once=2", "--rs-report-json=dealt.json",
+                              "--junitxml=dealt.xml")
+    where = _pids(root)
+    alone = library.runpytest(RULES, "--rs-processes=1", "--rs-report-json=alone.json", "--junitxml=alone.xml")
+    here = _pids(root)
+    # The subjects ran in two other processes; with one process, in this one alone.
+    assert here == {os.getpid()}
+    assert len(where - {os.getpid()}) == 2, where
+    dealt.stdout.fnmatch_lines(["rs-tck: 8 subjects in 2 worker processes"])
+    assert "worker processes" not in alone.stdout.str()
+    # Same verdicts, results file and JUnit; the broken subject failed on its rule.
+    assert dealt.parseoutcomes() == alone.parseoutcomes()
+    assert dealt.ret == alone.ret == 1
+    verdicts = _verdicts(root / "dealt.json")
+    assert verdicts == _verdicts(root / "alone.json")
+    assert {r["subject_id"] for r in verdicts if r["outcome"] == "failed"} == {"broken"}
+    assert all(r["failed_rules"][0] == "3.9" for r in verdicts if r["outcome"] == "failed")
+    assert _junit(root / "dealt.xml") == _junit(root / "alone.xml")
+    # Each result whole: the fields of one process's, the failures' evidence, the traces.
+    complete = json.loads((root / "dealt.json").read_text())["results"]
+    assert [sorted(r) for r in complete] == [sorted(r) for r in json.loads((root / "alone.json").read_text())["results"]]
+    assert all(r["failures"][0]["evidence"] and r["trace"] for r in complete if r["outcome"] == "failed")
+
+
+def test_a_subject_a_worker_cannot_import_runs_in_the_pytest_process(library: pytest.Pytester) -> None:
+    """``hostlib`` exists only in the pytest process (a conftest made it): the worker hands it back."""
+    root = library.path
+    (root / "tests" / "conftest.py").write_text(
+        "import sys, types\nfrom rstck.reference import range_publisher\n"
+        "hostlib = types.ModuleType('hostlib')\nhostlib.publisher = range_publisher\nsys.modules['hostlib'] = hostlib\n")
+    (root / "tests" / "test_host.py").write_text(
+        "import os\nfrom pathlib import Path\nimport rstck.pytest as rs\nimport hostlib\n\n"
+        "def made(n):\n    Path('pids', f'host-{os.getpid()}').touch()\n    return hostlib.publisher(n)\n\n"
+        "test_hosted = rs.publisher_verification(made, id='hosted')\n")
+    result = library.runpytest(RULES, "--rs-processes=2", "--rs-report-json=out.json")
+    verdicts = _verdicts(root / "out.json")
+    hosted = [r for r in verdicts if r["subject_id"] == "hosted"]
+    assert hosted
+    assert all(r["outcome"] in ("passed", "skipped") for r in hosted)
+    assert {p.name for p in (root / "pids").iterdir() if p.name.startswith("host-")} == {f"host-{os.getpid()}"}
+    result.stdout.fnmatch_lines(["rs-tck: hosted ran in the pytest process: a worker could not rebuild it:*hostlib*"])
+    assert {r["subject_id"] for r in verdicts if r["outcome"] == "failed"} == {"broken"}
+
+
+def test_a_worker_killed_mid_run_costs_only_its_own_tests(library: pytest.Pytester,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``doomed`` subject kills its worker on its fifth subscription; the others are verified."""
+    root = library.path
+    monkeypatch.setenv("HOST_PID", str(os.getpid()))
+    (root / "tests" / "test_rs.py").write_text(
+        "import itertools, os, signal\nimport rstck.pytest as rs\nfrom rstck.reference import range_publisher\n"
+        "calls = itertools.count()\n\n"
+        "def doomed(n):\n    if os.getpid() != int(os.environ['HOST_PID']) and next(calls) == 5:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n    return range_publisher(n)\n\n"
+        "test_doomed = rs.publisher_verification(doomed, id='doomed')\n"
+        "test_one = rs.publisher_verification(range_publisher, id='one')\n"
+        "test_two = rs.publisher_verification(range_publisher, id='two')\n")
+    result = library.runpytest("--rs-rules=sanity,1.9,3.9,3.17", "--rs-processes=2", "--rs-subjects-at-once=1",
+                               "--rs-report-json=out.json", "--rs-no-fuzz")
+    verdicts = _verdicts(root / "out.json")
+    assert {r["subject_id"] for r in verdicts} == {"doomed", "one", "two"}
+    assert all(r["outcome"] in ("passed", "skipped") for r in verdicts if r["subject_id"] != "doomed")
+    doomed = json.loads((root / "out.json").read_text())["results"]
+    lost = [r for r in doomed if r.get("subject_id") == "doomed" and r["outcome"] == "error"]
+    assert lost, result.stdout.str()
+    assert all("killed by SIGKILL" in r["message"] and "doomed" in r["message"] for r in lost)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["rs-tck: 3 subjects in 2 worker processes*"])
+
+
+def test_under_xdist_its_workers_are_the_only_processes(library: pytest.Pytester) -> None:
+    """``-n 2``: every subject is made and verified in one of xdist's two workers, none in a process of ours."""
+    result = library.runpytest_subprocess(RULES, "-n", "2", "--dist", "loadgroup", "-p", "xdist")
+    assert result.ret == 1
+    assert "worker processes" not in result.stdout.str()
+    assert len(_pids(library.path)) == 2
