@@ -78,7 +78,7 @@ class Run:
             raise SetupError(f"--rs-edition={requested.edition} verifies {', '.join(kinds)} subjects only, "
                              f"not {name}")
         self.verification = kinds[name]
-        self.subject = subject
+        self.subject = subject = _as_subject(self.verification.subject, subject)
         #: The settings as given, before the subject's declarations: the results document's.
         self.requested = requested
         #: The settings the tests run with.
@@ -137,6 +137,17 @@ def declared_run(kind: str, subject: Any, settings: Settings, declaration: Any, 
     if own_rules and rules:
         run.tests = select(run.tests, rules=rules)
     return run
+
+
+def _as_subject(cls: type[Any], subject: Any) -> Any:
+    """``subject`` as its kind's record: a bare factory is wrapped; anything else is refused here,
+    by name, rather than failing every test on a rule."""
+    if isinstance(subject, cls):
+        return subject
+    if callable(subject) and not isinstance(subject, type) and not hasattr(subject, "ROLE"):
+        return cls(factory=subject)
+    raise SetupError(f"expected a {cls.__name__} or its factory (a callable) for this verification, "
+                     f"got {type(subject).__name__}: {subject!r:.80}")
 
 
 def run_verification(

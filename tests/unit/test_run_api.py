@@ -46,3 +46,16 @@ def test_a_run_yields_its_results_and_their_document() -> None:
     assert doc["settings"] == FAST.to_json()
     assert doc["summary"]["total"] == len(results)
     assert [r.verdict for r in run_verification("publisher", subject, FAST, rules=["3.9"])] == ["passed"] * len(results)
+
+
+def test_a_bare_factory_is_its_kinds_record_and_anything_else_is_refused_by_name() -> None:
+    # A plain ``factory(n)`` is what the binding calls a publisher: the run wraps it, so that no
+    # test fails on a rule for want of the record's ``label``.
+    results = run_verification("publisher", range_publisher, FAST, rules=["3.9"])
+    assert results
+    assert all(r.outcome.value in ("passed", "skipped") for r in results), [r.message for r in results]
+    assert Run("publisher", range_publisher, FAST).label == "range_publisher"
+    with pytest.raises(SetupError, match=r"expected a PublisherSubject or its factory .* got int"):
+        Run("publisher", 42, FAST)
+    with pytest.raises(SetupError, match="expected a ProcessorSubject"):
+        Run("processor", PublisherSubject(range_publisher), FAST)
