@@ -375,7 +375,8 @@ class ManualSubscription:
                     self.requested = min(MAX_DEMAND, self.requested + n)
                     self.demand = min(MAX_DEMAND, self.demand + n)
                 demand = self.demand
-                pub._cond.notify_all()
+                if pub._cond._waiters:  # type: ignore[attr-defined]  # (no Python call when none)
+                    pub._cond.notify_all()
             seq = pub.env.trace.log(self.name, "request", shown + state if state else shown, demand)
             self.request_seqs.append(seq)
             self._inside_seq[threading.get_ident()] = seq
@@ -1069,7 +1070,8 @@ class ManualPublisher:
             sub.idle = False
             if before < MAX_DEMAND:
                 sub.demand = before - 1
-            self._cond.notify_all()  # wait_sent and the feeder wait on what was sent
+            if self._cond._waiters:  # type: ignore[attr-defined]  # wait_sent, the feeder
+                self._cond.notify_all()
         try:
             element = self.element(index)
         except Exception as exc:
@@ -1191,7 +1193,7 @@ class ManualPublisher:
         """A signal to ``sub`` returned: the answer it held back goes now, on this thread."""
         if not self.answers_illegal:
             return
-        with self._cond:
+        with self._mutex:
             left = self._emitting[sub] = self._emitting[sub] - 1
             answer = self._take_answer(sub) if left == 0 else None
         if answer is not None:

@@ -744,14 +744,38 @@ class PublisherScenario:
             elif not probe.cancelled and sub.index == 0:
                 # What is owed is read live: a re-entrant request or cancel may still be made.
                 # One that raises meanwhile is owed nothing more (2.13): no waiting out the timeout.
-                if not probe.wait_progress(_owed_or_raised(sub, n), self.timeout):
-                    continue  # a stall: the verdict is lost demand, no second timeout for a terminal
+                if not self._wait_owed(sub, n):
+                    continue  # a stall (the verdict is lost demand) or paced: no wait for a terminal
                 if n < MAX_DEMAND - 1 and probe.requested >= n and not probe.cancelled \
                         and sub.raised_at is None:
                     # (a cancel from on_next may have landed meanwhile: no terminal is owed then;
                     # nor once the last element's on_next raises, after it was counted)
                     self._ask_for_the_end(sub, n)
                     probe._wait(_ended_or_excused(sub), self.timeout)
+
+    def _wait_owed(self, sub: _Subscriber, n: int) -> bool:
+        """``wait_progress`` for what ``sub`` is owed; False on a stall, and as soon as a fellow
+        subscriber that asks for nothing paces the stream, confirmed by a quiet window.
+
+        The verdict does not count elements so withheld as lost (``_held_back_by_another``):
+        waiting out the timeout for them would buy nothing, and a multicast processor paced by
+        a subscriber that asked for 3 of 64 cost every such scenario a whole timeout.
+        """
+        probe = sub.probe
+        owed = _owed_or_raised(sub, n)
+
+        def paced() -> bool:
+            return self._held_back_by_another(sub)
+
+        deadline = time.monotonic() + self.env.settings.test_limit / 2
+        while True:
+            if not probe.wait_progress(lambda: owed() or paced(), self.timeout):
+                return False
+            if owed():
+                return True
+            if time.monotonic() >= deadline or (self._quiet(self.timeout, window=self.handoff_s)
+                                                and paced() and not owed()):
+                return owed()
 
     def _ask_for_the_end(self, sub: _Subscriber, n: int) -> None:
         """request(1) once all ``n`` elements arrived with no demand left and no end yet.

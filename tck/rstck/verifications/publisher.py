@@ -1874,19 +1874,20 @@ def required_spec317_demand_reaching_long_max_value_from_a_small_outstanding_dem
             ctx.closing_drain(probe)
 
 
-#: request(1) calls made from inside one on_next: past a signed or unsigned 16-bit count
-#: (2**15, 2**16), 100,000 and 2**17, the sizes a bounded log or mailbox of pending requests takes.
-_PILED_CALLS = 2**17 + 1
-#: The same through a processor (``PublisherContext.relayed``): past 2**15 and 2**16.
-_RELAYED_PILED_CALLS = 2**16 + 1
 #: The calls made first, from inside on_next #1: a few, whose loss is rule 3.8's (a request
 #: that replaces the demand left instead of adding to it), not a limit on the count of calls.
 _FIRST_PILE = 64
+#: request(1) calls made from inside one on_next: past a signed or unsigned 16-bit count
+#: (2**15, 2**16) and 100,000, the sizes a bounded log, mailbox or table of requests takes
+#: (each call costs an element: none beyond the largest size a class is known to take).
+_PILED_CALLS = 100_000 + 1
+#: The same through a processor (``PublisherContext.relayed``): past 2**15 and 2**16.
+_RELAYED_PILED_CALLS = 2**16 + 1
 
 
 @tck_test("3.17", "required", busy=True)
 def required_spec317_must_support_an_unbounded_number_of_request_calls(ctx: PublisherContext) -> None:
-    """64 request(1) calls from inside on_next #1, then 131,073 from inside on_next #65: as many
+    """64 request(1) calls from inside on_next #1, then 100,001 from inside on_next #65: as many
     elements, then nothing.
 
     Rule 3.17 asks for an unbounded number of request calls. A count of calls in a 16-bit
