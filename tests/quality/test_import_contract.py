@@ -34,7 +34,7 @@ RSTCK_LAYERS: list[tuple[str, list[str]]] = [
                     "rstck.reach", "rstck.clock"]),
     ("tables", ["rstck.editions", "rstck.matrix", "rstck.parity", "rstck.settings", "rstck.errors", "rstck.evidence"]),
     ("one test", ["rstck.environment", "rstck.registry"]),
-    ("instruments", ["rstck.probe", "rstck.manual", "rstck.whitebox", "rstck.loop"]),
+    ("instruments", ["rstck.probe", "rstck.manual", "rstck.feeder", "rstck.whitebox", "rstck.loop"]),
     ("subjects", ["rstck.subjects", "rstck.reference", "rstck.reference.*", "rstck.pytest"]),
     ("contexts", ["rstck.contexts", "rstck.contexts.*"]),
     ("runner", ["rstck.runner"]),

@@ -1820,7 +1820,8 @@ def required_spec308_tens_of_thousands_of_requests_must_add_up(ctx: PublisherCon
     """
     if ctx.settings.max_elements < _CALLS:
         raise NotVerified(f"needs a publisher of {_CALLS} elements (max_elements)")
-    probe = ctx.subscribed(_CALLS + 1, keep_elements=False, yield_s=None)
+    # Only what reaches the probe is judged: a processor is fed by a counting upstream.
+    probe = ctx.subscribed(_CALLS + 1, keep_elements=False, yield_s=None, counted=True)
     _request_ones(probe, _CALLS)
     if _stalled(probe, _CALLS, "3.8", f"for {_CALLS} request(1) calls", ctx):
         ctx.closing_quiet(probe, after=f"beyond the {_CALLS} requested elements")
@@ -1917,7 +1918,7 @@ def required_spec317_must_support_an_unbounded_number_of_request_calls(ctx: Publ
             p.on_next_hook = None
             _request_ones(p, calls)
 
-    probe = ctx.subscribed(total + 1, keep_elements=False, on_next=pile, yield_s=None)
+    probe = ctx.subscribed(total + 1, keep_elements=False, on_next=pile, yield_s=None, counted=True)
     probe.request(1)
     if not _stalled(probe, 1 + first, "3.8", f"for request(1) then {first} request(1) calls from inside "
                     "on_next #1", ctx):
