@@ -34,7 +34,7 @@ RSTCK_LAYERS: list[tuple[str, list[str]]] = [
                     "rstck.reach", "rstck.clock"]),
     ("tables", ["rstck.editions", "rstck.matrix", "rstck.parity", "rstck.settings", "rstck.errors", "rstck.evidence"]),
     ("one test", ["rstck.environment", "rstck.registry"]),
-    ("instruments", ["rstck.watching", "rstck.probe", "rstck.ledger", "rstck.manual", "rstck.feeder", "rstck.whitebox",
+    ("instruments", ["rstck.watching", "rstck.probe_signals", "rstck.probe", "rstck.ledger", "rstck.manual", "rstck.feeder", "rstck.whitebox",
                      "rstck.loop"]),
     ("subjects", ["rstck.subjects", "rstck.reference", "rstck.reference.*", "rstck.pytest"]),
     ("contexts", ["rstck.contexts", "rstck.contexts.*"]),
