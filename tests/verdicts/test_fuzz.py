@@ -578,7 +578,7 @@ def test_the_systematic_scenarios_never_accuse_a_conforming_publisher(verificati
 
 def test_the_systematic_phase_spells_every_short_scenario_once_in_a_fixed_order() -> None:
     from rstck.api import MAX_DEMAND
-    from rstck.fuzz import publisher_side as ps
+    from rstck.fuzz import publisher_scenarios as ps
 
     settings = Settings(max_elements=100)
     two = list(ps.systematic(settings, 2))
