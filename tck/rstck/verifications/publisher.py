@@ -1898,13 +1898,13 @@ def required_spec317_must_support_an_unbounded_number_of_request_calls(ctx: Publ
     while that loop waits for on_next to return, so a pending-request limit is reached too.
     The first 64 going unserved is rule 3.8's (a request replacing the demand left instead of
     adding to it), not a limit on calls. The calls are counted by the TCK once, not one by one, and the elements are not kept: the
-    cost is the subject's own (a processor, whose elements each cost the kit's upstream a
-    signal, gets 65,537 calls). The JVM TCK makes a handful of calls for 3.17; "an unbounded
+    cost is the subject's own (a processor, fed by a counting upstream and relaying each
+    element at some ten times a plain publisher's cost, gets 65,537 calls). The JVM TCK makes a handful of calls for 3.17; "an unbounded
     number of calls" is read here past the sizes real counters and logs take (a 32-bit count is
     out of reach). If this fails, check what request() does once it was called
     65,536 or 100,000 times, and where pending requests are kept: add them to one demand count.
     """
-    # A processor relays each element from the kit's upstream, at ten times the cost: past 2**16.
+    # A processor relays each element, at ten times the cost: past 2**16.
     calls = _RELAYED_PILED_CALLS if ctx.relayed else _PILED_CALLS
     if ctx.settings.max_elements < calls + _FIRST_PILE + 1:
         raise NotVerified(f"needs a publisher of {calls + _FIRST_PILE + 1} elements (max_elements)")
