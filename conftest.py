@@ -54,16 +54,16 @@ def _results_files_follow_the_shipped_schema(monkeypatch: pytest.MonkeyPatch) ->
     from importlib import resources
 
     import jsonschema
-    from rstck_plugins import json_report
     from rstck_plugins.campaign import schema as own_schema
+    from rstck_plugins.reports import json_report
 
     render = json_report.render
     problems: list[str] = []
     shipped = json.loads(resources.files("rstck").joinpath("schemas", own_schema.SCHEMA_FILE).read_text())
     validator = jsonschema.Draft202012Validator(shipped)
 
-    def checked(document: Any) -> str:
-        text = render(document)
+    def checked(results: Any) -> str:
+        text = render(results)
         data = json.loads(text)
         problems.extend(f"jsonschema: {e.message}" for e in validator.iter_errors(data))
         problems.extend(f"ingest: {e}" for e in own_schema.errors(data))

@@ -1,7 +1,7 @@
 """Mutation run of the kit: every first-order mutant of ``rstck/reference/``, through the kit.
 
 A mutant is killed when a required (or stochastic, or fuzz) test fails or errors on one of the
-subjects built from its module (``rstck_plugins.mutation``). Every mutant runs first with
+subjects built from its module (``tests/mutation.py``). Every mutant runs first with
 fuzzing off (cheap: most die there); the survivors then run in the default mode, fuzzing on.
 Both verdicts are written to ``benchmarks/mutation-results.json``, which the survivors section
 of ``docs/mutation-table.md`` is generated from (with the hand classification of each survivor
@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rstck.results import TCK_VERSION
-from rstck_plugins import mutation
+
+from tests import mutation
 
 RESULTS = ROOT / "benchmarks" / "mutation-results.json"
 

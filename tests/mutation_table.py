@@ -197,14 +197,14 @@ def reference_mutants() -> list[str]:
     """The section on the mutants of ``rstck/reference/``: per-file score and every survivor."""
     if not MUTATION_RESULTS.exists():
         return []
-    from rstck_plugins.mutation import final_status
+    from .mutation import final_status
 
     results = json.loads(MUTATION_RESULTS.read_text(encoding="utf-8"))
     classes = json.loads(MUTATION_CLASSES.read_text(encoding="utf-8")) if MUTATION_CLASSES.exists() else {}
     out = [
         "", "## Mutants of the reference implementations", "",
         "Generated from `benchmarks/mutation-results.json`, the run of `python benchmarks/mutation.py`",
-        "(every first-order mutant of `rstck/reference/`, built by `rstck_plugins.mutation`), and",
+        "(every first-order mutant of `rstck/reference/`, built by `tests/mutation.py`), and",
         "`benchmarks/mutation-classes.json`, where each survivor was read by hand. A mutant is killed",
         "when a required, stochastic or fuzz test fails or errors on a subject built from its module:",
         "first with fuzzing off, then, for the survivors, in the default mode (fuzzing on). An",

@@ -19,7 +19,6 @@ replay) or a file was rejected (ingest); 2 on a usage error.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import subprocess
 import sys
@@ -79,9 +78,9 @@ def main(argv: list[str] | None = None, *, prog: str = PROG, spark: Any = None) 
     """Run one subcommand; ``spark``: a session the campaign commands use (and leave running)."""
     given = list(sys.argv[1:] if argv is None else argv)
     if given and given[0] in CAMPAIGN_COMMANDS:
-        from .campaign import cli as campaign_cli
+        from .campaign import main as campaign_main
 
-        return campaign_cli.main(given, spark=spark)
+        return campaign_main(given, spark=spark)
     extra: list[str] = []
     if given and given[0] == "replay" and "--" in given:  # the rest is pytest's
         given, extra = given[:given.index("--")], given[given.index("--") + 1:]
@@ -90,10 +89,13 @@ def main(argv: list[str] | None = None, *, prog: str = PROG, spark: Any = None) 
     if args.command == "report":
         return report_main(args.results, args.output)
     if args.command == "rules":
-        from rstck.__main__ import main as core_main
+        from rstck.editions import NAMES
+        from rstck.generated_docs import rules_output
 
-        return core_main(["rules", *(["--update", str(args.update)] if args.update else []),
-                          *(["--edition", args.edition] if args.edition else [])])
+        if args.edition is not None and args.edition not in NAMES:
+            return _error(f"--edition {args.edition!r}: expected one of {', '.join(NAMES)}")
+        print(rules_output(args.edition, update=args.update))
+        return 0
     return replay_main(args)
 
 
@@ -108,11 +110,11 @@ def report_main(results_path: Path, output: Path | None) -> int:
     from rstck.results import ResultsFileError
     from rstck.results import load
 
-    from .files import check_writable
-    from .html_report import page as html_report
+    from .reports import check_writable
+    from .reports import write_html
 
     try:
-        data, results = load(results_path)
+        run = load(results_path)
     except ResultsFileError as exc:
         return _error(str(exc))
     if output is None:
@@ -122,13 +124,12 @@ def report_main(results_path: Path, output: Path | None) -> int:
     problem = check_writable("-o", output)
     if problem:
         return _error(problem)
-    data["results"] = [r.to_json() for r in results]
     try:
-        html_report.write(output, data)
+        write_html(output, run)
     except OSError as exc:
         return _error(f"{output}: cannot write the report: {exc.strerror or exc}")
-    failed = sum(1 for r in results if r.outcome in FAILING)
-    print(f"{output}: report of {len(results)} test(s), {failed} failed")
+    failed = sum(1 for r in run.results if r.outcome in FAILING)
+    print(f"{output}: report of {len(run.results)} test(s), {failed} failed")
     return 0
 
 
@@ -153,31 +154,32 @@ def replay_commands(args: argparse.Namespace) -> list[list[str]]:
             words.append(f"--rs-failed-publisher={args.failed_publisher}")
         return [[*words, *(tests[role] for role in roles), f"--rs-fuzz-replay={source}"]]
     from rstck.results import FAILING
+    from rstck.results import ResultsFileError
+    from rstck.results import load
     from rstck.verifications import VERIFICATIONS
 
     path = Path(source)
     if not path.is_file():
         raise ValueError(f"{source}: neither a replay token (rsfz1-...) nor a results file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{source}: cannot read the results file: {exc}") from None
+        run = load(path)
+    except ResultsFileError as exc:
+        raise ValueError(str(exc)) from None
     commands = []
-    for result in data.get("results", []):
-        fuzz = result.get("fuzz") if isinstance(result, dict) else None
-        if not isinstance(fuzz, dict) or result.get("outcome") not in FAILING:
+    for result in run.results:
+        fuzz = result.fuzz
+        if not fuzz or result.outcome not in FAILING:
             continue
         if fuzz.get("replay_command"):
             commands.append(shlex.split(str(fuzz["replay_command"]))[1:])
             continue
-        subjects = data.get("subjects", {})
-        verification = str(result.get("verification"))
+        verification = result.verification
         if verification not in VERIFICATIONS:
             continue
-        words = [f"{VERIFICATIONS[verification].option}={subjects.get(verification, '')}"]
-        if subjects.get("failed_" + verification):
-            words.append(f"--rs-failed-publisher={subjects['failed_' + verification]}")
-        test = f"{verification}::{result.get('test')}[fuzz]"
+        words = [f"{VERIFICATIONS[verification].option}={run.subjects.get(verification, '')}"]
+        if run.subjects.get("failed_" + verification):
+            words.append(f"--rs-failed-publisher={run.subjects['failed_' + verification]}")
+        test = f"{verification}::{result.test}[fuzz]"
         commands.append([*words, test, str(fuzz.get("replay_option"))])
     if not commands:
         raise ValueError(f"{source}: no failed fuzz test in this results file: nothing to replay")

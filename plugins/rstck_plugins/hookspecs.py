@@ -21,6 +21,7 @@ import pluggy
 if TYPE_CHECKING:  # names for the signatures only: loading the hooks loads nothing of the core
     import pytest
     from rstck.results import ResultsDocument
+    from rstck.results import RunResults
     from rstck.results import TestResult
     from rstck.settings import Settings
     from rstck.verifications import TckTest
@@ -89,8 +90,14 @@ def rstck_result(result: TestResult) -> None:
 
 
 @hookspec
-def rstck_run_finished(document: ResultsDocument) -> None:
-    """Receive the whole results document (schema ``rs-tck-results/1``) at the end of a run."""
+def rstck_run_finished(results: RunResults, document: ResultsDocument) -> None:
+    """Receive the whole run at the end: ``results``, an ``rstck.results.RunResults`` (its
+    ``TestResult`` objects, subjects, settings, edition, and whether it was interrupted).
+
+    :param document: the same run as the results file's JSON (schema ``rs-tck-results/1``), as
+        this hook gave it before ``results`` existed; built only when an implementation takes
+        it. Prefer ``results``; write ``results.to_json()`` where the run leaves the process.
+    """
 
 
 @hookspec
@@ -111,7 +118,7 @@ class Reporter(Protocol):
     """A report of a run, registered as any ``rstck`` plugin is (entry point or ``conftest.py``).
 
     It sets itself up in ``rstck_configure``, and takes the results from ``rstck_result`` (each
-    as it is known) and ``rstck_run_finished`` (the whole document), which it implements as it
+    as it is known) and ``rstck_run_finished`` (the whole ``RunResults``), which it implements as it
     needs. The TCK's own reporters (JSON and HTML files, baseline gate, terminal table) are
     registered this way too.
     """

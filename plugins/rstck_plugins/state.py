@@ -9,19 +9,27 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 from typing import Any
+from typing import Protocol
 
 import pluggy
 import pytest
 from rstck.engine import Run
 from rstck.results import Level
+from rstck.results import RunResults
 from rstck.results import TestResult
-from rstck.results import document
 from rstck.settings import Settings
 
-if TYPE_CHECKING:
-    from .outputs import DocumentWriter
+
+class ReportFile(Protocol):
+    """A file a reporter writes at the end of the run, as the terminal names it (``reports.outputs``)."""
+
+    path: Path
+    #: How the terminal names the file: "results file", "HTML report".
+    kind: str
+    #: None until the run ends; then "" when written, else why it was not.
+    problem: str | None
 
 
 @dataclass
@@ -70,7 +78,7 @@ class RsTckState:
         #: The MODULE:ATTR given for each verification's failed publisher: its label.
         self.failed_specs = failed_specs or {}
         #: The report files asked for, in the order the terminal names them.
-        self.report_files: list[DocumentWriter] = []
+        self.report_files: list[ReportFile] = []
         #: Why the run stopped before every selected test ran (Ctrl-C, ``-x``); None if complete.
         self.interrupted: str | None = None
         #: How many selected tests did not run, when the run was interrupted and it is known.
@@ -138,9 +146,17 @@ def state_of(config: pytest.Config) -> RsTckState | None:
     return config.stash.get(state_key, None)
 
 
+def run_finished(hooks: pluggy.PluginManager, results: RunResults) -> None:
+    """Call ``rstck_run_finished`` with the results; the JSON document only for an implementation
+    that takes the ``document`` argument of earlier releases (built once, for those alone)."""
+    hook = hooks.hook.rstck_run_finished
+    wants_document = any("document" in impl.argnames for impl in hook.get_hookimpls())
+    hook(results=results, document=results.to_json() if wants_document else None)
+
+
 class ResultCollector:
     """The one place results enter the ``rstck`` hooks: ``rstck_result`` per test as its report
-    arrives (from this process or an xdist worker), ``rstck_run_finished`` with the document."""
+    arrives (from this process or an xdist worker), ``rstck_run_finished`` with the ``RunResults``."""
 
     def __init__(self, state: RsTckState, is_tck_item: Callable[[pytest.Item], bool]) -> None:
         self.state = state
@@ -166,9 +182,8 @@ class ResultCollector:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self.reported.add(report.nodeid)
-        data = getattr(report, "rs_tck_result", None)
-        if data is not None:
-            result = TestResult.from_json(data)
+        result = getattr(report, "rs_tck_result", None)
+        if isinstance(result, TestResult):
             self.state.saw_results = True
             self.results.append(result)
             self.state.hooks.hook.rstck_result(result=result)
@@ -187,9 +202,9 @@ class ResultCollector:
         labels = state.labels()
         for result in self.results:  # under xdist the controller collected no subject: the results name them
             labels.setdefault(result.key, result.subject)
-        data = document(self.results, subjects=labels, settings=state.settings.to_json(),
-                        edition=state.settings.edition, interrupted=state.interrupted, not_run=state.not_run)
+        results = RunResults(self.results, subjects=labels, settings=state.settings.to_json(),
+                             edition=state.settings.edition, interrupted=state.interrupted, not_run=state.not_run)
         try:
-            state.hooks.hook.rstck_run_finished(document=data)
+            run_finished(state.hooks, results)
         except Exception as exc:
             state.finish_problems.append(f"an rstck_run_finished hook raised {type(exc).__name__}: {exc}")

@@ -8,7 +8,7 @@ rule test (``run_verification`` lists them). The pytest plugin (``pytest
 Public: the names in ``__all__`` and these modules (``PUBLIC_MODULES``), which the plugins,
 the campaign and users may import:
 
-- ``rstck`` these names; ``rstck.__main__`` the ``python -m rstck`` command line
+- ``rstck`` these names (``python -m rstck`` is the command line; its module is no import)
 - ``rstck.api`` the Reactive Streams interfaces a subject implements
 - ``rstck.engine`` the run API: ``Run`` (select the tests, apply the subject's declared
   settings, schedule, results and their document), ``run_verification``, ``Schedule``
@@ -17,8 +17,8 @@ the campaign and users may import:
 - ``rstck.subjects`` subject records and their loading; ``rstck.reference`` conforming
   implementations; ``rstck.whitebox`` the probe a whitebox subscriber reports to
 - ``rstck.settings`` the knobs; ``rstck.results`` the results document; ``rstck.errors``
-- ``rstck.rules``, ``rstck.editions`` the rules and their numberings; ``rstck.catalogue`` the
-  generated rule tables
+- ``rstck.rules``, ``rstck.editions`` the rules and their numberings; ``rstck.generated_docs`` the
+  README's rule table and docs/verifications.md, generated
 - ``rstck.verifications`` the verification kinds; ``rstck.registry`` the test record
   (``TckTest``) they hold; ``rstck.fuzz`` the replay token's check
 Every other module is private: it may change in any release.
@@ -55,15 +55,16 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: The modules outside code may import; tests/test_import_contract.py holds the plugins to them.
+#: The modules outside code may import; tests/quality/test_import_contract.py holds the plugins
+#: to them.
 PUBLIC_MODULES = (
-    "rstck", "rstck.__main__", "rstck.api", "rstck.catalogue", "rstck.editions", "rstck.engine",
+    "rstck", "rstck.api", "rstck.generated_docs", "rstck.editions", "rstck.engine",
     "rstck.errors", "rstck.fuzz", "rstck.pytest", "rstck.reference", "rstck.registry", "rstck.results",
     "rstck.rules", "rstck.settings", "rstck.subjects", "rstck.verifications", "rstck.whitebox",
 )
 
 #: Where each public name lives: loaded on first use, so that importing one module of the
-#: core (``rstck.runner``, ``rstck.probe``) does not load the rule catalogue and the engine.
+#: core (``rstck.runner``, ``rstck.probe``) does not load the verifications and the engine.
 _LAZY = {
     "MAX_DEMAND": "api",
     "Processor": "api",

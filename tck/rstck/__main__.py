@@ -6,13 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from .catalogue import edition_markdown_table
-from .catalogue import markdown_table
-from .catalogue import update_readme
-from .catalogue import verifications_markdown
 from .editions import DEFAULT as DEFAULT_EDITION
 from .editions import NAMES as EDITION_NAMES
 from .editions import update_doc
+from .generated_docs import rules_output
+from .generated_docs import verifications_markdown
 from .verifications import VERIFICATIONS
 
 
@@ -33,13 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "rules" and args.update_map is not None:
         changed = update_doc(args.update_map)
         print(f"{args.update_map}: {'updated' if changed else 'already current'}")
-    elif args.command == "rules" and args.update is not None:
-        changed = update_readme(args.update)
-        print(f"{args.update}: {'updated' if changed else 'already current'}")
-    elif args.command == "rules" and args.edition != DEFAULT_EDITION:
-        print(edition_markdown_table(args.edition))
     elif args.command == "rules":
-        print(markdown_table())
+        print(rules_output(args.edition, update=args.update))
     elif args.command == "docs":
         text = verifications_markdown()
         if args.update is not None:

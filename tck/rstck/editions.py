@@ -1,11 +1,13 @@
 """Editions of the specification: their own rule numbering, mapped to the JVM 1.0.1 ids both ways.
 
 The kit's probes and verifications speak the JVM 1.0.1 rule ids (the normative edition). An
-edition with another numbering is one table here, ``RS_TABLE``: each row is one rule of the
-edition with the JVM rule it restates (or ``None`` for a rule of its own), and ``RS_NOT_APPLICABLE``
-lists the JVM rules it has no counterpart for, with the reason. Everything else is derived from
-these two: the translation of results, the rule listings, the terminal and HTML labels and the
-rule map of docs/editions.md.
+edition is one record here, ``Edition``, as a verification kind is one ``Verification``: its
+rule table (each row one rule of the edition with the JVM rule it restates, or ``None`` for a
+rule of its own), the JVM rules it has no counterpart for and those it keeps only in part, with
+the reasons, and the verification kinds it runs. Everything else is derived from the records:
+the translation of results, the rule listings, the terminal and HTML labels and the rule map of
+docs/editions.md. Which tests an edition leaves out each test declares (``left_out_of``);
+docs/architecture.md has the recipe for adding one.
 
 Inside a run, a rule of the edition's own (``rs`` 1.11) has the internal id ``rs:1.11`` so it can
 never be confused with the JVM rule of the same number; results show the edition's own ids, with
@@ -23,6 +25,7 @@ from pathlib import Path
 from .results import Failure
 from .results import TestResult
 from .rules import RULES
+from .rules import SPEC_URL
 from .rules import Rule
 from .rules import Strength
 from .rules import add_edition_rules
@@ -34,9 +37,12 @@ RS_SPEC_URL = "https://github.com/per-gron/rs/blob/master/doc/specification.md"
 
 S = Strength
 
-#: The ``rs`` (C++) edition, rule by rule: (its id, the JVM 1.0.1 id it restates or None,
-#: keyword, what it asks in our words for the Python binding).
-RS_TABLE: tuple[tuple[str, str | None, Strength, str], ...] = (
+#: One rule of an edition: (its id, the JVM 1.0.1 id it restates or None, keyword, what it asks
+#: in our words for the Python binding).
+Row = tuple[str, str | None, Strength, str]
+
+#: The ``rs`` (C++) edition, rule by rule.
+_RS_TABLE: tuple[Row, ...] = (
     ("1.1", "1.1", S.MUST, "a publisher never signals more on_next than the subscriber requested in total"),
     ("1.2", "1.2", S.MAY, "a publisher may signal fewer elements than requested and then terminate"),
     ("1.3", "1.3", S.MUST, "signals to a subscriber are serial: never concurrent, even across threads"),
@@ -78,7 +84,7 @@ RS_TABLE: tuple[tuple[str, str | None, Strength, str], ...] = (
 )
 
 #: JVM 1.0.1 rules the ``rs`` edition has no counterpart for, and why.
-RS_NOT_APPLICABLE: dict[str, str] = {
+_RS_NOT_APPLICABLE: dict[str, str] = {
     "1.10": "the publisher takes the subscriber over (C++: moved in), so the same subscriber is never subscribed twice",
     "2.5": "there is no on_subscribe: a subscriber is never handed a second subscription",
     "2.12": "there is no on_subscribe",
@@ -88,7 +94,7 @@ RS_NOT_APPLICABLE: dict[str, str] = {
 }
 
 #: JVM rules whose counterpart keeps only part of them, and which part is dropped.
-RS_PARTLY: dict[str, str] = {
+_RS_PARTLY: dict[str, str] = {
     "1.9": "there is no on_subscribe to call first, and no None subscriber to refuse",
     "2.13": "there is no None argument to refuse",
     "3.2": "there is no on_subscribe to request from",
@@ -124,18 +130,42 @@ class EditionRule(Rule):
 
 @dataclass(frozen=True)
 class Edition:
-    """One edition of the specification, as the kit runs and reports it."""
+    """One edition of the specification, as the kit runs and reports it: one record each."""
 
+    #: The ``--rs-edition`` value, and the ``edition`` field of results.
     name: str
     title: str
-    #: The edition's rules by its own id, in its order.
-    rules: dict[str, EditionRule]
+    #: Where its text is: a rule's link is ``{spec_url}#{its id}``.
+    spec_url: str
+    #: Its rules, in its order (``Row``).
+    table: tuple[Row, ...]
     #: JVM id -> why the edition has no counterpart.
     not_applicable: dict[str, str] = field(default_factory=dict)
     #: JVM id -> the part of it the edition leaves out.
     partly: dict[str, str] = field(default_factory=dict)
-    #: The verification kinds the kit runs in this edition.
+    #: The verification kinds the kit runs in this edition (``rstck.verifications.for_edition``).
     kinds: tuple[str, ...] = ()
+    #: Its rules by its own id, in its order, derived from ``table``.
+    rules: dict[str, EditionRule] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        rules = {}
+        for own, jvm, strength, summary in self.table:
+            internal = jvm if jvm is not None else f"{self.name}:{own}"
+            rules[own] = EditionRule(internal, strength, summary, own_id=own, jvm_id=jvm, edition=self.name,
+                                     link=f"{self.spec_url}#{own}")
+        object.__setattr__(self, "rules", rules)
+
+    def check(self) -> None:
+        """Every JVM rule is mapped by the table or listed as not applicable, exactly once."""
+        mapped = [jvm for _, jvm, _, _ in self.table if jvm is not None]
+        dupes = {j for j in mapped if mapped.count(j) > 1}
+        both = set(mapped) & set(self.not_applicable)
+        missing = set(RULES) - set(mapped) - set(self.not_applicable)
+        unknown = (set(mapped) | set(self.not_applicable) | set(self.partly)) - set(RULES)
+        if dupes or both or missing or unknown:
+            raise AssertionError(f"{self.name} rule map: duplicated {sorted(dupes)}, both {sorted(both)}, "
+                                 f"missing {sorted(missing)}, unknown {sorted(unknown)}")
 
     @property
     def is_jvm(self) -> bool:
@@ -191,27 +221,16 @@ def _jvm_part(internal: str | None) -> str | None:
     return internal if internal in RULES else None
 
 
-def _rs_rules() -> dict[str, EditionRule]:
-    out: dict[str, EditionRule] = {}
-    for own, jvm, strength, summary in RS_TABLE:
-        internal = jvm if jvm is not None else f"rs:{own}"
-        out[own] = EditionRule(internal, strength, summary, own_id=own, jvm_id=jvm, edition="rs",
-                               link=f"{RS_SPEC_URL}#{own}")
-    return out
-
-
-def _jvm_rules() -> dict[str, EditionRule]:
-    return {
-        rid: EditionRule(rid, r.strength, r.summary, own_id=rid, jvm_id=rid, edition=DEFAULT, link=r.url)
-        for rid, r in RULES.items()
-    }
-
-
+#: Every edition the kit verifies against, by name: the normative one first.
 EDITIONS: dict[str, Edition] = {
-    DEFAULT: Edition(DEFAULT, "Reactive Streams for the JVM 1.0.1 (normative)", _jvm_rules(),
-                     kinds=("publisher", "subscriber_blackbox", "subscriber_whitebox", "processor")),
-    "rs": Edition("rs", "the C++ rs edition (subscribe returns the subscription)", _rs_rules(),
-                  not_applicable=RS_NOT_APPLICABLE, partly=RS_PARTLY, kinds=("publisher",)),
+    e.name: e
+    for e in (
+        Edition(DEFAULT, "Reactive Streams for the JVM 1.0.1 (normative)", SPEC_URL,
+                tuple((rid, rid, r.strength, r.summary) for rid, r in RULES.items()),
+                kinds=("publisher", "subscriber_blackbox", "subscriber_whitebox", "processor")),
+        Edition("rs", "the C++ rs edition (subscribe returns the subscription)", RS_SPEC_URL, _RS_TABLE,
+                not_applicable=_RS_NOT_APPLICABLE, partly=_RS_PARTLY, kinds=("publisher",)),
+    )
 }
 NAMES: tuple[str, ...] = tuple(EDITIONS)
 
@@ -234,14 +253,10 @@ def edition(name: str) -> Edition:
         raise ValueError(f"unknown edition {name!r}; valid editions are {', '.join(NAMES)}") from None
 
 
-def check_rs_table() -> None:
-    """Every JVM rule is mapped by the ``rs`` table or listed as not applicable, exactly once."""
-    mapped = [jvm for _, jvm, _, _ in RS_TABLE if jvm is not None]
-    dupes = {j for j in mapped if mapped.count(j) > 1}
-    both = set(mapped) & set(RS_NOT_APPLICABLE)
-    missing = set(RULES) - set(mapped) - set(RS_NOT_APPLICABLE)
-    if dupes or both or missing:
-        raise AssertionError(f"rs rule map: duplicated {sorted(dupes)}, both {sorted(both)}, missing {sorted(missing)}")
+def check_tables() -> None:
+    """Every edition's table maps each JVM rule, or lists it as not applicable, exactly once."""
+    for ed in EDITIONS.values():
+        ed.check()
 
 
 MAP_BEGIN = "<!-- rs-rule-map:begin (generated by `python -m rstck rules --update-map docs/editions.md`) -->"
@@ -258,15 +273,15 @@ def update_doc(path: Path) -> bool:
     return updated != text
 
 
-def rule_map_markdown() -> str:
-    """The ``rs`` <-> JVM rule map, both directions, as docs/editions.md and ``rules`` show it."""
-    rs = EDITIONS["rs"]
-    lines = ["| rs rule | keyword | JVM 1.0.1 rule | what it asks (our words) |", "|---|---|---|---|"]
+def rule_map_markdown(name: str = "rs") -> str:
+    """Edition ``name``'s rule map to JVM 1.0.1, both directions, as docs/editions.md shows it."""
+    rs = EDITIONS[name]
+    lines = [f"| {name} rule | keyword | JVM 1.0.1 rule | what it asks (our words) |", "|---|---|---|---|"]
     for own, r in rs.rules.items():
         jvm = f"[{r.jvm_id}]({RULES[r.jvm_id].url})" if r.jvm_id else "- (rs only)"
         note = f" (the JVM rule's other part does not apply: {rs.partly[r.jvm_id]})" if r.jvm_id in rs.partly else ""
         lines.append(f"| [{own}]({r.url}) | {r.strength.value} | {jvm} | {r.summary}{note} |")
-    lines += ["", "| JVM 1.0.1 rule | rs rule |", "|---|---|"]
+    lines += ["", f"| JVM 1.0.1 rule | {name} rule |", "|---|---|"]
     for rid in RULES:
         mapped = rs.own_id(rid)
         lines.append(f"| [{rid}]({RULES[rid].url}) | {mapped or 'not applicable: ' + rs.not_applicable[rid]} |")

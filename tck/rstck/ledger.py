@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 
 from .api import MAX_DEMAND
+from .environment import Environment
 from .watching import all_busy_in_subjects_code
 from .watching import runs_code_of
 
-if TYPE_CHECKING:
-    from .manual import ManualPublisher
+
+class _Publisher(Protocol):
+    """What the ledger uses of the TCK's upstream (``rstck.manual.ManualPublisher``)."""
+
+    env: Environment
+    _mutex: Any
+    _cond: threading.Condition
 
 
 def _ms(seconds: float) -> str:
@@ -33,7 +39,7 @@ def _at_most(n: int) -> str:
 class LateRequests:
     """The 2.4 accounting of ``ManualSubscription``: its fields are set by that class."""
 
-    publisher: ManualPublisher
+    publisher: _Publisher
     subscriber: Any
     name: str
     sent: int

@@ -81,6 +81,8 @@ def _demand_text(n: int) -> str:
 class ManualSubscription(LateRequests):
     """The subscription handed to the subject: it records, checks and accounts every call."""
 
+    publisher: ManualPublisher
+
     def __init__(self, publisher: ManualPublisher, subscriber: Any, name: str,
                  must_reject: str | None) -> None:
         self.publisher = publisher

@@ -17,9 +17,7 @@ from _thread import get_ident
 from collections.abc import Callable
 from collections.abc import Iterator
 from time import monotonic
-from typing import TYPE_CHECKING
 from typing import Any
-from typing import cast
 
 from .api import MAX_DEMAND
 from .api import Subscription
@@ -29,8 +27,6 @@ from .evidence import cite
 from .trace import short_repr
 from .watching import thread_name
 
-if TYPE_CHECKING:
-    from .probe import ProbeSubscriber
 
 class ProbeAbort(Exception):
     """Raised from ``on_next`` to stop a publisher that floods a probe far beyond demand.
@@ -67,7 +63,8 @@ def passes_on_failure(exc: BaseException | None) -> bool:
     return False
 
 
-Hook = Callable[["ProbeSubscriber", Any], None]
+#: A hook a test hangs on a probe signal: called with the probe (a ``ProbeSubscriber``) and the value.
+Hook = Callable[[Any, Any], None]
 
 
 class _Waiter:
@@ -297,7 +294,7 @@ class ProbeSignals:
             self._pause()
             if first and subscription is not None and self.on_subscribe_hook is not None:
                 try:
-                    self.on_subscribe_hook(cast("ProbeSubscriber", self), subscription)
+                    self.on_subscribe_hook(self, subscription)
                 finally:  # a hook that raises (a failing subscriber) changed state a wait may read
                     self._rewake()
         finally:
@@ -379,7 +376,7 @@ class ProbeSignals:
             hook = self._on_next_hook
             if hook is not None:
                 try:
-                    hook(cast("ProbeSubscriber", self), element)
+                    hook(self, element)
                 finally:  # a hook that raises (a failing subscriber) changed state a wait may read
                     self._rewake()
         finally:

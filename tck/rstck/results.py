@@ -1,8 +1,12 @@
 """The results contract: what every report, the CI gate and the campaign pipeline read.
 
-One ``TestResult`` per verification run; a ``RunResults`` document wraps them with the run's
-subjects and settings. The JSON shape is versioned by ``SCHEMA`` and described by
-``schemas/rs-tck-results-1.schema.json``; reading validates the fields that later stages rely on.
+One ``TestResult`` per verification run; a ``RunResults`` wraps them with the run's subjects
+and settings. Inside a process every stage passes these objects (the runner to the pytest host,
+the host to every reporter); JSON is their form only where they leave a process: a file
+(``RunResults.to_json``, ``load``) and the hop from a pytest-xdist worker or a campaign unit's
+process (``TestResult.to_json``/``from_json``). The JSON shape is versioned by ``SCHEMA`` and
+described by ``schemas/rs-tck-results-1.schema.json``; reading validates the fields that later
+stages rely on and names what is wrong, never skipping an entry.
 """
 
 from __future__ import annotations
@@ -288,58 +292,106 @@ def summarize(results: list[TestResult]) -> Summary:
     }
 
 
+@dataclass
+class RunResults:
+    """A run's results with what they are of: its subjects, its settings, its edition, and whether
+    it stopped before every selected test ran. The one object every reporter reads in-process.
+
+    ``interrupted`` says why the run stopped early (None: it did not), ``not_run`` how many
+    selected tests it left without a verdict, if known.
+    """
+
+    results: list[TestResult]
+    subjects: dict[str, str]
+    settings: dict[str, Any]
+    edition: str = "jvm-1.0.1"
+    interrupted: str | None = None
+    not_run: int | None = None
+    tck_version: str = TCK_VERSION
+    python: str = field(default_factory=platform.python_version)
+
+    @property
+    def summary(self) -> Summary:
+        return summarize(self.results)
+
+    def to_json(self) -> ResultsDocument:
+        """The results file (schema ``rs-tck-results/1``): for a file or another process only."""
+        data: ResultsDocument = {
+            "schema": SCHEMA,
+            "edition": self.edition,
+            "tck_version": self.tck_version,
+            "python": self.python,
+            "subjects": self.subjects,
+            "settings": self.settings,
+            "summary": self.summary,
+            "results": [r.to_json() for r in self.results],
+        }
+        if self.interrupted:
+            data["interrupted"] = True
+            data["interrupted_reason"] = self.interrupted
+            if self.not_run is not None:
+                data["not_run"] = self.not_run
+        return data
+
+    @classmethod
+    def from_json(cls, data: object, source: str = "results") -> RunResults:
+        """A results document read back; ``ResultsFileError`` naming ``source`` and the bad field."""
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+            raise ResultsFileError(f"{source}: expected a results file with schema {SCHEMA!r}, found {found!r}")
+        for key, kind in (("results", list), ("subjects", dict), ("settings", dict)):
+            if not isinstance(data.get(key, kind()), kind):
+                raise ResultsFileError(f"{source}: {key} is {type(data[key]).__name__}, not {kind.__name__}")
+        results = [_result_of(item, f"{source}: results[{i}]") for i, item in enumerate(data.get("results", []))]
+        interrupted = str(data.get("interrupted_reason") or "interrupted") if data.get("interrupted") else None
+        return cls(results, subjects=dict(data.get("subjects", {})), settings=dict(data.get("settings", {})),
+                   edition=str(data.get("edition", "jvm-1.0.1")), interrupted=interrupted,
+                   not_run=data.get("not_run") if interrupted else None,
+                   tck_version=str(data.get("tck_version", TCK_VERSION)),
+                   python=str(data.get("python", platform.python_version())))
+
+
 def document(
     results: list[TestResult], *, subjects: dict[str, str], settings: dict[str, Any],
     edition: str = "jvm-1.0.1", interrupted: str | None = None, not_run: int | None = None,
 ) -> ResultsDocument:
-    """The whole results file; ``edition`` names the rule ids its results use.
-
-    ``interrupted`` says why the run stopped before every selected test ran (None: it did not),
-    and ``not_run`` how many selected tests it left without a verdict, if known.
-    """
-    data: ResultsDocument = {
-        "schema": SCHEMA,
-        "edition": edition,
-        "tck_version": TCK_VERSION,
-        "python": platform.python_version(),
-        "subjects": subjects,
-        "settings": settings,
-        "summary": summarize(results),
-        "results": [r.to_json() for r in results],
-    }
-    if interrupted:
-        data["interrupted"] = True
-        data["interrupted_reason"] = interrupted
-        if not_run is not None:
-            data["not_run"] = not_run
-    return data
+    """The whole results file of ``results``, as ``RunResults.to_json`` writes it."""
+    return RunResults(results, subjects=subjects, settings=settings, edition=edition,
+                      interrupted=interrupted, not_run=not_run).to_json()
 
 
 class ResultsFileError(ValueError):
     """A results file that is missing, not JSON, or not of our schema; says which and where."""
 
 
-def load(path: str | Path) -> tuple[dict[str, Any], list[TestResult]]:
-    """Read a results file back, checking the fields every consumer relies on."""
+def _result_of(item: object, where: str) -> TestResult:
+    """One entry of a document's ``results``, or an error naming it and what is wrong with it."""
+    if not isinstance(item, dict):
+        raise ResultsFileError(f"{where} is {type(item).__name__}, not an object")
+    try:
+        result = TestResult.from_json(item)
+    except _NotAWord as exc:
+        raise ResultsFileError(f"{where}.{exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResultsFileError(f"{where} is malformed: missing or bad {exc}") from None
+    if result.baseline not in (None, "known"):
+        raise ResultsFileError(f"{where}.baseline {result.baseline!r} is not 'known'")
+    return result
+
+
+def read_json(path: str | Path) -> Any:
+    """A results file's JSON, or ``ResultsFileError`` saying why it cannot be read."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ResultsFileError(f"{path}: cannot read results file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ResultsFileError(f"{path}: not a results file (not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise ResultsFileError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ResultsFileError(f"{path}: expected a results file with schema {SCHEMA!r}, found {found!r}")
-    results = []
-    for i, item in enumerate(data.get("results", [])):
-        try:
-            result = TestResult.from_json(item)
-        except _NotAWord as exc:
-            raise ResultsFileError(f"{path}: results[{i}].{exc}") from None
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ResultsFileError(f"{path}: results[{i}] is malformed: missing or bad {exc}") from None
-        if result.baseline not in (None, "known"):
-            raise ResultsFileError(f"{path}: results[{i}].baseline {result.baseline!r} is not 'known'")
-        results.append(result)
-    return data, results
+
+
+def load(path: str | Path) -> RunResults:
+    """Read a results file back, checking the fields every consumer relies on."""
+    return RunResults.from_json(read_json(path), str(path))

@@ -1,4 +1,4 @@
-"""The rule catalogue: every rule of Reactive Streams 1.0.1 as data.
+"""The rules: every rule of Reactive Streams 1.0.1 as data.
 
 Verifications cite rules by id; reports, the rule table in the README and the coverage checks
 of the test suite are all generated from this one list.
@@ -102,6 +102,17 @@ _RULES = [
 #: Every rule, keyed by id, in specification order.
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}
 
+
+def _ranges() -> str:
+    sections: dict[int, list[str]] = {}
+    for rid in RULES:
+        sections.setdefault(int(rid.split(".")[0]), []).append(rid)
+    return ", ".join(f"{ids[0]}-{ids[-1]}" for ids in sections.values())
+
+
+#: The valid rule ids as every message that rejects one says them: "1.1-1.11, 2.1-2.13, ...".
+VALID_IDS: str = _ranges()
+
 #: The rules of other editions' own (``rs:1.11``), added by ``rstck.editions`` as it loads: such
 #: an id exists only once that module has made it, and this table stays free of imports.
 _EDITION_ONLY: dict[str, Rule] = {}
@@ -119,4 +130,4 @@ def rule(rule_id: str) -> Rule:
     except KeyError:
         if rule_id in _EDITION_ONLY:  # an edition's own rule, cited as "rs:1.11"
             return _EDITION_ONLY[rule_id]
-        raise KeyError(f"unknown rule id {rule_id!r}; valid ids are 1.1-1.11, 2.1-2.13, 3.1-3.17, 4.1-4.2") from None
+        raise KeyError(f"unknown rule id {rule_id!r}; valid ids are {VALID_IDS}") from None

@@ -224,22 +224,7 @@ def _result(
     if primary is not None and env.refused and env.settings.max_subscribers > 1 and not primary.hint:
         primary.hint = _one_subscriber_hint(env.refused[0])
     if primary is not None:
-        made_from: Problem | None = getattr(primary, "problem", None)
-        shown = next((p for p in problems if p.error is primary or p is made_from), None)
-        others = [p for p in problems if p is not shown]
-        raised = error if _unanticipated(error) else made_from.error if made_from is not None else None
-        found = [_Found(primary, shown, raised)]
-        found += [_Found(as_violation(p, test.rule_id), p, None if isinstance(p.error, RuleViolation) else p.error)
-                  for p in others]
-        failures = [f.violation.failure() for f in found]
-        outcome, verdict = Outcome.FAILED, Verdict.FAILED
-        cited = {f.rule for f in failures}
-        if test.level == Level.OPTIONAL and cited <= {test.rule_id, None} and not isinstance(error, _Stalled):
-            # The optional behaviour is absent; nothing the spec requires was broken.
-            outcome, verdict = Outcome.SKIPPED, Verdict.OPTIONAL_UNSUPPORTED
-        message = _failure_message(test, found, env, subject, overran)
-        if verdict == Verdict.OPTIONAL_UNSUPPORTED:
-            message = "optional, not supported: " + message
+        outcome, verdict, message, failures = _failed(test, env, primary, error, subject, overran)
     records = env.trace.records()
     rule = test.rule_id
     if test.level == Level.FUZZ and primary is not None and primary.rule is not None:
@@ -263,6 +248,27 @@ def _result(
         iterations=_iterations(test, env, outcome == Outcome.FAILED and primary is not None
                                and primary.rule is not None and not isinstance(error, _Stalled)),
     )
+
+
+def _failed(test: TckTest, env: Environment, primary: RuleViolation, error: BaseException | None,
+            subject: str, overran: str) -> tuple[Outcome, Verdict, str, list[Failure]]:
+    """A test that found a problem: every problem as a ``Failure``, ``primary`` (the headline)
+    first, and the verdict; an optional test that broke only its own rule is unsupported."""
+    problems = env.problems
+    made_from: Problem | None = getattr(primary, "problem", None)
+    shown = next((p for p in problems if p.error is primary or p is made_from), None)
+    others = [p for p in problems if p is not shown]
+    raised = error if _unanticipated(error) else made_from.error if made_from is not None else None
+    found = [_Found(primary, shown, raised)]
+    found += [_Found(as_violation(p, test.rule_id), p, None if isinstance(p.error, RuleViolation) else p.error)
+              for p in others]
+    failures = [f.violation.failure() for f in found]
+    message = _failure_message(test, found, env, subject, overran)
+    cited = {f.rule for f in failures}
+    if test.level == Level.OPTIONAL and cited <= {test.rule_id, None} and not isinstance(error, _Stalled):
+        # The optional behaviour is absent; nothing the spec requires was broken.
+        return Outcome.SKIPPED, Verdict.OPTIONAL_UNSUPPORTED, "optional, not supported: " + message, failures
+    return Outcome.FAILED, Verdict.FAILED, message, failures
 
 
 def _iterations(test: TckTest, env: Environment, showed: bool) -> dict[str, int] | None:

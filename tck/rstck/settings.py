@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from dataclasses import field
 
 from .api import MAX_DEMAND
+from .editions import NAMES as EDITION_NAMES
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("edition", "--rs-edition", "rs_edition", "RS_TCK_EDITION", "choice",
          "Edition of the specification to verify against: 'jvm-1.0.1' (normative) or 'rs' "
          "(subscribe returns the subscription; docs/editions.md)",
-         choices=("jvm-1.0.1", "rs")),
+         choices=EDITION_NAMES),
 )
 
 KNOBS_BY_NAME = {k.name: k for k in KNOBS}
@@ -159,7 +160,7 @@ class Settings:
         if self.loop not in KNOBS_BY_NAME["loop"].choices:
             raise ValueError(f"--rs-loop must be one of thread, asyncio, got {self.loop!r}")
         if self.edition not in KNOBS_BY_NAME["edition"].choices:
-            raise ValueError(f"--rs-edition must be one of jvm-1.0.1, rs, got {self.edition!r}")
+            raise ValueError(f"--rs-edition must be one of {', '.join(EDITION_NAMES)}, got {self.edition!r}")
         if self.fuzz_examples < 1:
             raise ValueError(f"--rs-fuzz-examples must be >= 1, got {self.fuzz_examples}")
         if not 0 <= self.fuzz_steps <= MAX_FUZZ_STEPS:

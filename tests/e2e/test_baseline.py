@@ -9,11 +9,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 from rstck.results import TestResult
-from rstck_plugins.baseline import BaselineError
-from rstck_plugins.baseline import lucky
-from rstck_plugins.baseline import parse
-from rstck_plugins.baseline import read
-from rstck_plugins.baseline import stale
+from rstck_plugins.reports.baseline import BaselineError
+from rstck_plugins.reports.baseline import lucky
+from rstck_plugins.reports.baseline import parse
+from rstck_plugins.reports.baseline import read
+from rstck_plugins.reports.baseline import stale
 
 REF = "--rs-publisher=rstck.reference:range_publisher"
 BROKEN = "--rs-publisher=subjects:ignores_zero"

@@ -7,8 +7,8 @@ import os
 from typing import Any
 
 import pytest
-from rstck_plugins import pytest_entry
-from rstck_plugins import pytest_plugin
+from rstck_plugins.host import pytest_entry
+from rstck_plugins.host import pytest_plugin
 
 
 class Recorder:
@@ -31,7 +31,7 @@ class Recorder:
 
 
 def render(options: list[tuple[str, dict[str, Any]]], ini: list[tuple[str, str, Any]]) -> str:
-    """The text ``plugins/rstck_plugins/options.json`` should have: one option or ini key a line."""
+    """The text ``plugins/rstck_plugins/host/options.json`` should have: one option or ini key a line."""
     def block(rows: list[Any]) -> list[str]:
         return [f"  {json.dumps(list(row))}," for row in rows[:-1]] + [f"  {json.dumps(list(rows[-1]))}"]
 
@@ -43,7 +43,7 @@ def test_the_entry_points_option_table_is_what_the_plugin_registers() -> None:
     pytest_plugin.add_options(recorder)  # type: ignore[arg-type]
     expected = (recorder.options, recorder.ini)
     assert pytest_entry.table() == expected, (
-        "plugins/rstck_plugins/options.json differs from what pytest_plugin.add_options registers; "
+        "plugins/rstck_plugins/host/options.json differs from what pytest_plugin.add_options registers; "
         "replace it with:\n" + render(*expected))
     with open(pytest_entry.TABLE, encoding="utf-8") as fh:
         assert fh.read() == render(*expected)
@@ -86,7 +86,8 @@ def test_an_unrelated_run_imports_nothing_of_the_kit_nor_hypothesis(
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     loaded = _loaded(pytester)
-    assert loaded == {"loaded": ["rstck_plugins", "rstck_plugins.pytest_entry"], "plugin": False}
+    assert loaded == {"loaded": ["rstck_plugins", "rstck_plugins.host", "rstck_plugins.host.pytest_entry"],
+                      "plugin": False}
 
 
 def test_a_run_with_hypothesis_tests_still_gets_hypothesis_statistics(
@@ -115,7 +116,7 @@ def test_help_lists_the_options_without_loading_the_kit(
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*Reactive Streams TCK*", "*--rs-publisher=[[]ID=[]]MODULE:ATTR*",
                                  "*--rs-no-fuzz*", "*rs_timeout_ms*"])
-    assert _loaded(pytester)["loaded"] == ["rstck_plugins", "rstck_plugins.pytest_entry"]
+    assert _loaded(pytester)["loaded"] == ["rstck_plugins", "rstck_plugins.host", "rstck_plugins.host.pytest_entry"]
 
 
 @pytest.mark.parametrize(("args", "ini", "env"), [

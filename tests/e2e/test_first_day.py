@@ -126,7 +126,8 @@ def test_an_interrupted_run_marks_its_results_file_and_report(project: pytest.Py
 def test_a_complete_run_has_no_interrupted_mark(project: pytest.Pytester) -> None:
     result = project.runpytest(REF, FAILED, "--rs-rules=3.9", "--rs-report-json=r.json", "--rs-report-html=r.html")
     assert result.ret == pytest.ExitCode.OK
-    data, _ = load(project.path / "r.json")
+    run = load(project.path / "r.json")
+    data = run.to_json()
     assert "interrupted" not in data
     assert "not_run" not in data
     assert "INCOMPLETE" not in result.stdout.str()
@@ -157,7 +158,7 @@ def test_the_baseline_gate_refuses_an_interrupted_run(project: pytest.Pytester) 
 
 # -- 8. leaked non-daemon threads on every supported interpreter ---------------------------------
 
-THREADS_PY = Path(__file__).resolve().parents[2] / "plugins" / "rstck_plugins" / "threads.py"
+THREADS_PY = Path(__file__).resolve().parents[2] / "plugins" / "rstck_plugins" / "host" / "threads.py"
 
 #: 148 non-daemon threads sleeping 20 s, started after the snapshot, as a leaky thread pool would.
 LEAKER = '''
@@ -274,7 +275,8 @@ def test_the_1_3_failure_names_both_overlapping_methods_and_the_race_count(proje
         "*on_next entered on thread pool_0 while on_subscribe was running on thread *, in the same subscriber*",
     ])
     result.stdout.re_match_lines([r"1\.3 +MUST +FAILED +1 stochastic; race shown in 1 of \d+ iterations?$"])
-    _, results = load(project.path / "r.json")
+    run = load(project.path / "r.json")
+    results = run.results
     (race,) = (r for r in results if r.rule == "1.3")
     assert race.iterations is not None
     assert race.iterations["showed"] == 1
@@ -319,7 +321,8 @@ def test_xdist_runs_and_reports_like_a_single_process(project: pytest.Pytester) 
     assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == selected
     result.stdout.fnmatch_lines(["*rs-tck conformance by rule*", "1.1 *MUST *passed*",
                                  "rs-tck: results file written to r.json", "rs-tck: HTML report written to r.html"])
-    data, results = load(project.path / "r.json")
+    run = load(project.path / "r.json")
+    data, results = run.to_json(), run.results
     assert len(results) == selected
     assert len({(r.verification, r.test) for r in results}) == selected
     assert "interrupted" not in data
@@ -352,7 +355,8 @@ def test_the_header_names_each_subject_once(project: pytest.Pytester) -> None:
         "rs-tck: publisher rstck.reference:range_publisher, failed publisher rstck.reference:failed_publisher",
     ])
     assert "failed_publisher failed_publisher" not in result.stdout.str()
-    data, _ = load(project.path / "r.json")
+    run = load(project.path / "r.json")
+    data = run.to_json()
     assert data["subjects"]["failed_publisher"] == "rstck.reference:failed_publisher"
 
 
@@ -490,8 +494,9 @@ def test_the_documented_wheel_builds_and_carries_the_plugin(tmp_path: Path) -> N
         meta = zf.read(next(n for n in names if n.endswith("METADATA"))).decode()
         entry_points = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "rstck/schemas/rs-tck-results-1.schema.json" in names
-    assert "rstck_plugins/options.json" in names  # the entry point's option table
-    assert "rstck = rstck_plugins.pytest_entry" in entry_points
+    assert "rstck_plugins/host/options.json" in names  # the entry point's option table
+    assert not [n for n in names if "mutation" in n or "mutants" in n]  # tools that measure the kit stay home
+    assert "rstck = rstck_plugins.host.pytest_entry" in entry_points
     plain = [line for line in meta.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
     assert sorted(line.split()[1].split(">")[0].split("<")[0] for line in plain) == [
         "hypothesis", "pluggy", "pytest", "pytest-timeout"]
@@ -513,7 +518,8 @@ def test_maxfail_on_the_last_test_leaves_a_complete_run(project: pytest.Pytester
     result = project.runpytest("--rs-publisher=subjects:ignores_zero", FAILED, "--rs-rules=3.9",
                                "-k", "required_spec309_request_zero_must_signal", "-x", "--rs-report-json=r.json")
     result.assert_outcomes(failed=1)
-    data, _ = load(project.path / "r.json")
+    run = load(project.path / "r.json")
+    data = run.to_json()
     assert "interrupted" not in data, {k: data.get(k) for k in ("interrupted_reason", "not_run")}
 
 
@@ -532,7 +538,8 @@ def test_a_real_ctrl_c_leaves_marked_partial_reports(project: pytest.Pytester) -
     result = project.runpytest_subprocess(REF, FAILED, "--rs-report-json=r.json", "--rs-report-html=r.html",
                                           "-p", "no:cacheprovider", timeout=120)
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    data, results = load(project.path / "r.json")
+    run = load(project.path / "r.json")
+    data, results = run.to_json(), run.results
     assert data["interrupted"] is True
     assert data["not_run"] == selected - 1
     assert len(results) == 1

@@ -46,7 +46,7 @@ def test_a_pasted_test_id_without_its_subject_names_the_option(pytester: pytest.
 
 def test_the_entry_points_subject_options_are_the_verifications_own() -> None:
     from rstck.verifications import VERIFICATIONS
-    from rstck_plugins.pytest_entry import SUBJECT_OPTIONS
+    from rstck_plugins.host.pytest_entry import SUBJECT_OPTIONS
 
     assert {name: v.option for name, v in VERIFICATIONS.items()} == SUBJECT_OPTIONS
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import html5lib
 import pytest
+from rstck.results import RunResults
 from rstck.results import TestResult
-from rstck.results import document
 from rstck.rules import RULES
 from rstck.rules import SPEC_URL
-from rstck_plugins.html_report import render
+from rstck_plugins.reports.html_report import render
 
 REF = "--rs-publisher=rstck.reference:range_publisher"
 FAILED = "--rs-failed-publisher=rstck.reference:failed_publisher"
@@ -255,7 +255,7 @@ def test_a_verdict_that_rests_on_a_setting_names_it_with_its_value(project: pyte
 
 def test_reports_read_the_failures_not_the_message() -> None:
     from rstck.results import Failure
-    from rstck_plugins.terminal import table
+    from rstck_plugins.reports.terminal import table
 
     trace = [_record(0, "request", "1", demand=1), _record(1, "on_next", "0"), _record(2, "on_next", "1")]
     misleading = "[rule 2.2] expected nothing; observed nothing\n  check   : not this"
@@ -265,7 +265,7 @@ def test_reports_read_the_failures_not_the_message() -> None:
                                      evidence=(2,)),
                              Failure("3.9", "on_error(ValueError)", "nothing", evidence=(400,), setting="timeout")],
                    iterations={"ran": 10, "showed": 3})
-    root = html5lib.parse(render(document([r], subjects={"publisher": "s"}, settings={"timeout_ms": 250.0})),
+    root = html5lib.parse(render(RunResults([r], subjects={"publisher": "s"}, settings={"timeout_ms": 250.0})),
                           namespaceHTMLElements=False)
     article = by_id(root, "fail-publisher-required_spec309_x")
     first, second = (_facts(e)[0] for e in article.iter("section") if "finding" in (e.get("class") or ""))
@@ -411,7 +411,7 @@ def test_render_shows_gaps_unbounded_demand_and_survives_odd_text() -> None:
     failed = TestResult("required_spec101_x", "publisher", "1.1", "required", "failed", "failed", 0.01,
                         message="[rule 1.1] expected a; observed b\n  trace   : 6000 record(s)\n  #0 ...",
                         trace=trace, trace_total=6000, subject="s")
-    html_text = render(document([failed], subjects={"publisher": "s"}, settings={}))
+    html_text = render(RunResults([failed], subjects={"publisher": "s"}, settings={}))
     html_text.encode("utf-8")  # no lone surrogate left to break the file
     root = html5lib.parse(html_text, namespaceHTMLElements=False)
     labels = [t.text or "" for t in root.iter(f"{SVG}text")]
@@ -423,7 +423,7 @@ def test_render_shows_gaps_unbounded_demand_and_survives_odd_text() -> None:
 
 
 def test_render_of_an_empty_document() -> None:
-    root = html5lib.parse(render(document([], subjects={}, settings={})), namespaceHTMLElements=False)
+    root = html5lib.parse(render(RunResults([], subjects={}, settings={})), namespaceHTMLElements=False)
     assert len(rule_rows(root)) == len(RULES)
     assert "No test results" in text(root)
 
@@ -432,7 +432,8 @@ def test_every_field_of_a_crafted_results_file_is_escaped() -> None:
     evil = f'{SCRIPT}{ATTR} \'><svg onload=alert(1)><a href="javascript:x">'
     record = {"seq": 0, "t_ms": 0.1, "thread": evil, "actor": evil, "signal": evil, "detail": evil, "demand": 3}
     results = [
-        {"test": evil, "verification": evil, "rule": rule, "level": evil, "outcome": "failed", "verdict": evil,
+        # Every text field crafted; the enums must be their words, or reading the file stops with an error.
+        {"test": evil, "verification": evil, "rule": rule, "level": "required", "outcome": "failed", "verdict": "failed",
          "duration_s": 0.1, "message": f"[rule 1.1] expected {evil}; observed {evil}\n  check   : {evil}",
          "trace": [record, {**record, "seq": 7, "signal": "note", "detail": "violation " + evil}],
          "trace_total": 9, "subject": evil, "baseline": "known",
@@ -440,9 +441,9 @@ def test_every_field_of_a_crafted_results_file_is_escaped() -> None:
                        "setting": evil}]}
         for rule in ("1.1", evil)
     ]
-    doc = {"schema": evil, "tck_version": evil, "python": evil, "subjects": {evil: evil, "publisher": evil},
-           "settings": {evil: evil}, "results": results}
-    root = html5lib.parse(render(doc), namespaceHTMLElements=False)
+    run = RunResults([TestResult.from_json(r) for r in results], subjects={evil: evil, "publisher": evil},
+                     settings={evil: evil}, tck_version=evil, python=evil)
+    root = html5lib.parse(render(run), namespaceHTMLElements=False)
     elements = list(root.iter())
     assert not [e.tag for e in elements if str(e.tag).lower().endswith("script")]
     assert not [(e.tag, a) for e in elements for a in e.attrib if a.lower().startswith("on")]

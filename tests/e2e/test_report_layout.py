@@ -6,16 +6,16 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import html5lib
+from rstck.results import RunResults
 from rstck.results import TestResult
-from rstck.results import document
-from rstck_plugins.html_report import render
+from rstck_plugins.reports.html_report import render
 
 SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _page(results: list[TestResult]) -> ET.Element:
     settings = {f"knob_{i}": i for i in range(22)}
-    return html5lib.parse(render(document(results, subjects={"publisher": "s"}, settings=settings)),
+    return html5lib.parse(render(RunResults(results, subjects={"publisher": "s"}, settings=settings)),
                           namespaceHTMLElements=False)
 
 

@@ -40,8 +40,8 @@ def test_the_quick_starts_results_file_is_one_ingest_accepts(pytester: pytest.Py
     assert any(r["level"] == "fuzz" and r["test"] == "fuzz_demand_cancel_orders" for r in data["results"])
     jsonschema.validate(data, _shipped())
     assert schema.errors(data) == []
-    _unit, _doc, rows = ingest.read_file(path)
-    assert len(rows) == len(data["results"])
+    _unit, run = ingest.read_file(path)
+    assert len(run.results) == len(data["results"])
 
 
 def _record(seq: int) -> dict[str, Any]:
@@ -104,10 +104,9 @@ def test_every_reader_accepts_every_file_an_earlier_schema_allowed(shape: str, t
     assert schema.errors(data) == []
     path = tmp_path / "r.json"
     path.write_text(json.dumps(data))
-    _doc, results = load(path)
-    assert len(results) == len(data["results"])
-    _unit, _doc2, rows = ingest.read_file(path)
-    assert len(rows) == len(data["results"])
+    assert len(load(path).results) == len(data["results"])
+    _unit, run = ingest.read_file(path)
+    assert len(run.results) == len(data["results"])
     assert report_main(path, tmp_path / "r.html") == 0
     assert "mylib:pub" in (tmp_path / "r.html").read_text()
     if shape == "fuzz names":

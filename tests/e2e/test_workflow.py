@@ -252,7 +252,7 @@ def test_a_failed_sanity_check_is_named_first_with_what_follows(pytester: pytest
 
 
 def test_a_race_hunt_that_failed_for_another_reason_prints_no_race_count() -> None:
-    from rstck_plugins.verdicts import race_count
+    from rstck_plugins.reports.verdicts import race_count
 
     no_race = _result("stochastic_spec103_x", "1.3", "stochastic", "failed", iterations={"ran": 1, "showed": 0})
     race = _result("stochastic_spec103_x", "1.3", "stochastic", "failed", iterations={"ran": 7, "showed": 1})
@@ -263,7 +263,7 @@ def test_a_race_hunt_that_failed_for_another_reason_prints_no_race_count() -> No
 
 
 def test_a_deterministic_fuzz_find_is_not_a_race_rate() -> None:
-    from rstck_plugins.verdicts import race_count
+    from rstck_plugins.reports.verdicts import race_count
 
     fuzz = {"examples": 2, "runs": 9, "race": None, "scenario": [], "replay_option": "--rs-fuzz-replay=x"}
     found = _result("fuzz_demand_cancel_orders", "3.9", "fuzz", "failed", iterations={"ran": 2, "showed": 1},
@@ -478,7 +478,7 @@ def _every_test_of_every_verification() -> list[object]:
 
 
 def test_the_terminal_rule_table_fits_100_columns_with_four_verifications() -> None:
-    from rstck_plugins.terminal import table
+    from rstck_plugins.reports.terminal import table
 
     lines = [line for line, _colour in table(_every_test_of_every_verification())]  # type: ignore[arg-type]
     assert max(len(line) for line in lines) <= 100, max(lines, key=len)
@@ -487,7 +487,7 @@ def test_the_terminal_rule_table_fits_100_columns_with_four_verifications() -> N
 
 
 def test_a_cell_with_passed_tests_and_one_not_applicable_reads_passed() -> None:
-    from rstck_plugins.terminal import table
+    from rstck_plugins.reports.terminal import table
 
     results = [_result("required_spec104_a", "1.4", "required", "passed"),
                _result("required_spec104_b", "1.4", "required", "passed"),
@@ -507,12 +507,12 @@ def test_tests_that_an_interruption_left_unrun_are_not_run_not_unselected(projec
 
 def _page(results: list[object], **doc: object) -> object:
     import html5lib
+    from rstck.results import RunResults
     from rstck.results import document
-    from rstck_plugins.html_report import render
+    from rstck_plugins.reports.html_report import render
 
     data = document(results, subjects={"publisher": "s"}, settings={})  # type: ignore[arg-type]
-    data.update(doc)
-    return html5lib.parse(render(data), namespaceHTMLElements=False)
+    return html5lib.parse(render(RunResults.from_json({**data, **doc})), namespaceHTMLElements=False)
 
 
 def _text(root: object, ident: str) -> str:
@@ -553,7 +553,7 @@ def test_the_html_rule_table_fits_a_1280_px_page() -> None:
     import re
     from importlib import resources
 
-    css = resources.files("rstck_plugins").joinpath("html_report/style.css").read_text()
+    css = resources.files("rstck_plugins").joinpath("reports/html_report/style.css").read_text()
     main = re.search(r"main \{[^}]*max-width: (\d+)px", css)
     assert main is not None
     assert int(main.group(1)) <= 1280
@@ -661,3 +661,40 @@ def _root() -> str:
     from pathlib import Path
 
     return str(Path(__file__).resolve().parents[2])
+
+
+TYPED_REPORTER = '''
+import json
+
+from rstck.results import Failure, RunResults, TestResult
+
+SEEN = []
+
+
+def rstck_result(result):
+    SEEN.append(type(result) is TestResult and all(type(f) is Failure for f in result.failures))
+
+
+def rstck_run_finished(results):
+    with open("typed.json", "w") as out:
+        json.dump({"run": type(results) is RunResults, "each": SEEN,
+                   "failures": [[type(f) is Failure for f in r.failures] for r in results.results],
+                   "document": results.to_json()}, out)
+'''
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["in-process", "xdist"])
+def test_reporters_receive_the_results_objects_and_the_file_is_their_json(
+        project: pytest.Pytester, workers: list[str]) -> None:
+    """Every reporter gets typed ``TestResult``s and one ``RunResults``, across xdist's hop too;
+    the results file is that object's JSON, nothing else."""
+    project.makeconftest(TYPED_REPORTER)
+    result = project.runpytest(BROKEN, FAST, "--rs-rules=3.9", "-p", "no:cacheprovider", "--rs-report-json=r.json",
+                               *workers)
+    result.assert_outcomes(failed=3, skipped=1)
+    typed = json.loads((project.path / "typed.json").read_text())
+    assert typed["run"] is True
+    assert typed["each"] == [True] * 4
+    assert any(typed["failures"])
+    assert all(all(kinds) for kinds in typed["failures"])
+    assert typed["document"] == json.loads((project.path / "r.json").read_text())

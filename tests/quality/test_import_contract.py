@@ -1,7 +1,7 @@
 """The import contract: which module may import which, read from the source.
 
 Each package is a tower of layers, bottom first; a module imports its own layer and those below,
-never one above (loading the runner must not load the rule catalogue, nor settings the fuzzer).
+never one above (loading the runner must not load the verifications, nor settings the fuzzer).
 Every module is placed in a layer, so a new one has to be placed before the suite passes. The
 core imports no test framework and nothing of the plugins, and nothing outside the core imports
 one of its private modules: the public ones are listed in ``rstck.PUBLIC_MODULES``.
@@ -41,24 +41,24 @@ RSTCK_LAYERS: list[tuple[str, list[str]]] = [
     ("runner", ["rstck.runner"]),
     ("fuzz", ["rstck.fuzz", "rstck.fuzz.*"]),
     ("verifications", ["rstck.verifications", "rstck.verifications.*"]),
-    ("engine", ["rstck.engine", "rstck.catalogue"]),
+    ("engine", ["rstck.engine", "rstck.generated_docs"]),
     ("front doors", ["rstck", "rstck.__main__"]),
 ]
 
 
-#: The layers of ``rstck_plugins``, bottom first: the pytest host on top, so that no reporter or
-#: campaign module can import the pytest plugin (it imports them), only its entry point.
+#: The layers of ``rstck_plugins``, bottom first: the namespace every product plugs into, then
+#: one sub-package per product, the pytest host on top, so that no reporter or campaign module
+#: can import the pytest plugin (it imports them), only its entry point.
 PLUGIN_LAYERS: list[tuple[str, list[str]]] = [
-    ("shared", ["rstck_plugins", "rstck_plugins.hookspecs", "rstck_plugins.hooks", "rstck_plugins.files",
-                "rstck_plugins.threads", "rstck_plugins.verdicts", "rstck_plugins.state",
-                "rstck_plugins.outputs"]),
+    ("namespace", ["rstck_plugins", "rstck_plugins.state", "rstck_plugins.hookspecs", "rstck_plugins.hooks"]),
     ("adapters", ["rstck_plugins.adapters", "rstck_plugins.adapters.*"]),
-    ("reports", ["rstck_plugins.json_report", "rstck_plugins.html_report", "rstck_plugins.html_report.*",
-                 "rstck_plugins.baseline", "rstck_plugins.terminal", "rstck_plugins.mutation"]),
+    ("reports", ["rstck_plugins.reports", "rstck_plugins.reports.*"]),
     ("campaign", ["rstck_plugins.campaign", "rstck_plugins.campaign.*"]),
     ("command line", ["rstck_plugins.cli", "rstck_plugins.__main__"]),
-    ("pytest host", ["rstck_plugins.subject_specs", "rstck_plugins.pytest_plugin", "rstck_plugins.pytest_entry"]),
+    ("pytest host", ["rstck_plugins.host", "rstck_plugins.host.*"]),
 ]
+#: The products of ``rstck_plugins``: each entered by its front door (its ``__init__``) from outside.
+PLUGIN_PRODUCTS = ("rstck_plugins.adapters", "rstck_plugins.reports", "rstck_plugins.campaign", "rstck_plugins.host")
 
 #: What the core never imports: a test framework, the cluster, or the plugins built on it.
 CORE_NEVER_IMPORTS = ("pytest", "_pytest", "pluggy", "pyspark", "rstck_plugins")
@@ -152,7 +152,59 @@ def private_violations(graph: Mapping[str, set[str]], package: str, public: Iter
     public = set(public)
     return [f"{module} imports {target}, a private module of {package} (public: rstck.PUBLIC_MODULES)"
             for module in sorted(graph) if not _is_in(module, package)
-            for target in sorted(graph[module]) if _is_in(target, package) and target not in public]
+            for target in sorted(graph[module]) if _is_in(target, package)
+            and (target not in public or any(part.startswith("_") for part in target.split(".")))]
+
+
+def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Every set of modules that import each other round a circle (Tarjan's strongly connected parts)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in graph or target == node:
+                continue
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            part = [stack.pop()]
+            while part[-1] != node:
+                part.append(stack.pop())
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def by_product(graph: Mapping[str, set[str]], products: Iterable[str]) -> dict[str, set[str]]:
+    """The graph with each product's modules folded into the product: the arrows between products."""
+    products = tuple(products)
+
+    def fold(module: str) -> str:
+        return next((p for p in products if _is_in(module, p)), module)
+
+    folded: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        folded.setdefault(fold(module), set()).update(fold(t) for t in targets if t in graph)
+    return folded
+
+
+def back_doors(graph: Mapping[str, set[str]], products: Iterable[str]) -> list[str]:
+    """One line per import of a product's inner module from outside the product."""
+    return [f"{module} imports {target}: enter {product} by its front door"
+            for module in sorted(graph) for target in sorted(graph[module])
+            for product in products if target.startswith(product + ".") and not _is_in(module, product)]
 
 
 def test_no_module_of_rstck_imports_a_layer_above_its_own() -> None:
@@ -163,6 +215,27 @@ def test_no_module_of_rstck_imports_a_layer_above_its_own() -> None:
 def test_no_module_of_rstck_plugins_imports_a_layer_above_its_own() -> None:
     problems = layer_violations(import_graph(), "rstck_plugins", PLUGIN_LAYERS)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES.values()))
+def test_no_modules_of_a_package_import_each_other_round_a_circle(package: str) -> None:
+    graph = {m: t for m, t in import_graph().items() if _is_in(m, package)}
+    assert not circles(graph)
+
+
+def test_the_products_of_rstck_plugins_import_each_other_in_one_direction_and_by_their_front_doors() -> None:
+    graph = {m: t for m, t in import_graph().items() if _is_in(m, "rstck_plugins")}
+    assert not circles(by_product(graph, PLUGIN_PRODUCTS))
+    problems = back_doors(graph, PLUGIN_PRODUCTS)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_circle_and_a_back_door_are_caught() -> None:
+    graph = {"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": {"p.a"}, "p.d": {"p.d", "p.a"},
+             "p.x": {"p.y"}, "p.x.i": set(), "p.y": {"p.x.i"}}
+    assert circles(graph) == [["p.a", "p.b", "p.c"]]
+    assert circles(by_product(graph, ["p.x"])) == [["p.a", "p.b", "p.c"], ["p.x", "p.y"]]
+    assert back_doors(graph, ["p.x"]) == ["p.y imports p.x.i: enter p.x by its front door"]
 
 
 def test_the_core_imports_no_test_framework_nor_the_plugins() -> None:
@@ -190,7 +263,7 @@ def test_every_public_module_exists_and_is_named_in_the_package_docstring() -> N
 def test_loading_the_core_loads_no_test_framework() -> None:
     """What the source shows, checked once at run time too: a library the core loads loads none."""
     code = (
-        "import sys, rstck, rstck.engine, rstck.runner, rstck.reference, rstck.catalogue\n"
+        "import sys, rstck, rstck.engine, rstck.runner, rstck.reference, rstck.generated_docs\n"
         f"bad = [m for m in {CORE_NEVER_IMPORTS!r} if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
@@ -204,9 +277,11 @@ def test_a_forbidden_and_a_private_import_are_caught() -> None:
         "core.public": set(),
         "core.private": set(),
         "outside": imports_of("outside", "from core import public\nfrom core.private import x\n", known),
+        "other": imports_of("other", "from core.__main__ import main\n", [*known, "core.__main__"]),
     }
     assert foreign_violations(graph, "core", ["pytest"]) == ["core imports pytest, which core never imports"]
-    assert private_violations(graph, "core", ["core", "core.public"]) == [
+    assert private_violations(graph, "core", ["core", "core.public", "core.__main__"]) == [
+        "other imports core.__main__, a private module of core (public: rstck.PUBLIC_MODULES)",
         "outside imports core.private, a private module of core (public: rstck.PUBLIC_MODULES)",
     ]
 
@@ -319,8 +394,8 @@ def test_the_map_check_catches_a_missing_module_a_stale_entry_and_a_wrong_layer(
     ]
 
 
-def test_loading_one_module_of_the_core_does_not_load_the_catalogue() -> None:
-    """The package's public names load on first use: the runner alone stays below the catalogue."""
+def test_loading_one_module_of_the_core_does_not_load_the_verifications() -> None:
+    """The package's public names load on first use: the runner alone stays below the verifications."""
     code = ("import sys, rstck.runner\n"
             "print(sorted(m for m in sys.modules if m.startswith(('rstck.verifications', 'rstck.engine', "
             "'rstck.fuzz'))))\n"

@@ -3,18 +3,17 @@
 The rule text must be the specification's, word for word: the table below is a copy of each
 rule's opening words and of a phrase only that rule has, taken from the 1.0.1 specification, so
 that an entry pasted under the wrong id, cut short or reworded fails here. Every registered test
-must say where it stands against the JVM TCK, and every one that differs must say why.
+must declare where it stands against the JVM TCK, and every one that differs must say why.
 """
 
 from __future__ import annotations
 
 import re
 
-from rstck.catalogue import verifications_markdown
-from rstck.parity import PARITY
+from rstck.generated_docs import verifications_markdown
 from rstck.parity import RELATIONS
+from rstck.parity import Parity
 from rstck.parity import missing
-from rstck.parity import stale
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 
@@ -73,8 +72,9 @@ _JVM_NAME = re.compile(
 )
 
 
-def _registered() -> list[str]:
-    return list(dict.fromkeys(t.name for v in VERIFICATIONS.values() for t in v.tests))
+def _registered() -> dict[str, Parity | None]:
+    """Each registered test's name and the parity it declares (a test included elsewhere once)."""
+    return {t.name: t.parity for v in VERIFICATIONS.values() for t in v.tests}
 
 
 def test_every_rule_quotes_the_specification() -> None:
@@ -87,20 +87,25 @@ def test_every_rule_quotes_the_specification() -> None:
         assert "](#" not in rule.text, f"rule {rid}'s text keeps an in-page link"
 
 
-def test_every_registered_test_has_a_parity_entry() -> None:
-    names = _registered()
-    problems = []
-    if missing(names):
-        problems.append("tests without an entry in tck/rstck/parity.py (JVM counterpart, relation, why): "
-                        + ", ".join(missing(names)))
-    if stale(names):
-        problems.append("entries in tck/rstck/parity.py whose test no longer exists: " + ", ".join(stale(names)))
-    assert not problems, "\n".join(problems)
+def test_every_registered_test_declares_its_parity() -> None:
+    lacking = missing(list(_registered().items()))
+    assert not lacking, ("tests registered without parity=Parity(JVM counterpart, relation, why): "
+                         + ", ".join(lacking))
+
+
+def test_an_included_test_keeps_the_parity_it_declared() -> None:
+    declared: dict[str, set[Parity | None]] = {}
+    for verification in VERIFICATIONS.values():
+        for test in verification.tests:
+            declared.setdefault(test.name, set()).add(test.parity)
+    assert {name: p for name, p in declared.items() if len(p) > 1} == {}
 
 
 def test_every_difference_says_why_and_names_real_jvm_tests() -> None:
     problems = []
-    for name, parity in PARITY.items():
+    for name, parity in _registered().items():
+        if parity is None:
+            continue  # test_every_registered_test_declares_its_parity
         if parity.relation not in RELATIONS:
             problems.append(f"{name}: unknown relation {parity.relation!r}")
         if parity.relation != "same" and not parity.why.strip():
@@ -122,4 +127,5 @@ def test_the_doc_shows_rule_text_and_parity_under_each_test() -> None:
             section = doc.split(f"### `{test.test_id}`", 1)[1].split("\n### ", 1)[0]
             if test.rule is not None:
                 assert f"> Rule {test.rule.id}: {test.rule.text}" in section, test.test_id
-            assert "JVM TCK: *" + PARITY[test.name].relation + "*" in section, test.test_id
+            assert test.parity is not None, test.test_id
+            assert "JVM TCK: *" + test.parity.relation + "*" in section, test.test_id

@@ -31,7 +31,7 @@ def test_types_are_clean() -> None:
 
 
 def test_readme_rule_table_is_current() -> None:
-    from rstck.catalogue import readme_block
+    from rstck.generated_docs import readme_block
 
     assert readme_block() in (ROOT / "README.md").read_text(), (
         "README rule table is stale: run `python -m rstck rules --update README.md`"
@@ -39,7 +39,7 @@ def test_readme_rule_table_is_current() -> None:
 
 
 def test_verifications_doc_is_current() -> None:
-    from rstck.catalogue import verifications_markdown
+    from rstck.generated_docs import verifications_markdown
 
     assert (ROOT / "docs" / "verifications.md").read_text() == verifications_markdown(), (
         "docs/verifications.md is stale: run `python -m rstck docs --update docs/verifications.md`"

@@ -1,4 +1,4 @@
-"""``rs-tck campaign --mutants``: the kit's mutation run with each mutant a task on real local Spark."""
+"""``python -m tests.mutation_spark``: the kit's mutation run with each mutant a task on real local Spark."""
 
 from __future__ import annotations
 
@@ -10,21 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rstck_plugins import mutation
-from rstck_plugins.campaign import cli
+
+from tests import mutation
+from tests import mutation_spark
 
 
 def test_an_unknown_reference_file_is_a_one_line_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert cli.main(["campaign", "--mutants", "publisher.py", "--out", str(tmp_path)]) == 2
+    assert mutation_spark.main(["publisher.py", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "--mutants 'publisher.py'" in err
+    assert "FILES 'publisher.py'" in err
     assert "publishers.py" in err
 
 
 def test_mutants_need_an_output_directory(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["campaign", "--mutants", "all"]) == 2
-    assert "--mutants needs --out" in capsys.readouterr().err
+    assert mutation_spark.main(["all"]) == 2
+    assert "needs --out" in capsys.readouterr().err
 
 
 def _java() -> bool:
@@ -47,8 +48,7 @@ def spark() -> Iterator[Any]:
 def test_a_handful_of_mutants_run_as_spark_tasks(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Three mutants of the range publisher: the kit kills the one that breaks 3.9, the others
     (the actor's batch size, 64 -> 65 and 63) survive both passes and say so in the exit status."""
-    code = cli.main(["campaign", "--mutants", "publishers.py", "--mutant-limit", "3", "--out", str(tmp_path)],
-                    spark=spark)
+    code = mutation_spark.main(["publishers.py", "--limit", "3", "--out", str(tmp_path)], spark=spark)
     data = json.loads((tmp_path / "mutation-results.json").read_text(encoding="utf-8"))
     by_id = {r["id"]: r for r in data["mutants"]}
     assert list(by_id) == [m.id for m in mutation.mutants(mutation.reference_source("publishers.py"),

@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 from rstck.engine import run_verification
 from rstck.engine import select
+from rstck.results import RunResults
 from rstck.results import document
 from rstck.subjects import load_publisher_subject
 from rstck.verifications import VERIFICATIONS
@@ -235,10 +236,10 @@ def test_ingest_rejects_off_schema_and_empty_files_and_marks_partial_runs(tmp_pa
     cut = {**good, "interrupted": True, "interrupted_reason": "KeyboardInterrupt", "not_run": 22}
     path = tmp_path / "cut.json"
     path.write_text(json.dumps(cut), encoding="utf-8")
-    _, data, results = ingest.read_file(path)
-    assert results
-    assert ingest.partial(data) == {"reason": "KeyboardInterrupt", "not_run": 22}
-    assert ingest.partial(good) is None
+    _, run = ingest.read_file(path)
+    assert run.results
+    assert ingest.partial(run) == {"reason": "KeyboardInterrupt", "not_run": 22}
+    assert ingest.partial(RunResults.from_json(good)) is None
 
 
 # -- 9. how sure a pass rate is ----------------------------------------------------------------

@@ -13,7 +13,7 @@ from rstck.results import Level
 from rstck.results import Outcome
 from rstck.results import TestResult
 from rstck.results import Verdict
-from rstck_plugins import baseline
+from rstck_plugins.reports import baseline
 
 
 def test_a_declaration_carries_its_own_settings_in_both_spellings() -> None:
@@ -92,7 +92,7 @@ def test_baseline_entries_hold_for_one_subject_or_every_one() -> None:
 
 def test_thirty_subjects_are_thirty_lines_within_a_hundred_columns() -> None:
     from rstck.rules import RULES
-    from rstck_plugins import terminal
+    from rstck_plugins.reports import terminal
 
     results = []
     for n in range(30):

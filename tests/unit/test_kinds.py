@@ -50,7 +50,7 @@ def test_every_record_holds_its_own_tests() -> None:
 
 
 def test_the_plugins_subject_options_are_the_records() -> None:
-    from rstck_plugins import pytest_entry
+    from rstck_plugins.host import pytest_entry
 
     options = dict(pytest_entry.table()[0])
     for verification in VERIFICATIONS.values():

@@ -17,9 +17,10 @@ def test_results_round_trip(tmp_path: Path) -> None:
                         [{"seq": 0}], 1, "s")
     path = tmp_path / "r.json"
     path.write_text(json.dumps(document([result], subjects={"publisher": "s"}, settings={})))
-    data, results = load(path)
-    assert results == [result]
-    assert data["summary"]["failed"] == 1
+    run = load(path)
+    assert run.results == [result]
+    assert run.summary["failed"] == 1
+    assert json.dumps(run.to_json()) == path.read_text()  # byte for byte: the file reads back to itself
 
 
 @pytest.mark.parametrize(
@@ -39,6 +40,9 @@ def test_results_round_trip(tmp_path: Path) -> None:
             ' "level": "required", "outcome": "passed", "verdict": "great", "duration_s": 1}]}'),
             "results[0].verdict 'great' is not one of ('passed', 'failed', 'error', 'optional_unsupported',",
         ),
+        ('{"schema": "rs-tck-results/1", "results": [7]}', "results[0] is int, not an object"),
+        ('{"schema": "rs-tck-results/1", "results": {}}', "results is dict, not list"),
+        ('{"schema": "rs-tck-results/1", "results": [], "subjects": []}', "subjects is list, not dict"),
     ],
 )
 def test_malformed_results_file_is_named(tmp_path: Path, content: str | None, message: str) -> None:
@@ -79,7 +83,7 @@ def test_outcomes_verdicts_and_levels_are_one_enum_each_equal_to_their_words() -
     from rstck.results import Level
     from rstck.results import Outcome
     from rstck.results import Verdict
-    from rstck_plugins import verdicts
+    from rstck_plugins.reports import verdicts
 
     assert tuple(Verdict) == rstck.results.VERDICTS
     assert tuple(Level) == rstck.results.LEVELS

@@ -257,8 +257,8 @@ def test_a_test_stopped_at_its_time_limit_is_inconclusive_not_a_rule_failure() -
     (failure,) = result.failures
     assert failure.rule is None  # no rule is blamed: the rule table shows no failure
     assert failure.setting == "test_limit"
-    from rstck_plugins.verdicts import broken_rules
-    from rstck_plugins.verdicts import is_failure
+    from rstck_plugins.reports.verdicts import broken_rules
+    from rstck_plugins.reports.verdicts import is_failure
 
     assert broken_rules(result) == []
     assert is_failure(result)  # but it does not pass silently either: the run fails

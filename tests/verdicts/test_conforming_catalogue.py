@@ -46,12 +46,14 @@ def test_elements_after_cancel_are_legal_when_they_stop(label: str, rule: str, n
     assert any(needs in note for note in notes), notes
 
 
-def test_the_rule_context_matrix_names_only_tests_that_exist_and_every_rule() -> None:
-    from rstck.matrix import CELLS
+def test_the_rule_context_matrix_names_only_tests_that_run_and_every_rule() -> None:
+    from rstck.generated_docs import matrix_cells
     from rstck.matrix import CONTEXTS
+    from rstck.matrix import RULE_CELLS
     from rstck.rules import RULES
     from rstck.verifications import VERIFICATIONS
 
+    CELLS = matrix_cells()
     names = {f"{v}:{t.name}" for v, verification in VERIFICATIONS.items() for t in verification.tests
              if t.level != "untested"}
     missing = [t for cell in CELLS for t in cell.tests if t not in names]
@@ -59,6 +61,9 @@ def test_the_rule_context_matrix_names_only_tests_that_exist_and_every_rule() ->
     assert all(cell.context in CONTEXTS and cell.rule in RULES for cell in CELLS)
     assert all(cell.tests or cell.fuzz or cell.gap or cell.note for cell in CELLS)
     assert sorted(set(RULES) - {cell.rule for cell in CELLS}) == []
+    pairs = [(cell.rule, cell.context) for cell in CELLS]
+    assert len(pairs) == len(set(pairs))
+    assert len(RULE_CELLS) == len({(c.rule, c.context) for c in RULE_CELLS})
 
 
 def test_verdicts_cite_the_records_that_show_them_and_the_setting_they_rest_on() -> None:

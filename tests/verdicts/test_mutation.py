@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from rstck_plugins import mutation
+
+from tests import mutation
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from rstck.contexts.rs_publisher import RsPublisherContext
 from rstck.editions import EDITIONS
-from rstck.editions import RS_NOT_APPLICABLE
-from rstck.editions import check_rs_table
+from rstck.editions import check_tables
 from rstck.editions import rule_map_markdown
 from rstck.results import TestResult
 from rstck.rules import RULES
@@ -43,12 +42,12 @@ def run(name: str, factory: object, settings: Settings = SETTINGS) -> TestResult
 
 
 def test_every_jvm_rule_is_mapped_or_not_applicable_exactly_once() -> None:
-    check_rs_table()
+    check_tables()
     for own, rule in RS.rules.items():
         assert RS.own_id(RS.internal_id(own)) == own
         if rule.jvm_id is not None:
             assert RS.own_id(rule.jvm_id) == own
-    assert all(RS.own_id(jvm) is None for jvm in RS_NOT_APPLICABLE)
+    assert all(RS.own_id(jvm) is None for jvm in RS.not_applicable)
     assert RS.rules["3.11"].jvm_id == "3.12"
     assert RS.rules["1.10"].jvm_id == "1.11"
     assert RS.rules["1.11"].jvm_id is None
@@ -58,7 +57,7 @@ def test_tests_carry_the_editions_own_ids_and_leave_out_what_does_not_apply() ->
     ids = {t.test_id for t in TESTS}
     assert "required_spec311_cancel_must_make_the_publisher_eventually_stop_signalling[3.11]" in ids
     assert "optional_spec110_may_support_multi_subscribe[1.10]" in ids
-    assert not [t for t in TESTS if t.rule_id in RS_NOT_APPLICABLE]
+    assert not [t for t in TESTS if t.rule_id in RS.not_applicable]
     assert "required_spec109_subscribe_none_must_raise_type_error" not in BY_NAME
 
 
@@ -189,7 +188,7 @@ def test_jvm_results_keep_their_shape() -> None:
 
     assert document([], subjects={}, settings={})["edition"] == "jvm-1.0.1"
     assert "jvm_rule" not in TestResult("t", "publisher", "1.1", "required", "passed", "passed", 0.0).to_json()
-    assert set(RULES) >= set(RS_NOT_APPLICABLE)
+    assert set(RULES) >= set(RS.not_applicable)
 
 
 def test_the_engine_runs_an_edition_without_pytest() -> None:

@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from rstck.subjects import PublisherSubject
 
-from ..hooks import hookimpl
+from .. import hookimpl
 
 
 class Wrapper:

@@ -10,3 +10,15 @@ Nothing here imports PySpark at import time: the core and the pytest plugin work
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+
+def main(argv: list[str], *, spark: Any = None) -> int:
+    """``rs-tck campaign|ingest|summary|show ...``; ``spark``: a session to use (and leave running)."""
+    from .cli import main as campaign_main
+
+    return campaign_main(argv, spark=spark)
+
+
+__all__ = ["main"]

@@ -94,9 +94,6 @@ def _parser() -> argparse.ArgumentParser:
     ship.add_argument("--no-ship", dest="ship", action="store_false")
     c.add_argument("--spark-ui", action="store_true", default=None, help="keep Spark's web UI on")
     c.add_argument("--out", metavar="DIR", help="dataset directory: results/ (Parquet), summary.json, report.html")
-    c.add_argument("--mutants", metavar="FILES", help="instead: the kit's mutation run, each mutant of these "
-                   "rstck/reference files ('all' or e.g. publishers.py,processors.py) a unit")
-    c.add_argument("--mutant-limit", type=int, metavar="N", help="with --mutants: the first N mutants of each file")
     i = sub.add_parser("ingest", help="add results files of pytest --rs-report-json runs to a dataset")
     i.add_argument("files", nargs="+", type=Path, metavar="RESULTS_JSON", help="results files (--rs-report-json)")
     i.add_argument("--out", required=True, type=Path, metavar="DIR", help="the dataset directory")
@@ -366,14 +363,33 @@ def _plain_interrupt(spark: Any) -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+def _interrupted(saved: str, cid: str, spark: Any, owned: bool, sigint: Any, shipped_in: Path | None) -> int:
+    """A campaign stopped by Ctrl-C: say what is saved and how to resume; 130, as a shell's Ctrl-C."""
+    from . import spark as rs_spark
+
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    print(f"{PROG} campaign {cid}: interrupted: {saved}; run the same command to resume: {_command()}",
+          file=sys.stderr, flush=True)
+    logging.disable(logging.NOTSET)
+    if not owned:
+        with contextlib.suppress(Exception):
+            spark.sparkContext.setLogLevel("ERROR")
+        with contextlib.suppress(ValueError):  # not the main thread: never changed
+            signal.signal(signal.SIGINT, sigint)
+        return 130
+    # Nothing runs in the JVM any more and its logging is off: it exits, quietly, when this
+    # process ends and closes its stdin; a stop would take seconds. The rows are on disk
+    # (spooled ones are added by the next run), and the lock goes with this process.
+    sys.stdout.flush()
+    rs_spark.discard(shipped_in)
+    os._exit(130)
+
+
 def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
     from . import lock
     from . import spark as rs_spark
 
-    if args.mutants:
-        from .mutants import campaign_main as mutants_main
-
-        return mutants_main(args.mutants, args.mutant_limit, args.out, args.master, given)
     campaign = _campaign_from(args)
     _check_subjects(campaign)
     out = Path(campaign.out)
@@ -428,26 +444,10 @@ def campaign_main(args: argparse.Namespace, given: Any = None) -> int:
                 mine = df.filter(F.col("campaign_id") == cid)
                 counts = {r.outcome: r["count"] for r in mine.groupBy("outcome").count().collect()}
         except KeyboardInterrupt:
-            if sys.stderr.isatty():
-                print(file=sys.stderr)
             ids = {u["unit_id"] for u in units}
             kept = (done | set(saved) | set(rs_spark.spooled(out))) & ids
-            print(f"{PROG} campaign {cid}: interrupted: {len(kept)} of {len(units)} units saved in {out}; "
-                  f"run the same command to resume: {_command()}", file=sys.stderr, flush=True)
-            logging.disable(logging.NOTSET)
-            if not owned:
-                with contextlib.suppress(Exception):
-                    spark.sparkContext.setLogLevel("ERROR")
-                with contextlib.suppress(ValueError):  # not the main thread: never changed
-                    signal.signal(signal.SIGINT, sigint)
-            if owned:
-                # Nothing runs in the JVM any more and its logging is off: it exits, quietly, when
-                # this process ends and closes its stdin; a stop would take seconds. The rows are
-                # on disk (spooled ones are added by the next run), and the lock goes with this process.
-                sys.stdout.flush()
-                rs_spark.discard(shipped_in)
-                os._exit(130)
-            return 130
+            return _interrupted(f"{len(kept)} of {len(units)} units saved in {out}", cid, spark, owned, sigint,
+                                shipped_in)
         finally:
             if owned:
                 spark.stop()
@@ -495,17 +495,17 @@ def ingest_main(args: argparse.Namespace, given: Any = None) -> int:
         batch = "ingest-" + time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
         rows: list[dict[str, Any]] = []
         units: dict[str, Any] = {}
-        for path, unit_id, data, results in parsed:
+        for path, unit_id, run in parsed:
             if unit_id in done or unit_id in units:
                 print(f"{PROG} ingest: {path}: already in the dataset, skipped", file=sys.stderr)
                 continue
             try:
-                file_rows = ingest.rows_of(path, unit_id, batch, data, results)
+                file_rows = ingest.rows_of(path, unit_id, batch, run)
             except Exception as exc:
                 reject(path, f"{path}: cannot be read as a results file: {type(exc).__name__}: {exc}")
                 continue
-            units[unit_id] = {"file": str(path), "subjects": data.get("subjects", {}), "settings": data.get("settings", {})}
-            incomplete = ingest.partial(data)
+            units[unit_id] = {"file": str(path), "subjects": run.subjects, "settings": run.settings}
+            incomplete = ingest.partial(run)
             if incomplete:
                 units[unit_id]["partial"] = incomplete
                 not_run = f", {incomplete['not_run']} test(s) not run" if incomplete.get("not_run") else ""

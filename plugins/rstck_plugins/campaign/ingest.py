@@ -15,53 +15,50 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rstck.results import SCHEMA
 from rstck.results import ResultsFileError
-from rstck.results import load
+from rstck.results import RunResults
+from rstck.results import read_json
 
 from .schema import errors
 from .unit import result_row
 
 
-def read_file(path: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
-    """``(unit_id, document, results)`` of one results file; raises ResultsFileError."""
+def read_file(path: Path) -> tuple[str, RunResults]:
+    """``(unit_id, results)`` of one results file; raises ResultsFileError naming what is wrong."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ResultsFileError(f"{path}: cannot read results file: {exc.strerror or exc}") from None
-    try:
-        data, results = load(path)
-    except UnicodeDecodeError:
-        raise ResultsFileError(f"{path}: not a results file (not UTF-8 text)") from None
-    found = errors(data)
+    data = read_json(path)
+    found = errors(data) if isinstance(data, dict) and data.get("schema") == SCHEMA else []
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise ResultsFileError(f"{path}: does not match the results schema: {found[0]}{more}")
-    if not results:
+    run = RunResults.from_json(data, str(path))
+    if not run.results:
         raise ResultsFileError(f"{path}: has no results (the run selected or reached no test): nothing to ingest")
-    return "f-" + hashlib.sha256(raw).hexdigest()[:16], data, [r.to_json() for r in results]
+    return "f-" + hashlib.sha256(raw).hexdigest()[:16], run
 
 
-def partial(data: dict[str, Any]) -> dict[str, Any] | None:
+def partial(run: RunResults) -> dict[str, Any] | None:
     """What an interrupted run's file says of itself (reason, tests not run); None when complete."""
-    if not data.get("interrupted"):
+    if not run.interrupted:
         return None
-    return {"reason": data.get("interrupted_reason") or "interrupted", "not_run": data.get("not_run")}
+    return {"reason": run.interrupted, "not_run": run.not_run}
 
 
-def rows_of(path: Path, unit_id: str, campaign_id: str, data: dict[str, Any],
-            results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    settings = data.get("settings") or {}
-    subjects = data.get("subjects") or {}
+def rows_of(path: Path, unit_id: str, campaign_id: str, run: RunResults) -> list[dict[str, Any]]:
     seen: dict[str, int] = {}
     rows = []
-    for result in results:
+    for result in run.results:
         base = {
             "campaign_id": campaign_id, "unit_id": unit_id, "source": str(path),
-            "subject": subjects.get(result["verification"]) or result.get("subject") or "",
-            "verification": result["verification"], "repetition": 0, "seed": None, "host": None,
-            "worker_pid": None, "process_pid": None, "python": data.get("python"),
-            "loop": settings.get("loop", "thread"), "subject_origin": None,
-            "tck_version": data.get("tck_version"), "started_at": path.stat().st_mtime, "attempt_id": unit_id,
+            "subject": run.subjects.get(result.verification) or result.subject or "",
+            "verification": result.verification, "repetition": 0, "seed": None, "host": None,
+            "worker_pid": None, "process_pid": None, "python": run.python,
+            "loop": run.settings.get("loop", "thread"), "subject_origin": None,
+            "tck_version": run.tck_version, "started_at": path.stat().st_mtime, "attempt_id": unit_id,
         }
         row = result_row(result, base)
         key = row["row_id"]

@@ -16,7 +16,7 @@ from typing import Any
 
 from rstck.rules import RULES
 
-from ..html_report.markup import esc as _esc
+from ..reports import esc as _esc
 
 #: Matrix geometry: a subject column and one narrow column per rule; 47 rule columns (every
 #: rule, sanity and fuzz) fit a 1280 px page.

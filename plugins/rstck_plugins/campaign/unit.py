@@ -9,6 +9,7 @@ function never raises for anything the subject does.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -23,7 +24,11 @@ import uuid
 from typing import Any
 
 from rstck.results import TCK_VERSION
+from rstck.results import Failure
+from rstck.results import Level
 from rstck.results import Outcome
+from rstck.results import TestResult
+from rstck.results import Verdict
 
 #: Columns of the results dataset, in order, with their Spark SQL types.
 ROW_FIELDS: tuple[tuple[str, str], ...] = (
@@ -50,22 +55,21 @@ STARTUP_S = 30.0
 DUMP_SIGNAL = signal.SIGUSR1
 
 
-def result_row(result: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
-    """A dataset row from one ``TestResult.to_json()``; fields added to results later are optional."""
-    failures = result.get("failures") or []
-    first = failures[0] if failures else {}
-    iterations = result.get("iterations") or {}
-    started = result.get("started_at") or base.get("started_at")
-    finished = result.get("finished_at") or (started + float(result["duration_s"]) if started else None)
+def result_row(result: TestResult, base: dict[str, Any]) -> dict[str, Any]:
+    """A dataset row from one result, with the unit's columns of ``base``."""
+    first = result.failures[0] if result.failures else None
+    iterations = result.iterations or {}
+    started = result.started_at or base.get("started_at")
+    finished = result.finished_at or (started + result.duration_s if started else None)
     row = dict(base)
     row.update({
-        "row_id": f"{base['unit_id']}/{result['verification']}/{result['test']}",
-        "verification": result["verification"], "test": result["test"], "rule": result.get("rule"),
-        "level": result["level"], "outcome": result["outcome"],
-        "verdict": result.get("verdict", result["outcome"]), "duration_s": float(result["duration_s"]),
-        "message": result.get("message", ""), "failures": json.dumps(failures),
-        "failure_rule": first.get("rule"), "failure_expected": first.get("expected"),
-        "failure_observed": first.get("observed"),
+        "row_id": f"{base['unit_id']}/{result.verification}/{result.test}",
+        "verification": result.verification, "test": result.test, "rule": result.rule,
+        "level": result.level.value, "outcome": result.outcome.value, "verdict": result.verdict.value,
+        "duration_s": result.duration_s, "message": result.message,
+        "failures": json.dumps([f.to_json() for f in result.failures]),
+        "failure_rule": first.rule if first else None, "failure_expected": first.expected if first else None,
+        "failure_observed": first.observed if first else None,
         "iterations_ran": iterations.get("ran"), "iterations_showed": iterations.get("showed"),
         "started_at": started, "finished_at": finished,
     })
@@ -85,15 +89,29 @@ def synthetic_row(base: dict[str, Any], test: str, outcome: str, message: str, s
     """A row for a test the child did not report: lost with its process, or never reached."""
     rule, level = _rule_of(test, base["verification"])
     now = time.time()
-    failure: dict[str, Any] = {"rule": None, "expected": "the unit's process to report this test", "observed": message,
-               "hint": "", "evidence": [], "setting": None}
-    result = {
-        "verification": base["verification"], "test": test, "rule": rule, "level": level,
-        "outcome": outcome, "verdict": "error" if outcome == Outcome.ERROR else "untested",
-        "duration_s": max(0.0, now - started), "message": message,
-        "failures": [failure] if outcome == Outcome.ERROR else [], "started_at": started, "finished_at": now,
-    }
+    failure = Failure(None, "the unit's process to report this test", message)
+    result = TestResult(
+        test, base["verification"], rule, Level(level), Outcome(outcome),
+        Verdict.ERROR if outcome == Outcome.ERROR else Verdict.UNTESTED, max(0.0, now - started), message,
+        failures=[failure] if outcome == Outcome.ERROR else [], started_at=started, finished_at=now,
+    )
     return result_row(result, base)
+
+
+def _over_memory(result: TestResult, peak: object, memory_mb: int) -> TestResult | None:
+    """The result as an error when the process passed the memory limit during its test, else None.
+
+    Over the limit between two polls: this test is where the memory went.
+    """
+    if not memory_mb or not isinstance(peak, int | float) or peak <= memory_mb:
+        return None
+    over = (f"the unit's process reached {peak:.0f} MiB during this test, over the unit memory "
+            f"limit of {memory_mb} MiB (--memory-mb), and was stopped: a leak, or a subject "
+            "that needs a larger limit")
+    return dataclasses.replace(
+        result, outcome=Outcome.ERROR, verdict=Verdict.ERROR,
+        message=over + ("\n" + result.message if result.message else ""),
+        failures=[Failure(None, f"at most {memory_mb} MiB resident", over)])
 
 
 def _describe_exit(code: int | None) -> str:
@@ -248,26 +266,16 @@ def _collect(
                 in_flight_since = time.time()
                 deadline = time.monotonic() + limit
             elif "result" in message:
-                result = message["result"]
-                peak = message.get("peak_mb")
-                if memory_mb and isinstance(peak, int | float) and peak > memory_mb:
-                    # Over the limit between two polls: this test is where the memory went.
-                    over = (f"the unit's process reached {peak:.0f} MiB during this test, over the unit memory "
-                            f"limit of {memory_mb} MiB (--memory-mb), and was stopped: a leak, or a subject "
-                            "that needs a larger limit")
-                    result = {**result, "outcome": "error", "verdict": "error",
-                              "message": over + ("\n" + result["message"] if result.get("message") else ""),
-                              "failures": [{"rule": None, "expected": f"at most {memory_mb} MiB resident",
-                                            "observed": over, "hint": "", "evidence": [], "setting": None}]}
-                    rows.append(result_row(result, base))
-                    reported.add(result["test"])
+                result = TestResult.from_json(message["result"])  # the hop from the unit's process
+                over = _over_memory(result, message.get("peak_mb"), memory_mb)
+                rows.append(result_row(over or result, base))
+                reported.add(result.test)
+                if over is not None:
                     child.kill()
                     child.wait()
-                    stopped = f"the unit's process was stopped at its memory limit ({memory_mb} MiB) after {result['test']}"
+                    stopped = f"the unit's process was stopped at its memory limit ({memory_mb} MiB) after {result.test}"
                     return rows + [synthetic_row(base, t, "skipped", f"not run: {stopped}", time.time())
                                    for t in tests or [] if t not in reported]
-                rows.append(result_row(result, base))
-                reported.add(result["test"])
                 in_flight_since = time.time()
                 deadline = time.monotonic() + limit
             elif message.get("done"):

@@ -82,21 +82,33 @@ VERIFICATIONS: dict[str, Verification] = {
 NAMES: tuple[str, ...] = tuple(VERIFICATIONS)
 
 
+def _rs_verifications() -> dict[str, Verification]:
+    from ..contexts.rs_publisher import RsPublisherContext
+    from . import rs_publisher
+
+    base = VERIFICATIONS["publisher"]
+    return {"publisher": Verification(
+        base.name, base.option,
+        "rs-edition publisher factory f(n) -> Publisher whose subscribe() returns the subscription",
+        rs_publisher.TESTS, RsPublisherContext, base.load_subject,
+    )}
+
+
+#: The verification kinds of each edition but the normative one (whose kinds are
+#: ``VERIFICATIONS``), built when first asked for: the edition's ``kinds``, each a record whose
+#: tests and context speak its shape.
+EDITION_VERIFICATIONS: dict[str, Callable[[], dict[str, Verification]]] = {
+    "rs": _rs_verifications,
+}
+
+
 def for_edition(edition: str) -> dict[str, Verification]:
     """The verification kinds of an edition (docs/editions.md), the JVM ones by default."""
-    if edition == "rs":
-        from ..contexts.rs_publisher import RsPublisherContext
-        from . import rs_publisher
-
-        base = VERIFICATIONS["publisher"]
-        return {"publisher": Verification(
-            base.name, base.option,
-            "rs-edition publisher factory f(n) -> Publisher whose subscribe() returns the subscription",
-            rs_publisher.TESTS, RsPublisherContext, base.load_subject,
-        )}
-    return VERIFICATIONS
+    build = EDITION_VERIFICATIONS.get(edition)
+    return build() if build is not None else VERIFICATIONS
 
 __all__ = [
+    "EDITION_VERIFICATIONS",
     "NAMES",
     "VERIFICATIONS",
     "Context",

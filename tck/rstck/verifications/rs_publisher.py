@@ -29,20 +29,10 @@ from . import publisher as jvm
 
 EDITION = EDITIONS["rs"]
 
-#: JVM publisher tests with no counterpart in the edition, and why (shown by ``rules``/docs).
+#: JVM publisher tests with no counterpart in the edition, and why (shown by ``rules``/docs): each
+#: declares it at its registration (``left_out_of={"rs": why}``).
 LEFT_OUT: dict[str, str] = {
-    "required_spec103_must_not_signal_while_on_subscribe_is_still_running": "no on_subscribe",
-    "required_spec109_subscribe_none_must_raise_type_error": "no None subscriber to refuse",
-    "required_spec109_must_issue_on_subscribe_for_non_null_subscriber": "no on_subscribe",
-    "required_spec109_must_issue_on_subscribe_to_a_later_subscriber_too": "no on_subscribe",
-    "untested_spec110_subscribe_may_be_called_many_times_with_different_subscribers": "JVM 1.10 not applicable",
-    "required_spec309_request_zero_must_signal_value_error": "JVM 3.9 not applicable",
-    "required_spec309_request_negative_number_must_signal_value_error": "JVM 3.9 not applicable",
-    "optional_spec309_request_negative_number_should_signal_value_error_with_explanation": "JVM 3.9 not applicable",
-    "required_spec309_request_zero_from_inside_on_next_must_signal_value_error": "JVM 3.9 not applicable",
-    "required_spec107_must_not_emit_further_signals_after_the_on_error_caused_by_request_zero":
-        "it provokes the error with request(0), which the edition does not define",
-    "fuzz_demand_cancel_orders": "its scenarios include request(n) with n <= 0, which the edition does not define",
+    t.name: why for t in jvm.TESTS if (why := t.left_out_reason(EDITION.name)) is not None
 }
 
 

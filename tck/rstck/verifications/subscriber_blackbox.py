@@ -13,6 +13,12 @@ from __future__ import annotations
 from ..contexts import BlackboxContext
 from ..contexts import TckFailure
 from ..errors import NotVerified
+from ..matrix import EVERY_SUBSCRIBER_TEST
+from ..matrix import Cover
+from ..parity import SAME_UNTESTED
+from ..parity import WAITS_TOO_WHY
+from ..parity import Parity
+from ..parity import bb
 from ..registry import Registry
 from ..results import Verdict
 from ._racing import RACE_ROUNDS
@@ -30,7 +36,20 @@ TESTS = tck_test.tests
 # -- section 2: Subscriber ---------------------------------------------------------------------
 
 
-@tck_test("2.1", "required")
+# -- section 2: Subscriber ---------------------------------------------------------------------
+
+
+@tck_test(
+    "2.1", "required",
+    parity=Parity(
+        bb("required_spec201_blackbox_mustSignalDemandViaSubscriptionRequest"), "stricter",
+        "the JVM test's send loop runs only while the subscription is cancelled, so it sends "
+        "no element; this one sends up to 16 within the demand signalled, then on_complete, "
+        "and each signal must return normally (2.13)."),
+    covers=(
+        Cover("2.1", "test"),
+    ),
+)
 def required_spec201_blackbox_must_signal_demand_via_subscription_request(ctx: BlackboxContext) -> None:
     """After on_subscribe the subscriber must request; the TCK then sends what it asked for.
 
@@ -52,6 +71,9 @@ tck_test.untested(
     "2.2",
     "a recommendation that depends on the subscriber's own judgement of its processing; a signal "
     "method that blocks its caller is failed in every test by the TCK's watchdog",
+    parity=Parity(
+        bb("untested_spec202_blackbox_shouldAsynchronouslyDispatch"), "same",
+        SAME_UNTESTED),
 )
 
 
@@ -66,7 +88,13 @@ def _terminal_inside(ctx: BlackboxContext, signal: str) -> None:
     ctx.at_close(upstream.settle)
 
 
-@tck_test("2.3", "required")
+@tck_test(
+    "2.3", "required",
+    parity=Parity(bb("required_spec203_blackbox_mustNotCallMethodsOnSubscriptionOrPublisherInOnComplete"), "same"),
+    covers=(
+        Cover("2.3", "terminal"),
+    ),
+)
 def required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_complete(
     ctx: BlackboxContext,
 ) -> None:
@@ -79,7 +107,13 @@ def required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher
     _terminal_inside(ctx, "on_complete")
 
 
-@tck_test("2.3", "required")
+@tck_test(
+    "2.3", "required",
+    parity=Parity(bb("required_spec203_blackbox_mustNotCallMethodsOnSubscriptionOrPublisherInOnError"), "same"),
+    covers=(
+        Cover("2.3", "terminal"),
+    ),
+)
 def required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_error(
     ctx: BlackboxContext,
 ) -> None:
@@ -101,7 +135,16 @@ def _cancelled_after(ctx: BlackboxContext, signal: str) -> None:
     ctx.at_close(upstream.closing_after_terminal())
 
 
-@tck_test("2.4", "required")
+@tck_test(
+    "2.4", "required",
+    parity=Parity(
+        bb("untested_spec204_blackbox_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError"), "new",
+        "once it has settled and received on_complete, the subscriber must request nothing "
+        "more, bar one request per element it was still working off."),
+    covers=(
+        Cover("2.4", "terminal"),
+    ),
+)
 def required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_complete(
     ctx: BlackboxContext,
 ) -> None:
@@ -117,7 +160,19 @@ def required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_
     _cancelled_after(ctx, "on_complete")
 
 
-@tck_test("2.4", "required")
+@tck_test(
+    "2.4", "required",
+    parity=Parity(
+        bb("untested_spec204_blackbox_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError"), "new",
+        "the same after on_error."),
+    covers=(
+        Cover("2.4", "thread", 
+            "a worker's late request is judged by the backlog it still had (in calls and in "
+            "elements its demand had not covered) and by whether it is still at work, not by a "
+            "window; in the whitebox, by its own report of the end: a refill or top-up after "
+            "it is a breach"),
+    ),
+)
 def required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_error(
     ctx: BlackboxContext,
 ) -> None:
@@ -125,7 +180,18 @@ def required_spec204_blackbox_must_consider_the_subscription_cancelled_after_on_
     _cancelled_after(ctx, "on_error")
 
 
-@tck_test("2.4", "required")
+#: Elements sent at most before on_complete in the backlog test: past a worker's usual batch.
+_BACKLOG = 256
+
+
+@tck_test(
+    "2.4", "required",
+    parity=Parity(
+        bb("untested_spec204_blackbox_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError"), "new",
+        "a subscriber handing elements to a worker is left with a backlog at the end of the "
+        "stream; its \"request more\" may follow each processed element, but no request beyond "
+        "those or once idle."),
+)
 def required_spec204_blackbox_must_not_request_after_on_complete_while_draining_a_backlog(
     ctx: BlackboxContext,
 ) -> None:
@@ -158,11 +224,20 @@ def required_spec204_blackbox_must_not_request_after_on_complete_while_draining_
     ctx.at_close(upstream.closing_after_terminal())
 
 
-#: Elements sent at most before on_complete in the backlog test: past a worker's usual batch.
-_BACKLOG = 256
-
-
-@tck_test("2.5", "required")
+@tck_test(
+    "2.5", "required",
+    parity=Parity(
+        bb("required_spec205_blackbox_mustCallSubscriptionCancelIfItAlreadyHasAnSubscriptionAndReceivesAnotherOnSubscribeSignal"), "stricter",
+        "the JVM test offers a second subscription right after subscribing; this one offers it "
+        "once the subscriber has requested, then a third from another thread, and the "
+        "subscriber must not trade its first for either (a subscriber keeping one subscription "
+        "per thread adopts it)."),
+    covers=(
+        Cover("2.5", "later", 
+            "a third from another thread too; cancelling the first as well is legal, keeping "
+            "or using a new one is not"),
+    ),
+)
 def required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal(
     ctx: BlackboxContext,
 ) -> None:
@@ -187,16 +262,53 @@ def required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an
     ctx.at_close(upstream.settle)
 
 
+@tck_test(
+    "2.5", "stochastic",
+    parity=Parity(
+        (), "new",
+        "two on_subscribe calls at the same moment, 24 times: a test and a store apart let "
+        "both win and neither is cancelled, which no sequential test can show."),
+)
+def stochastic_spec205_blackbox_must_keep_one_of_two_subscriptions_offered_at_the_same_moment(
+    ctx: BlackboxContext,
+) -> None:
+    """Two publishers call on_subscribe on one fresh subscriber at the same moment, 24 times.
+
+    Rule 2.5 whoever wins: one subscription kept, the other cancelled. If this fails, check
+    that on_subscribe decides which subscription is active in one step (under a lock): a test
+    and a store apart let both calls win, and neither is ever cancelled.
+    """
+    if ctx.settings.skip_stochastic:
+        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
+    race_two_subscriptions(ctx, ctx.subscriber)
+
+
 tck_test.untested(
     "untested_spec206_blackbox_must_call_subscription_cancel_if_it_is_no_longer_valid",
     "2.6",
     "only the subscriber knows whether it still needs its subscription; from outside, a "
     "forgotten subscription looks like one that is still in use (a subscriber declared to take at "
     "most k elements is judged by the takes_at_most test)",
+    parity=Parity(
+        bb("untested_spec206_blackbox_mustCallSubscriptionCancelIfItIsNoLongerValid"), "same",
+        SAME_UNTESTED),
 )
 
 
-@tck_test("2.6", "required")
+@tck_test(
+    "2.6", "required",
+    parity=Parity(
+        bb("untested_spec206_blackbox_mustCallSubscriptionCancelIfItIsNoLongerValid"), "new",
+        "only for a subscriber declared to take at most k elements (takes_at_most): once it "
+        "has them the subscription is no longer needed, so 2.6 asks for cancel(); undeclared, "
+        "not applicable."),
+    covers=(
+        Cover("2.6", "test", 
+            "only for a subscriber declared to take at most k elements (takes_at_most): "
+            "otherwise only it knows whether it still needs its subscription, and one that "
+            "stops requesting may still need it"),
+    ),
+)
 def required_spec206_blackbox_must_cancel_once_it_has_all_the_elements_it_declared_it_takes(
     ctx: BlackboxContext,
 ) -> None:
@@ -236,22 +348,17 @@ def required_spec206_blackbox_must_cancel_once_it_has_all_the_elements_it_declar
     ctx.at_close(upstream.settle)
 
 
-@tck_test("2.5", "stochastic")
-def stochastic_spec205_blackbox_must_keep_one_of_two_subscriptions_offered_at_the_same_moment(
-    ctx: BlackboxContext,
-) -> None:
-    """Two publishers call on_subscribe on one fresh subscriber at the same moment, 24 times.
-
-    Rule 2.5 whoever wins: one subscription kept, the other cancelled. If this fails, check
-    that on_subscribe decides which subscription is active in one step (under a lock): a test
-    and a store apart let both calls win, and neither is ever cancelled.
-    """
-    if ctx.settings.skip_stochastic:
-        raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
-    race_two_subscriptions(ctx, ctx.subscriber)
-
-
-@tck_test("2.7", "stochastic")
+@tck_test(
+    "2.7", "stochastic",
+    parity=Parity(
+        bb("untested_spec207_blackbox_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization"), "new",
+        "the subscription lingers in every request/cancel so that a second thread entering is "
+        "seen, with some elements delivered while the subscriber's own thread is mid-way in "
+        "its code."),
+    covers=(
+        Cover("2.7", "thread", EVERY_SUBSCRIBER_TEST),
+    ),
+)
 def stochastic_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization(
     ctx: BlackboxContext,
 ) -> None:
@@ -281,6 +388,9 @@ tck_test.untested(
     "untested_spec208_blackbox_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel",
     "2.8",
     "needs the subscriber to cancel when the TCK asks; the whitebox verification checks it",
+    parity=Parity(
+        bb("untested_spec208_blackbox_mustBePreparedToReceiveOnNextSignalsAfterHavingCalledSubscriptionCancel"), "same",
+        SAME_UNTESTED),
 )
 
 
@@ -296,7 +406,12 @@ def _terminal_prepared(ctx: BlackboxContext, signal: str, rule: str, preceding_r
     ctx.at_close(upstream.settle)
 
 
-@tck_test("2.9", "required")
+@tck_test(
+    "2.9", "required",
+    parity=Parity(
+        bb("required_spec209_blackbox_mustBePreparedToReceiveAnOnCompleteSignalWithPrecedingRequestCall"), "stricter",
+        WAITS_TOO_WHY),
+)
 def required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_with_preceding_request_call(
     ctx: BlackboxContext,
 ) -> None:
@@ -309,7 +424,15 @@ def required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_
     _terminal_prepared(ctx, "on_complete", "2.9", True)
 
 
-@tck_test("2.9", "required")
+@tck_test(
+    "2.9", "required",
+    parity=Parity(
+        bb("required_spec209_blackbox_mustBePreparedToReceiveAnOnCompleteSignalWithoutPrecedingRequestCall"), "stricter",
+        WAITS_TOO_WHY),
+    covers=(
+        Cover("2.9", "terminal"),
+    ),
+)
 def required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_without_preceding_request_call(
     ctx: BlackboxContext,
 ) -> None:
@@ -320,7 +443,12 @@ def required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_
     _terminal_prepared(ctx, "on_complete", "2.9", False)
 
 
-@tck_test("2.10", "required")
+@tck_test(
+    "2.10", "required",
+    parity=Parity(
+        bb("required_spec210_blackbox_mustBePreparedToReceiveAnOnErrorSignalWithPrecedingRequestCall"), "stricter",
+        WAITS_TOO_WHY),
+)
 def required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_with_preceding_request_call(
     ctx: BlackboxContext,
 ) -> None:
@@ -328,7 +456,15 @@ def required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_wit
     _terminal_prepared(ctx, "on_error", "2.10", True)
 
 
-@tck_test("2.10", "required")
+@tck_test(
+    "2.10", "required",
+    parity=Parity(
+        bb("required_spec210_blackbox_mustBePreparedToReceiveAnOnErrorSignalWithoutPrecedingRequestCall"), "stricter",
+        WAITS_TOO_WHY),
+    covers=(
+        Cover("2.10", "terminal"),
+    ),
+)
 def required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_without_preceding_request_call(
     ctx: BlackboxContext,
 ) -> None:
@@ -341,10 +477,22 @@ tck_test.untested(
     "2.11",
     "processing happens inside the subscriber; the whitebox verification checks it from the "
     "probe's reports",
+    parity=Parity(
+        bb("untested_spec211_blackbox_mustMakeSureThatAllCallsOnItsMethodsHappenBeforeTheProcessingOfTheRespectiveEvents"), "same",
+        SAME_UNTESTED),
 )
 
 
-@tck_test("2.12", "required")
+@tck_test(
+    "2.12", "required",
+    parity=Parity(
+        bb("untested_spec212_blackbox_mustNotCallOnSubscribeMoreThanOnceBasedOnObjectEquality"), "new",
+        "when a caller breaks 2.12 by subscribing the same subscriber again, the subscriber "
+        "must still cancel the repeat (2.5) and not reset itself onto it."),
+    covers=(
+        Cover("2.12", "later"),
+    ),
+)
 def required_spec212_blackbox_subscribed_twice_must_keep_the_first_subscription_and_cancel_the_second(
     ctx: BlackboxContext,
 ) -> None:
@@ -368,7 +516,15 @@ def required_spec212_blackbox_subscribed_twice_must_keep_the_first_subscription_
     ctx.at_close(upstream.settle)
 
 
-@tck_test("2.13", "required")
+@tck_test(
+    "2.13", "required",
+    parity=Parity(
+        bb("untested_spec213_blackbox_failingOnSignalInvocation"), "new",
+        "every signal method called with valid arguments must return normally (2.13)."),
+    covers=(
+        Cover("2.13", "test"),
+    ),
+)
 def required_spec213_blackbox_signal_methods_must_return_normally(ctx: BlackboxContext) -> None:
     """on_subscribe, on_next, on_complete and on_error with valid arguments must return normally.
 
@@ -386,7 +542,13 @@ def required_spec213_blackbox_signal_methods_must_return_normally(ctx: BlackboxC
     ctx.at_close(failing.settle)
 
 
-@tck_test("2.13", "required")
+@tck_test(
+    "2.13", "required",
+    parity=Parity(bb("required_spec213_blackbox_onSubscribe_mustThrowNullPointerExceptionWhenParametersAreNull"), "same"),
+    covers=(
+        Cover("2.13", "test"),
+    ),
+)
 def required_spec213_blackbox_on_subscribe_must_raise_type_error_when_parameters_are_none(
     ctx: BlackboxContext,
 ) -> None:
@@ -395,7 +557,10 @@ def required_spec213_blackbox_on_subscribe_must_raise_type_error_when_parameters
     ctx.expect_type_error("on_subscribe(None)", subscriber.on_subscribe, None)
 
 
-@tck_test("2.13", "required")
+@tck_test(
+    "2.13", "required",
+    parity=Parity(bb("required_spec213_blackbox_onNext_mustThrowNullPointerExceptionWhenParametersAreNull"), "same"),
+)
 def required_spec213_blackbox_on_next_must_raise_type_error_when_parameters_are_none(
     ctx: BlackboxContext,
 ) -> None:
@@ -404,7 +569,10 @@ def required_spec213_blackbox_on_next_must_raise_type_error_when_parameters_are_
     ctx.expect_type_error("on_next(None)", subscriber.on_next, None)
 
 
-@tck_test("2.13", "required")
+@tck_test(
+    "2.13", "required",
+    parity=Parity(bb("required_spec213_blackbox_onError_mustThrowNullPointerExceptionWhenParametersAreNull"), "same"),
+)
 def required_spec213_blackbox_on_error_must_raise_type_error_when_parameters_are_none(
     ctx: BlackboxContext,
 ) -> None:
@@ -421,15 +589,33 @@ tck_test.untested(
     "3.1",
     "who holds a subscription when request or cancel is called cannot be seen from outside; "
     "calls from two threads at once are caught (rule 2.7)",
+    parity=Parity(
+        bb("untested_spec301_blackbox_mustNotBeCalledOutsideSubscriberContext"), "same",
+        SAME_UNTESTED),
 )
+
+
 tck_test.untested(
     "untested_spec308_blackbox_request_must_register_given_number_elements_to_be_produced",
     "3.8",
     "needs the TCK to ask the subscriber for a given demand; the whitebox verification checks it",
+    parity=Parity(
+        bb("untested_spec308_blackbox_requestMustRegisterGivenNumberElementsToBeProduced"), "same",
+        SAME_UNTESTED),
 )
 
 
-@tck_test("3.10", "required")
+@tck_test(
+    "3.10", "required",
+    parity=Parity(
+        bb("untested_spec310_blackbox_requestMaySynchronouslyCallOnNextOnSubscriber"), "new",
+        "3.10 lets a publisher call on_next inside request(), even inside on_subscribe; a "
+        "subscriber must handle it (2.13: return normally), which the JVM TCK never exercises."),
+    covers=(
+        Cover("2.7", "on_next", "same-thread nesting is serial and allowed"),
+        Cover("3.10", "on_subscribe", "a processor is given downstream demand through the puppet"),
+    ),
+)
 def required_spec310_blackbox_must_be_prepared_for_on_next_delivered_synchronously_inside_request(
     ctx: BlackboxContext,
 ) -> None:
@@ -451,7 +637,17 @@ def required_spec310_blackbox_must_be_prepared_for_on_next_delivered_synchronous
     ctx.at_close(upstream.settle)
 
 
-@tck_test("3.11", "required")
+@tck_test(
+    "3.11", "required",
+    parity=Parity(
+        bb("untested_spec311_blackbox_requestMaySynchronouslyCallOnCompleteOrOnError"), "new",
+        "3.11 lets a publisher terminate inside request(); a subscriber must handle "
+        "on_complete and on_error arriving there."),
+    covers=(
+        Cover("2.9", "on_subscribe"),
+        Cover("3.11", "on_subscribe"),
+    ),
+)
 def required_spec311_blackbox_must_be_prepared_for_on_complete_or_on_error_delivered_synchronously_inside_request(
     ctx: BlackboxContext,
 ) -> None:
@@ -478,22 +674,42 @@ tck_test.untested(
     "untested_spec314_blackbox_cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
     "3.14",
     "a permission of publishers; here the TCK plays the publisher",
+    parity=Parity(
+        bb("untested_spec314_blackbox_cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists"), "same",
+        SAME_UNTESTED),
 )
+
+
 tck_test.untested(
     "untested_spec315_blackbox_cancel_must_not_throw_exception_and_must_signal_on_error",
     "3.15",
     "an obligation of the subscription, which the TCK plays here; the publisher verification "
     "checks it",
+    parity=Parity(
+        bb("untested_spec315_blackbox_cancelMustNotThrowExceptionAndMustSignalOnError"), "same",
+        SAME_UNTESTED),
 )
+
+
 tck_test.untested(
     "untested_spec316_blackbox_request_must_not_throw_exception_and_must_on_error_the_subscriber",
     "3.16",
     "an obligation of the subscription, which the TCK plays here; the publisher verification "
     "checks it",
+    parity=Parity(
+        bb("untested_spec316_blackbox_requestMustNotThrowExceptionAndMustOnErrorTheSubscriber"), "same",
+        SAME_UNTESTED),
 )
 
 
-@tck_test(None, "fuzz")
+@tck_test(
+    None, "fuzz",
+    parity=Parity(
+        (), "new",
+        "generated legal signal orders (bursts, other threads, inside request(), early "
+        "terminals), shrunk to the smallest that breaks a rule; the JVM TCK sends fixed orders "
+        "only."),
+)
 def fuzz_signal_orders(ctx: BlackboxContext) -> None:
     """Generated legal signal orders, shrunk to the smallest scenario that breaks a rule.
 

@@ -136,9 +136,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     """A run that collected nothing and named no subject says how to name one.
 
     Here rather than in the plugin, which such a run never loads; from the table, so it costs
-    nothing more.
+    nothing more. A run that loaded the plugin (an ``--rs-*`` setting but no subject) is asked
+    through it, by name, so that neither module imports the other at the top.
     """
-    if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED or in_use(config):
+    if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED:
+        return
+    plugin = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if plugin is not None and plugin.runs_a_subject(config):
         return
     no_subject_hint(terminalreporter)
 

@@ -99,6 +99,119 @@ def record_id(anchor: str, seq: int) -> str:
     return f"{anchor}-rec-{seq}"
 
 
+@dataclass
+class _Layout:
+    """Where everything of one trace's diagram goes: lanes by thread, a demand column per probe."""
+
+    lanes: list[str]
+    actors: list[str]
+    #: log2 of the largest finite demand: the full width of a demand bar.
+    scale: float
+    column: float
+    demand_x: int
+    lanes_x: int
+    width: int
+    #: A record, or the number of records not kept between two kept ones.
+    rows: list[_Record | int]
+
+    @property
+    def height(self) -> int:
+        return _HEAD + _ROW * len(self.rows) + 10
+
+    def lane_x(self, thread: str) -> int:
+        return self.lanes_x + _LANE * self.lanes.index(thread) + 12
+
+
+def _layout(records: list[_Record], trace_total: int) -> _Layout:
+    lanes: list[str] = []
+    actors: list[str] = []
+    for rec in records:
+        if rec.thread not in lanes:
+            lanes.append(rec.thread)
+        if rec.demand is not None and rec.actor not in actors:
+            actors.append(rec.actor)
+    finite = [r.demand for r in records if r.demand is not None and r.demand < _MAX_DEMAND]
+    scale = math.log2(1 + max(finite)) if finite and max(finite) > 0 else 1.0
+    column = _demand_column(len(actors))
+    lanes_x = _GUTTER + int(column * len(actors)) + 16
+    lanes_end = lanes_x + _LANE * len(lanes)
+    needed = max(lanes_x + _LANE * lanes.index(r.thread) + 34 + (len(_label(r)) + 20) * _CHAR for r in records)
+    rows: list[_Record | int] = []
+    previous: int | None = None
+    for rec in records:
+        if previous is not None and rec.seq > previous + 1:
+            rows.append(rec.seq - previous - 1)
+        rows.append(rec)
+        previous = rec.seq
+    if trace_total > (previous or 0) + 1 and trace_total > len(records):
+        rows.append(trace_total - (previous or 0) - 1)
+    return _Layout(lanes, actors, scale, column, _GUTTER, lanes_x,
+                   int(min(max(needed, lanes_end + 40), lanes_end + _TAIL)), rows)
+
+
+def _head(lay: _Layout, label: str) -> list[str]:
+    """The svg element, the column heads (record, time, each probe's demand, each thread) and the lifelines."""
+    width, height, column = lay.width, lay.height, lay.column
+    out = [
+        (f'<svg xmlns="http://www.w3.org/2000/svg" class="trace" role="img" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" aria-label="{esc("signal trace: " + label)}">'),
+        f"<title>{esc('signal trace: ' + label)}</title>",
+        (f'<text class="th" x="8" y="18">record</text><text class="th" x="{_GUTTER - 8}" y="18" '
+        f'text-anchor="end">time</text>'),
+    ]
+    if column < _DEMAND and lay.actors:
+        out.append(f'<text class="th" x="{lay.demand_x + 4}" y="18">demand of {len(lay.actors)} probes</text>')
+    for i, actor in enumerate(lay.actors):
+        x = lay.demand_x + column * i
+        if column >= _DEMAND:
+            out.append(f'<text class="th" x="{x + 4}" y="18">demand</text>')
+        out.append(f'<text class="th actor" x="{x + 4:.1f}" y="34">{esc(clip(actor, int((column - 8) / _CHAR)))}'
+                   f"<title>{esc(actor)}</title></text>")
+    for i, thread in enumerate(lay.lanes):
+        x = lay.lanes_x + _LANE * i + 12
+        out.append(f'<line class="lifeline" x1="{x}" y1="{_HEAD - 6}" x2="{x}" y2="{height - 6}"/>')
+        out.append(f'<text class="th lane" x="{x - 8}" y="18">{esc(clip(thread, int((_LANE - 12) / _CHAR)))}'
+                   f"<title>{esc('thread ' + thread)}</title></text>")
+        out.append(f'<text class="th sub" x="{x - 8}" y="34">thread {i + 1}</text>')
+    return out
+
+
+def _demand_bars(lay: _Layout, current: Mapping[str, int], rec: _Record, y: float) -> list[str]:
+    """Each probe's outstanding demand at this record, as a bar (log scale); the changed one numbered."""
+    out = []
+    column = lay.column
+    for i, actor in enumerate(lay.actors):
+        if actor not in current:
+            continue
+        d = current[actor]
+        cx = lay.demand_x + column * i + (4 if column >= _DEMAND else 1)
+        full = column - (12 if column >= _DEMAND else 2)
+        bar = full if d >= _MAX_DEMAND else (full * math.log2(1 + d) / lay.scale if d > 0 else 0.0)
+        own = actor == rec.actor and rec.demand is not None
+        if bar > 0:
+            out.append(f'<rect class="dbar{" own" if own else ""}" x="{cx:.1f}" y="{y - 6}" '
+                       f'width="{bar:.1f}" height="12"><title>{esc(actor)}: demand {esc(_demand_text(d))}'
+                       "</title></rect>")
+        if own and column >= _DEMAND:
+            out.append(f'<text class="dnum" x="{cx + 3}" y="{y + 4}">{esc(_demand_text(d))}</text>')
+    return out
+
+
+def _record_label(lay: _Layout, rec: _Record, x: int, y: float, cited: bool) -> str:
+    """The record's signal beside its lane, clipped to the room left; whole in its tooltip."""
+    text = _label(rec)
+    demand = "" if rec.demand is None else f", demand {_demand_text(rec.demand)}"
+    if demand and lay.column < _DEMAND:  # too narrow a column for its number: said in the label
+        text += f"  demand={_demand_text(rec.demand or 0)}"
+    full_text = f"#{rec.seq} +{rec.t_ms:.3f} ms, thread {rec.thread}: {text}{demand}"
+    if cited:
+        full_text += " (cited as evidence)"
+    room = int((lay.width - x - 22) / _CHAR)
+    cls = _SIGNAL_CLASS.get(rec.signal, "s-note")
+    return (f'<text class="label {cls}{" evidence" if cited else ""}" x="{x + 10}" y="{y + 4}">'
+            f"{esc(clip(text, room))}<title>{esc(full_text)}</title></text>")
+
+
 def trace_svg(trace: list[Any], trace_total: int, label: str, *, evidence: Collection[int] = (),
               anchor: str = "") -> str:
     """The trace as a sequence diagram: one row per record, one lane per thread, demand per probe.
@@ -109,67 +222,20 @@ def trace_svg(trace: list[Any], trace_total: int, label: str, *, evidence: Colle
     records = _records(trace)
     if not records:
         return '<p class="muted">No signals were recorded.</p>'
-    lanes: list[str] = []
-    actors: list[str] = []
-    for rec in records:
-        if rec.thread not in lanes:
-            lanes.append(rec.thread)
-        if rec.demand is not None and rec.actor not in actors:
-            actors.append(rec.actor)
-    finite = [r.demand for r in records if r.demand is not None and r.demand < _MAX_DEMAND]
-    scale = math.log2(1 + max(finite)) if finite and max(finite) > 0 else 1.0
-    demand_x = _GUTTER
-    column = _demand_column(len(actors))
-    lanes_x = demand_x + int(column * len(actors)) + 16
-    lanes_end = lanes_x + _LANE * len(lanes)
-    needed = max(lanes_x + _LANE * lanes.index(r.thread) + 34 + (len(_label(r)) + 20) * _CHAR for r in records)
-    width = int(min(max(needed, lanes_end + 40), lanes_end + _TAIL))
-    rows: list[tuple[str, _Record | int]] = []
-    previous: int | None = None
-    for rec in records:
-        if previous is not None and rec.seq > previous + 1:
-            rows.append(("gap", rec.seq - previous - 1))
-        rows.append(("rec", rec))
-        previous = rec.seq
-    if trace_total > (previous or 0) + 1 and trace_total > len(records):
-        rows.append(("gap", trace_total - (previous or 0) - 1))
-    height = _HEAD + _ROW * len(rows) + 10
-
-    out = [
-        (f'<svg xmlns="http://www.w3.org/2000/svg" class="trace" role="img" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" aria-label="{esc("signal trace: " + label)}">'),
-        f"<title>{esc('signal trace: ' + label)}</title>",
-        (f'<text class="th" x="8" y="18">record</text><text class="th" x="{_GUTTER - 8}" y="18" '
-        f'text-anchor="end">time</text>'),
-    ]
-    if column < _DEMAND and actors:
-        out.append(f'<text class="th" x="{demand_x + 4}" y="18">demand of {len(actors)} probes</text>')
-    for i, actor in enumerate(actors):
-        x = demand_x + column * i
-        if column >= _DEMAND:
-            out.append(f'<text class="th" x="{x + 4}" y="18">demand</text>')
-        out.append(f'<text class="th actor" x="{x + 4:.1f}" y="34">{esc(clip(actor, int((column - 8) / _CHAR)))}'
-                   f"<title>{esc(actor)}</title></text>")
-    bottom = height - 6
-    for i, thread in enumerate(lanes):
-        x = lanes_x + _LANE * i + 12
-        out.append(f'<line class="lifeline" x1="{x}" y1="{_HEAD - 6}" x2="{x}" y2="{bottom}"/>')
-        out.append(f'<text class="th lane" x="{x - 8}" y="18">{esc(clip(thread, int((_LANE - 12) / _CHAR)))}'
-                   f"<title>{esc('thread ' + thread)}</title></text>")
-        out.append(f'<text class="th sub" x="{x - 8}" y="34">thread {i + 1}</text>')
-
+    lay = _layout(records, trace_total)
+    width = lay.width
+    out = _head(lay, label)
     current: dict[str, int] = {}
     last_point: tuple[float, float] | None = None
-    for index, (_kind, item) in enumerate(rows):
+    for index, item in enumerate(lay.rows):
         y = _HEAD + _ROW * index + _ROW / 2
         if isinstance(item, int):
             out.append(f'<line class="gap" x1="8" y1="{y}" x2="{width - 8}" y2="{y}"/>'
-                       f'<text class="gaptext" x="{lanes_x}" y="{y + 4}">… {item:,} record(s) not kept …</text>')
+                       f'<text class="gaptext" x="{lay.lanes_x}" y="{y + 4}">… {item:,} record(s) not kept …</text>')
             last_point = None
             continue
         rec = item
-        lane = lanes.index(rec.thread)
-        x = lanes_x + _LANE * lane + 12
+        x = lay.lane_x(rec.thread)
         cited = rec.seq in evidence
         if cited:
             out.append(f'<rect class="band" id="{record_id(anchor, rec.seq)}" x="0" y="{y - _ROW / 2}" '
@@ -179,37 +245,14 @@ def trace_svg(trace: list[Any], trace_total: int, label: str, *, evidence: Colle
             out.append(f'<rect class="stripe" x="0" y="{y - _ROW / 2}" width="{width}" height="{_ROW}"/>')
         if rec.demand is not None:
             current[rec.actor] = rec.demand
-        for i, actor in enumerate(actors):
-            if actor not in current:
-                continue
-            d = current[actor]
-            cx = demand_x + column * i + (4 if column >= _DEMAND else 1)
-            full = column - (12 if column >= _DEMAND else 2)
-            bar = full if d >= _MAX_DEMAND else (full * math.log2(1 + d) / scale if d > 0 else 0.0)
-            own = actor == rec.actor and rec.demand is not None
-            if bar > 0:
-                out.append(f'<rect class="dbar{" own" if own else ""}" x="{cx:.1f}" y="{y - 6}" '
-                           f'width="{bar:.1f}" height="12"><title>{esc(actor)}: demand {esc(_demand_text(d))}'
-                           "</title></rect>")
-            if own and column >= _DEMAND:
-                out.append(f'<text class="dnum" x="{cx + 3}" y="{y + 4}">{esc(_demand_text(d))}</text>')
+        out += _demand_bars(lay, current, rec, y)
         out.append(f'<text class="seq{" evidence" if cited else ""}" x="8" y="{y + 4}">#{rec.seq}</text>'
                    f'<text class="seq" x="{_GUTTER - 8}" y="{y + 4}" text-anchor="end">{rec.t_ms:.3f} ms</text>')
         if last_point is not None and last_point[0] != x:
             out.append(f'<line class="handoff" x1="{last_point[0]}" y1="{last_point[1]}" x2="{x}" y2="{y}"/>')
         last_point = (x, y)
         out.append(_marker(rec.signal, x, y))
-        text = _label(rec)
-        demand = "" if rec.demand is None else f", demand {_demand_text(rec.demand)}"
-        if demand and column < _DEMAND:  # too narrow a column for its number: said in the label
-            text += f"  demand={_demand_text(rec.demand or 0)}"
-        full_text = f"#{rec.seq} +{rec.t_ms:.3f} ms, thread {rec.thread}: {text}{demand}"
-        if cited:
-            full_text += " (cited as evidence)"
-        room = int((width - x - 22) / _CHAR)
-        cls = _SIGNAL_CLASS.get(rec.signal, "s-note")
-        out.append(f'<text class="label {cls}{" evidence" if cited else ""}" x="{x + 10}" y="{y + 4}">'
-                   f"{esc(clip(text, room))}<title>{esc(full_text)}</title></text>")
+        out.append(_record_label(lay, rec, x, y, cited))
     out.append("</svg>")
     return "".join(out)
 

@@ -8,7 +8,10 @@ source is never touched) and run through ``rstck.engine.run_verification`` for t
 module's factories are subjects of. Each mutant runs in a process of its own with a deadline,
 because a mutant may hang or crash.
 
-    python -m rstck_plugins.mutation   # reads one request (JSON) on stdin, writes its result
+    python tests/mutation.py   # reads one request (JSON) on stdin, writes its result
+
+A tool that measures the kit, not part of it: it lives with the tests, outside the installed
+distribution, and imports only the core, so that a process can run this file by its path.
 
 Operators (``Mutant.operator``): ``relational`` (``<`` -> ``<=``/``>=``, ``==`` -> ``!=``, ``is``
 -> ``is not``, ...), ``arithmetic`` (``+``/``-``, ``*``/``//``), ``constant`` (ints n -> n+1 and
@@ -479,7 +482,7 @@ def run(jobs: list[Job], *, parallel: int, deadline: float,
 
 
 def evaluate(job: Job, *, deadline: float) -> Outcome:
-    """Run one job in a fresh interpreter (``python -m rstck_plugins.mutation``) within ``deadline`` s.
+    """Run one job in a fresh interpreter (this file as a script) within ``deadline`` s.
 
     For hosts whose process may have threads (a Spark worker), where forking is not safe.
     """
@@ -487,7 +490,7 @@ def evaluate(job: Job, *, deadline: float) -> Outcome:
 
     text = mutate(job.source, job.mutant) if job.mutant is not None else job.source
     started = time.monotonic()
-    child = subprocess.Popen([sys.executable, "-m", "rstck_plugins.mutation"], stdin=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, str(Path(__file__).resolve())], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     request = json.dumps({"file": job.file, "source": text, "fuzz": job.fuzz, "label": job.label}).encode()
     try:

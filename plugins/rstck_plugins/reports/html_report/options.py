@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ..hooks import hookimpl
+from ... import hookimpl
+from ...state import RsTckState
 from ..outputs import configure_writer
-from ..state import RsTckState
 from .page import render
 
 REPORT_HTML_OPTION = "--rs-report-html"

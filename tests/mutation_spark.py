@@ -1,6 +1,6 @@
-"""``rs-tck campaign --mutants FILES``: the kit's mutation run with each mutant a Spark task.
+"""``python -m tests.mutation_spark FILES --out DIR``: the kit's mutation run, each mutant a Spark task.
 
-The same run as ``benchmarks/mutation.py`` (see ``rstck_plugins.mutation``), spread over a
+The same run as ``benchmarks/mutation.py`` (see ``tests/mutation.py``), spread over a
 cluster: every mutant of the named reference modules first with fuzzing off, then the survivors
 in the default mode. Each task runs its mutant in a fresh interpreter with a deadline (a mutant
 may hang or crash; a Spark worker is no place to fork from), so a task never raises. The
@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import mutation
-from .plan import UsageError
+from rstck_plugins.campaign.plan import UsageError
+
+from . import mutation
 
 #: Seconds one mutant may run before its process is killed and the mutant counted as a timeout.
 DEADLINE_S = 180.0
@@ -27,7 +28,7 @@ def parse_files(value: str) -> list[str]:
     files = list(mutation.REFERENCE_FILES) if value.strip() == "all" else [f.strip() for f in value.split(",") if f.strip()]
     unknown = [f for f in files if f not in mutation.REFERENCE_FILES]
     if unknown or not files:
-        raise UsageError(f"--mutants {value!r}: expected 'all' or some of {', '.join(mutation.REFERENCE_FILES)}")
+        raise UsageError(f"FILES {value!r}: expected 'all' or some of {', '.join(mutation.REFERENCE_FILES)}")
     return files
 
 
@@ -38,7 +39,7 @@ def _run_wave(spark: Any, units: list[dict[str, Any]], deadline: float) -> list[
     def run(unit_json: str) -> str:
         unit = json.loads(unit_json)
         try:
-            from rstck_plugins import mutation as m
+            import mutation as m  # shipped to the executors by its file (see ``run``)
 
             source = m.reference_source(unit["file"])
             mutant = m.Mutant(unit["file"], unit["index"], unit["line"], unit["col"], unit["operator"],
@@ -59,6 +60,7 @@ def run(spark: Any, files: list[str], out: Path, *, limit: int | None = None,
         deadline: float = DEADLINE_S) -> dict[str, Any]:
     """Both passes of the mutation run of ``files`` on ``spark``; the results document, also written to ``out``."""
     started = time.monotonic()
+    spark.sparkContext.addPyFile(str(Path(mutation.__file__).resolve()))  # imported as ``mutation`` there
     records: dict[str, dict[str, Any]] = {}
     for file in files:
         for m in mutation.mutants(mutation.reference_source(file), file)[:limit]:
@@ -82,15 +84,33 @@ def run(spark: Any, files: list[str], out: Path, *, limit: int | None = None,
     return data
 
 
-def campaign_main(value: str, limit: int | None, out: str | None, master: str | None, given: Any = None) -> int:
-    """The ``--mutants`` form of ``rs-tck campaign``: 0 when every mutant was killed, 1 otherwise."""
-    from . import spark as rs_spark
+def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
+    """0 when every mutant was killed, 1 otherwise, 2 on a usage error; ``spark``: a session to use (left running)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tests.mutation_spark", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", metavar="FILES",
+                        help="rstck/reference files: 'all' or e.g. publishers.py,processors.py")
+    parser.add_argument("--out", metavar="DIR", help="the directory for mutation-results.json")
+    parser.add_argument("--limit", type=int, metavar="N", help="the first N mutants of each file")
+    parser.add_argument("--master", metavar="URL", help="Spark master URL (default local[*])")
+    args = parser.parse_args(argv)
+    try:
+        return _main(args.files, args.limit, args.out, args.master, spark)
+    except UsageError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(value: str, limit: int | None, out: str | None, master: str | None, given: Any) -> int:
+    from rstck_plugins.campaign import spark as rs_spark
 
     files = parse_files(value)
     if not out:
-        raise UsageError("--mutants needs --out (the directory for mutation-results.json)")
+        raise UsageError("needs --out (the directory for mutation-results.json)")
     if limit is not None and limit < 1:
-        raise UsageError(f"--mutant-limit must be >= 1, got {limit}")
+        raise UsageError(f"--limit must be >= 1, got {limit}")
     spark = given if given is not None else rs_spark.session(master, app="rs-tck mutation campaign")
     try:
         data = run(spark, files, Path(out), limit=limit)
@@ -105,3 +125,7 @@ def campaign_main(value: str, limit: int | None, out: str | None, master: str | 
         print(f"{file}: {len(mine)} mutants, {len(mine) - survived} killed, {survived} survived")
     print(f"{data['run']['seconds']} s; wrote {Path(out) / 'mutation-results.json'}", file=sys.stderr)
     return 1 if alive else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -45,25 +45,21 @@ from rstck.settings import metavar
 from rstck.settings import parse_value
 from rstck.verifications import VERIFICATIONS
 
-from . import baseline as rs_baseline
-from . import json_report
+from .. import reports
+from ..hooks import defines_hooks
+from ..hooks import make_manager
+from ..hooks import make_resolver
+from ..hookspecs import Reporter
+from ..state import ResultCollector
+from ..state import RsTckState
+from ..state import SubjectEntry
+from ..state import resolver_key
+from ..state import result_key
+from ..state import state_key
+from ..state import state_of
+from ..state import threads_key
 from . import subject_specs
-from . import terminal
 from . import threads as rs_threads
-from .hooks import defines_hooks
-from .hooks import make_manager
-from .hooks import make_resolver
-from .hookspecs import Reporter
-from .html_report import options as html_report
-from .pytest_entry import no_subject_hint
-from .state import ResultCollector
-from .state import RsTckState
-from .state import SubjectEntry
-from .state import resolver_key
-from .state import result_key
-from .state import state_key
-from .state import state_of
-from .state import threads_key
 
 PUBLISHER_OPTION = VERIFICATIONS["publisher"].option
 FAILED_PUBLISHER_OPTION = "--rs-failed-publisher"
@@ -77,12 +73,7 @@ OPTION_SOURCES = ("command line", "environment")
 BACKSTOP_MARGIN_S = 30.0
 #: The TCK's own reporters, registered in the run's ``rstck`` plugin manager as anyone's are, and
 #: set up (``rstck_configure``) in this order: the files, then the gate, then the table.
-BUILTIN_REPORTERS: tuple[tuple[str, Reporter], ...] = (
-    ("rstck-reporter-json", json_report),
-    ("rstck-reporter-html", html_report),
-    ("rstck-reporter-baseline", rs_baseline),
-    ("rstck-reporter-terminal", terminal),
-)
+BUILTIN_REPORTERS: tuple[tuple[str, Reporter], ...] = reports.builtin_reporters()
 
 
 def subject_env(dest: str) -> str:
@@ -134,9 +125,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("rs_adapter", "Adapter applied to every subject (see --rs-adapter)", default=None)
     _add_subject_options(parser, group)
-    json_report.add_options(group)
-    html_report.add_options(group)
-    rs_baseline.add_options(group)
+    reports.add_options(group)
     for knob in KNOBS:
         if knob.kind == "bool":
             group.addoption(knob.option, dest=knob.ini, action="store_true", default=None,
@@ -760,7 +749,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if isinstance(item, RsTckItem) and call.when == "call":
         result = item.stash.get(result_key, None)
         if result is not None:
-            report.rs_tck_result = result.to_json()
+            report.rs_tck_result = result  # the object; JSON only on the hop to xdist's controller
             # The test's own duration: tests of a verification overlap, so the time this call
             # waited for its result is not it (JUnit's time, --durations rank by this).
             report.duration = result.duration_s
@@ -772,6 +761,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: pytest.TestReport) -> Any:
+    """An xdist worker sends a report to the controller as JSON: its result goes as the result's JSON."""
+    data = yield
+    result = getattr(report, "rs_tck_result", None)
+    if isinstance(data, dict) and isinstance(result, TestResult):
+        data["rs_tck_result"] = result.to_json()
+    return data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]) -> Any:
+    """The controller reads a worker's report back: its result becomes a ``TestResult`` again."""
+    report = yield
+    raw = getattr(report, "rs_tck_result", None)
+    if isinstance(raw, dict):
+        report.rs_tck_result = TestResult.from_json(raw)
+    return report
+
+
 def _skip_anchor(nodeid: str, result: TestResult | None) -> str:
     """Where a skip is listed: its test; for the tests not run after a subject blocked, their
     verification, so pytest folds them into one line (their reason is the same)."""
@@ -780,13 +789,11 @@ def _skip_anchor(nodeid: str, result: TestResult | None) -> str:
     return nodeid
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
-                            config: pytest.Config) -> None:
-    """A run that collected nothing because no subject was named says so, and how to name one."""
+def runs_a_subject(config: pytest.Config) -> bool:
+    """Whether the run named a subject or saw results: else the entry point's ``pytest_terminal_summary``
+    says how to name one (the hint lives there, for the runs that never load this module)."""
     state = config.stash.get(state_key, None)
-    if state is None or state.active or exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED:
-        return
-    no_subject_hint(terminalreporter)
+    return state is not None and state.active
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

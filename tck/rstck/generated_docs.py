@@ -1,15 +1,17 @@
-"""The rule table: which test verifies which rule, rendered for the README and the docs.
+"""The generated docs: the README's rule table (which test verifies which rule) and
+docs/verifications.md.
 
-Generated from the rule catalogue and the verification registries, never written by hand, so
-it cannot claim a check that does not exist.
+Generated from the rules and from what each registered test declares, never written by hand,
+so they cannot claim a check that does not exist.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .matrix import Cell
+from .matrix import cells
 from .matrix import markdown as matrix_markdown
-from .parity import PARITY
 from .parity import Parity
 from .results import Level
 from .rules import RULES
@@ -95,6 +97,11 @@ def readme_block() -> str:
     return f"{BEGIN}\n{markdown_table()}\n{END}"
 
 
+def matrix_cells() -> list[Cell]:
+    """The rule x context table: what each test declares it covers, with the rules' own cells."""
+    return cells((name, test.name, test.covers) for name, v in VERIFICATIONS.items() for test in v.tests)
+
+
 def verifications_markdown() -> str:
     """docs/verifications.md: every test with its rule's text, level, diagnosis and JVM parity."""
     out = [
@@ -118,12 +125,12 @@ def verifications_markdown() -> str:
             out.append("")
             if test.rule and test.rule.text:
                 out += [f"> Rule {test.rule.id}: {test.rule.text}", ""]
-            if test.name in PARITY:
-                out += [_parity_line(PARITY[test.name]), ""]
+            if test.parity is not None:
+                out += [_parity_line(test.parity), ""]
             if test.doc:
                 out.append(test.doc)
                 out.append("")
-    out += ["", matrix_markdown(), "", REAL_DESIGNS]
+    out += ["", matrix_markdown(matrix_cells()), "", REAL_DESIGNS]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -159,7 +166,7 @@ def _differences_table() -> str:
     seen: set[str] = set()
     for verification in VERIFICATIONS.values():
         for test in verification.tests:
-            parity = PARITY.get(test.name)
+            parity = test.parity
             if test.name in seen or parity is None or parity.relation == "same":
                 continue
             seen.add(test.name)
@@ -218,3 +225,16 @@ def update_readme(path: Path) -> bool:
     if updated != text:
         path.write_text(updated, encoding="utf-8")
     return updated != text
+
+
+def rules_output(edition: str | None = None, *, update: Path | None = None) -> str:
+    """What the ``rules`` command prints, in both command lines (``python -m rstck``, ``rs-tck``).
+
+    The rule table of ``edition`` (its own ids, the JVM id beside each; the JVM edition by
+    default) or, with ``update``, the README rewritten and whether that changed it.
+    """
+    from .editions import DEFAULT
+
+    if update is not None:
+        return f"{update}: {'updated' if update_readme(update) else 'already current'}"
+    return markdown_table() if edition in (None, DEFAULT) else edition_markdown_table(edition)

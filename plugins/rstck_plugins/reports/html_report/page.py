@@ -1,7 +1,7 @@
 """The report page: the banner, the conformance table by rule, the sanity checks, the failures.
 
-``render`` reads nothing but the results contract (``rstck.results.document`` or a saved file),
-so a report can be made during the run or later from the JSON. The page loads nothing from the
+``render`` reads nothing but the results contract (``rstck.results.RunResults``: of the run,
+or read back from its file), so a report can be made during the run or later from the JSON. The page loads nothing from the
 network and runs no script; its stylesheet, ``style.css``, is inlined.
 """
 
@@ -14,13 +14,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rstck.catalogue import coverage
-from rstck.catalogue import edition_coverage
 from rstck.editions import DEFAULT as DEFAULT_EDITION
 from rstck.editions import EDITIONS
 from rstck.editions import display_rules
+from rstck.generated_docs import coverage
+from rstck.generated_docs import edition_coverage
 from rstck.results import SCHEMA
 from rstck.results import Level
+from rstck.results import RunResults
 from rstck.results import TestResult
 from rstck.results import Verdict
 from rstck.rules import SPEC_URL
@@ -176,33 +177,8 @@ def failure_order(r: TestResult, rules: Mapping[str, Rule]) -> tuple[Any, ...]:
     return (rule, r.level == Level.FUZZ, len(r.failures), r.trace_total, r.verification, r.test)
 
 
-def _results(doc: Mapping[str, Any]) -> list[TestResult]:
-    out = []
-    for item in doc.get("results", []) or []:
-        if isinstance(item, Mapping):
-            try:
-                out.append(TestResult.from_json(dict(item)))
-            except (KeyError, TypeError, ValueError):
-                continue
-    return out
-
-
-def render(doc: Mapping[str, Any]) -> str:
-    """The whole report page for one results document (see ``rstck.results.document``)."""
-    results = _results(doc)
-    edition = str(doc.get("edition") or DEFAULT_EDITION)
-    edition = edition if edition in EDITIONS else DEFAULT_EDITION
-    RULES = display_rules(edition)  # the edition's rules, by its own ids
-    subjects = {str(k): str(v) for k, v in (doc.get("subjects") or {}).items()}
-    settings = dict(doc.get("settings") or {})
-    # A column per subject: its id in a run of several, else its kind (``TestResult.key``).
-    present = list(dict.fromkeys(r.key for r in results))
-    present += [role for role in subjects if role in VERIFICATIONS and role not in present]
-    columns = [v for v in VERIFICATIONS if v in present] + [k for k in present if k not in VERIFICATIONS]
-    kinds = {v: v for v in VERIFICATIONS} | {r.key: r.verification for r in results}
-
-    failures = [r for r in results if _is_failure(r)]
-    failures.sort(key=lambda r: failure_order(r, RULES))
+def _anchors(failures: list[TestResult]) -> dict[int, str]:
+    """Each failure's anchor in the page (by object id): its subject and test, made unique."""
     anchors: dict[int, str] = {}
     used: set[str] = set()
     for r in failures:
@@ -213,31 +189,14 @@ def render(doc: Mapping[str, Any]) -> str:
             name = f"{base}-{n}"
         used.add(name)
         anchors[id(r)] = name
+    return anchors
 
-    by_rule: dict[str | None, dict[str, list[TestResult]]] = {}
-    for r in results:
-        by_rule.setdefault(r.rule if r.rule in RULES else None, {}).setdefault(r.key, []).append(r)
-    cov = coverage() if edition == DEFAULT_EDITION else edition_coverage(edition)
-    cited_elsewhere: dict[str, dict[str, list[TestResult]]] = {}
-    broken: set[str] = set()
-    for r in failures:
-        for cited in broken_rules(r):
-            if cited not in RULES:
-                continue
-            broken.add(cited)
-            if cited != r.rule:
-                cited_elsewhere.setdefault(cited, {}).setdefault(r.key, []).append(r)
 
-    counts: dict[str, int] = {v: 0 for v in SEVERITY}
-    for r in results:
-        counts[_verdict(r)] = counts.get(_verdict(r), 0) + 1
+def _banner(run: RunResults, failures: list[TestResult], broken_text: str) -> str:
+    """The verdict of the run in one line: failures, known deviations, none; incomplete first."""
     known = sum(1 for r in failures if r.baseline == "known")
     new = len(failures) - known
-    subject_text = ", ".join(subjects.get(v, v) for v in columns if v in subjects) or ", ".join(subjects.values())
-    title = "Reactive Streams TCK report" + (f": {subject_text}" if subject_text else "")
-
-    broken_text = ", ".join(sorted(broken, key=lambda rid: RULES[rid].sort_key))
-    if not results:
+    if not run.results:
         banner = '<div class="banner known">No test results in this run.</div>'
     elif new:
         also = f" and {known} known deviation(s)" if known else ""
@@ -250,35 +209,102 @@ def render(doc: Mapping[str, Any]) -> str:
     else:
         banner = ('<div class="banner ok">No failures<small>Every verification that ran passed, or does not '
                   "apply; the table shows optional behaviour and untested rules.</small></div>")
-    if doc.get("interrupted"):
-        not_run = doc.get("not_run")
-        missing = f"{not_run} selected test(s) did not run. " if isinstance(not_run, int) else ""
+    if run.interrupted:
+        missing = f"{run.not_run} selected test(s) did not run. " if isinstance(run.not_run, int) else ""
         banner = (f'<div class="banner bad" id="interrupted">Incomplete run: '
-                  f'{esc(doc.get("interrupted_reason") or "interrupted")}<small>{missing}This report shows only '
+                  f"{esc(run.interrupted)}<small>{missing}This report shows only "
                   "the tests that ran; a rule without a verdict here was not verified.</small></div>" + banner)
+    return banner
 
+
+def _cards(results: list[TestResult], known: int) -> str:
+    """The numbers at the top: tests, wall and summed time, one card per verdict that occurred."""
+    tally: dict[str, int] = {v: 0 for v in SEVERITY}
+    for r in results:
+        tally[_verdict(r)] = tally.get(_verdict(r), 0) + 1
     summed = sum(r.duration_s for r in results)
     cards = [f'<div class="card" id="tests"><b>{len(results)}</b><span>tests</span></div>',
              f'<div class="card" id="wall-time"><b>{wall_time(results):.2f} s</b><span>wall time</span></div>',
              (f'<div class="card" id="summed-time"><b>{summed:.2f} s</b><span>summed test time (tests '
              "overlap)</span></div>")]
     for verdict in Verdict:
-        if counts.get(verdict) or verdict in (Verdict.PASSED, Verdict.FAILED):
+        if tally.get(verdict) or verdict in (Verdict.PASSED, Verdict.FAILED):
             extra = f" ({known} known)" if verdict == Verdict.FAILED and known else ""
-            cards.append(f'<div class="card c-{verdict}"><b>{counts.get(verdict, 0)}</b>'
+            cards.append(f'<div class="card c-{verdict}"><b>{tally.get(verdict, 0)}</b>'
                          f"<span>{esc(LABELS[verdict])}{extra}</span></div>")
+    return "".join(cards)
 
-    versions = [("TCK", str(doc.get("tck_version", "?"))), ("Python", str(doc.get("python", "?"))),
-                ("results schema", str(doc.get("schema", SCHEMA))), ("specification", "Reactive Streams 1.0.1" if edition == DEFAULT_EDITION
+
+def _meta(run: RunResults, edition: str) -> str:
+    """The run's subjects, versions and settings, folded away at the end of the page."""
+    versions = [("TCK", run.tck_version), ("Python", run.python), ("results schema", SCHEMA),
+                ("specification", "Reactive Streams 1.0.1" if edition == DEFAULT_EDITION
                  else f"edition {edition}: {EDITIONS[edition].title}; rule ids are its own, the JVM 1.0.1 id "
                  "in brackets")]
-    meta = _run_details(
+    return _run_details(
         '<div class="meta">'
-        + _kv_table("Subjects", subjects.items())
+        + _kv_table("Subjects", run.subjects.items())
         + _kv_table("Versions", versions)
-        + _kv_table("Settings", ((k, _format_setting(k, v)) for k, v in settings.items()))
+        + _kv_table("Settings", ((k, _format_setting(k, v)) for k, v in run.settings.items()))
         + "</div>"
     )
+
+
+def _broken(failures: list[TestResult], rules: Mapping[str, Rule]) -> tuple[set[str], dict[str, dict[str, list[TestResult]]]]:
+    """The rules the failures break, and per rule the failures of other rules' tests that cite it."""
+    cited_elsewhere: dict[str, dict[str, list[TestResult]]] = {}
+    broken: set[str] = set()
+    for r in failures:
+        for cited in broken_rules(r):
+            if cited not in rules:
+                continue
+            broken.add(cited)
+            if cited != r.rule:
+                cited_elsewhere.setdefault(cited, {}).setdefault(r.key, []).append(r)
+    return broken, cited_elsewhere
+
+
+def _sanity(sanity: Mapping[str, list[TestResult]], columns: list[str], anchors: Mapping[int, str]) -> str:
+    if not sanity:
+        return ""
+    items = "".join(_test_item(r, anchors, True) for v in columns for r in sanity.get(v, []))
+    items += "".join(_test_item(r, anchors, True) for v, rs in sanity.items() if v not in columns for r in rs)
+    return ('<h2 id="sanity">Sanity checks of the factory</h2><p class="muted">Not rules of the '
+            "specification: they check that the factory under test builds the streams the verifications "
+            f'ask for.</p><ul class="tests">{items}</ul>')
+
+
+def _nav(failures: int, subjects_html: str, sanity_html: str) -> str:
+    return (f'<nav><a href="#failures">Failures ({failures})</a><a href="#conformance-h">Conformance by rule</a>'
+            + ('<a href="#subjects">Subjects</a>' if subjects_html else "")
+            + ('<a href="#sanity">Sanity checks</a>' if sanity_html else "")
+            + '<a href="#run">Subjects, versions, settings</a>'
+            + f'<a href="{esc(SPEC_URL)}">The specification</a></nav>')
+
+
+def render(run: RunResults) -> str:
+    """The whole report page of one run's results (during the run, or read back from its file)."""
+    results = run.results
+    edition = run.edition if run.edition in EDITIONS else DEFAULT_EDITION
+    RULES = display_rules(edition)  # the edition's rules, by its own ids
+    subjects = run.subjects
+    # A column per subject: its id in a run of several, else its kind (``TestResult.key``).
+    present = list(dict.fromkeys(r.key for r in results))
+    present += [role for role in subjects if role in VERIFICATIONS and role not in present]
+    columns = [v for v in VERIFICATIONS if v in present] + [k for k in present if k not in VERIFICATIONS]
+    kinds = {v: v for v in VERIFICATIONS} | {r.key: r.verification for r in results}
+
+    failures = sorted((r for r in results if _is_failure(r)), key=lambda r: failure_order(r, RULES))
+    anchors = _anchors(failures)
+    by_rule: dict[str | None, dict[str, list[TestResult]]] = {}
+    for r in results:
+        by_rule.setdefault(r.rule if r.rule in RULES else None, {}).setdefault(r.key, []).append(r)
+    cov = coverage() if edition == DEFAULT_EDITION else edition_coverage(edition)
+    broken, cited_elsewhere = _broken(failures, RULES)
+    known = sum(1 for r in failures if r.baseline == "known")
+    subject_text = ", ".join(subjects.get(v, v) for v in columns if v in subjects) or ", ".join(subjects.values())
+    title = "Reactive Streams TCK report" + (f": {subject_text}" if subject_text else "")
+    banner = _banner(run, failures, ", ".join(sorted(broken, key=lambda rid: RULES[rid].sort_key)))
 
     several = any(r.subject_id for r in results) and len(columns) > 1
     head_cells = "".join(
@@ -292,35 +318,22 @@ def render(doc: Mapping[str, Any]) -> str:
             rows.append(f'<tr class="section clean"><th colspan="{3 + max(len(columns), 1)}">'
                         f"{esc(_SECTIONS.get(section, str(section)))}</th></tr>")
         rows.append(_rule_row(rule, by_rule.get(rule.id, {}), columns, cov.get(rule.id, {}), anchors,
-                              cited_elsewhere.get(rule.id, {}), bool(doc.get("interrupted")), kinds))
+                              cited_elsewhere.get(rule.id, {}), bool(run.interrupted), kinds))
     table = (f'<table class="rules" id="conformance"><thead><tr><th>rule</th><th>keyword</th><th>what it asks</th>'
              f"{head_cells}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
-    sanity = by_rule.get(None, {})
-    sanity_html = ""
-    if sanity:
-        items = "".join(_test_item(r, anchors, True) for v in columns for r in sanity.get(v, []))
-        items += "".join(_test_item(r, anchors, True) for v, rs in sanity.items() if v not in columns for r in rs)
-        sanity_html = ('<h2 id="sanity">Sanity checks of the factory</h2><p class="muted">Not rules of the '
-                       "specification: they check that the factory under test builds the streams the verifications "
-                       f'ask for.</p><ul class="tests">{items}</ul>')
-
+    sanity_html = _sanity(by_rule.get(None, {}), columns, anchors)
     subjects_html = _subject_sections(results, columns, kinds, subjects, anchors) if several else ""
-    failure_html = "".join(failure_article(r, anchors[id(r)], settings, RULES) for r in failures)
+    failure_html = "".join(failure_article(r, anchors[id(r)], run.settings, RULES) for r in failures)
     failures_section = (f'<h2 id="failures">Failures ({len(failures)})</h2>{failure_html}' if failures
                         else '<h2 id="failures">Failures</h2><p class="muted">None.</p>')
-    nav = (f'<nav><a href="#failures">Failures ({len(failures)})</a><a href="#conformance-h">Conformance by rule</a>'
-           + ('<a href="#subjects">Subjects</a>' if subjects_html else "")
-           + ('<a href="#sanity">Sanity checks</a>' if sanity_html else "")
-           + '<a href="#run">Subjects, versions, settings</a>'
-           + f'<a href="{esc(SPEC_URL)}">The specification</a></nav>')
-
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{stylesheet()}</style></head><body><main>"
-        f'<h1>Reactive Streams TCK report</h1><div class="muted">{esc(subject_text or "no subject")}</div>{nav}'
-        f'{banner}<div class="cards">{"".join(cards)}</div>{failures_section}'
+        f'<h1>Reactive Streams TCK report</h1><div class="muted">{esc(subject_text or "no subject")}</div>'
+        f'{_nav(len(failures), subjects_html, sanity_html)}'
+        f'{banner}<div class="cards">{_cards(results, known)}</div>{failures_section}'
         f'<h2 id="conformance-h">Conformance by rule</h2>'
         '<p class="muted">One row per rule of the specification; a cell shows failed if a test of the rule '
         "failed, else passed if one passed, else the verdict of its tests, with the reason, and lists the "
@@ -328,8 +341,8 @@ def render(doc: Mapping[str, Any]) -> str:
         '"—": this verification has no test for the rule.</p>'
         '<div class="filter"><label><input type="checkbox" id="only-problems"> show only rules that did not '
         "pass</label></div>"
-        f"{table}{subjects_html}{sanity_html}{meta}"
-        f'<footer>rstck {esc(doc.get("tck_version", "?"))} · results schema {esc(doc.get("schema", SCHEMA))} · '
+        f"{table}{subjects_html}{sanity_html}{_meta(run, edition)}"
+        f"<footer>rstck {esc(run.tck_version)} · results schema {esc(SCHEMA)} · "
         "rendered from the results file; the page loads nothing and runs no script.</footer>"
         "</main></body></html>\n"
     )
@@ -355,6 +368,6 @@ def _subject_sections(results: list[TestResult], columns: list[str], kinds: Mapp
 _SECTIONS = {1: "1. Publisher", 2: "2. Subscriber", 3: "3. Subscription", 4: "4. Processor"}
 
 
-def write(path: Path, doc: Mapping[str, Any]) -> None:
+def write(path: Path, run: RunResults) -> None:
     """Write the report atomically, so a reader never sees half a page."""
-    write_atomic(path, render(doc))
+    write_atomic(path, render(run))

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from rstck.catalogue import coverage
-from rstck.catalogue import edition_coverage
 from rstck.editions import DEFAULT as DEFAULT_EDITION
 from rstck.editions import display_rules
+from rstck.generated_docs import coverage
+from rstck.generated_docs import edition_coverage
 from rstck.results import FAILING
 from rstck.results import LEVELS
 from rstck.results import Level
@@ -23,8 +23,8 @@ from rstck.results import Verdict
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 
-from .hooks import hookimpl
-from .state import RsTckState
+from .. import hookimpl
+from ..state import RsTckState
 from .verdicts import LABELS
 from .verdicts import SEVERITY
 from .verdicts import broken_rules

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from rstck.results import ResultsDocument
+from rstck.results import RunResults
 
-from .hooks import hookimpl
+from .. import hookimpl
+from ..state import RsTckState
 from .outputs import configure_writer
-from .state import RsTckState
 
 REPORT_JSON_OPTION = "--rs-report-json"
 
@@ -23,8 +23,9 @@ def add_options(group: pytest.OptionGroup) -> None:
                     help="Write the results (schema rs-tck-results/1) to PATH")
 
 
-def render(document: ResultsDocument) -> str:
-    return json.dumps(document, indent=2) + "\n"
+def render(results: RunResults) -> str:
+    """The file: where the results leave the process, they become JSON."""
+    return json.dumps(results.to_json(), indent=2) + "\n"
 
 
 @hookimpl

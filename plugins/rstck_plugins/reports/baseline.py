@@ -9,6 +9,7 @@ an entry whose tests all pass now, so the list can only shrink.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,10 +25,10 @@ from rstck.results import TestResult
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 
+from .. import hookimpl
+from ..state import RsTckState
 from .files import write_atomic
-from .hooks import hookimpl
 from .outputs import requested_path
-from .state import RsTckState
 
 BASELINE_OPTION = "--rs-baseline"
 BASELINE_WRITE_OPTION = "--rs-baseline-write"
@@ -234,12 +235,12 @@ class BaselinePlugin:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         report: pytest.TestReport = yield
-        data = getattr(report, "rs_tck_result", None)
-        if self.baseline is None or not isinstance(data, dict) or not report.failed:
+        result = getattr(report, "rs_tck_result", None)
+        if self.baseline is None or not isinstance(result, TestResult) or not report.failed:
             return report
-        entry = self.baseline.match(TestResult.from_json(data))
+        entry = self.baseline.match(result)
         if entry is not None:
-            data["baseline"] = "known"
+            report.rs_tck_result = dataclasses.replace(result, baseline="known")  # type: ignore[attr-defined]
             report.outcome = "skipped"
             report.wasxfail = f"known deviation ({self.baseline.where(entry)}: {entry.text})"
             self.known += 1

@@ -27,7 +27,7 @@ from rstck.subjects import smoke_check
 from rstck.subjects import smoke_check_subject
 from rstck.verifications import VERIFICATIONS
 
-from .state import SubjectEntry
+from ..state import SubjectEntry
 
 FAILED_DEST = "rs_failed_publisher"
 FAILED_OPTION = "--rs-failed-publisher"

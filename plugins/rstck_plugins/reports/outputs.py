@@ -1,7 +1,7 @@
 """Report files a run writes at its end: asked for by an option, checked before any test runs.
 
 Every file report (the JSON results, the HTML page) is the same plugin: a path checked at
-configure time, and an ``rstck_run_finished`` hook that renders the document into it atomically.
+configure time, and an ``rstck_run_finished`` hook that renders the run's results into it atomically.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from rstck.results import ResultsDocument
+from rstck.results import RunResults
 
+from .. import hookimpl
+from ..state import RsTckState
 from .files import check_writable
 from .files import write_atomic
-from .hooks import hookimpl
-from .state import RsTckState
 
 
 def requested_path(config: pytest.Config, dest: str, option: str) -> Path | None:
@@ -31,13 +31,13 @@ def requested_path(config: pytest.Config, dest: str, option: str) -> Path | None
 
 
 class DocumentWriter:
-    """Renders the results document into ``path`` when the run ends.
+    """Renders the run's results into ``path`` when the run ends.
 
     A failure to write is kept, not raised: the run's verdicts and its terminal summary must
     survive a vanished directory or a full disk, which then cost one "not written" line.
     """
 
-    def __init__(self, path: Path, render: Callable[[ResultsDocument], str], kind: str) -> None:
+    def __init__(self, path: Path, render: Callable[[RunResults], str], kind: str) -> None:
         self.path = path
         self.render = render
         #: How the terminal names the file: "results file", "HTML report".
@@ -46,9 +46,9 @@ class DocumentWriter:
         self.problem: str | None = None
 
     @hookimpl
-    def rstck_run_finished(self, document: ResultsDocument) -> None:
+    def rstck_run_finished(self, results: RunResults) -> None:
         try:
-            write_atomic(self.path, self.render(document))
+            write_atomic(self.path, self.render(results))
         except OSError as exc:
             self.problem = exc.strerror or str(exc)
         except Exception as exc:
@@ -58,7 +58,7 @@ class DocumentWriter:
 
 
 def configure_writer(config: pytest.Config, state: RsTckState, dest: str, option: str,
-                     render: Callable[[ResultsDocument], str], kind: str) -> None:
+                     render: Callable[[RunResults], str], kind: str) -> None:
     """Register a ``DocumentWriter`` for the path ``option`` names, if it names one."""
     path = requested_path(config, dest, option)
     if path is not None:
