@@ -127,7 +127,7 @@ def cost(repeat: int) -> None:
                 ("async_range_publisher", "publisher", PublisherSubject(async_range_publisher)),
                 ("identity_processor", "processor", ProcessorSubject(identity_processor))]
     subjects += [(label, v, s) for label, (v, s) in conforming_subjects().items() if v in ("publisher", "processor")]
-    from rstck.fuzz import publisher_side
+    from rstck.fuzz import publisher_scenarios as publisher_side  # (the generator reads them there)
 
     #: Before the systematic phase: no enumeration, and one long random scenario in seven of up to 200 steps.
     modes = {"before": (0, 0.15, 200), "now": (2, publisher_side.LONG_SHARE, publisher_side.LONG_STEPS)}

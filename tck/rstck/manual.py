@@ -18,17 +18,10 @@ and 3.11 allow a publisher to, so a subscriber that is not ready for it is caugh
 
 from __future__ import annotations
 
-import os
-import re
-import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable
-from collections.abc import Iterator
 from functools import partial
-from types import CodeType
-from types import FrameType
 from typing import Any
 
 from .api import MAX_DEMAND
@@ -37,171 +30,18 @@ from .environment import Environment
 from .errors import RuleViolation
 from .errors import SetupError
 from .evidence import cite
+from .ledger import LateRequests
 from .probe import passes_on_failure
-from .reach import KIT_PREFIX
 from .reach import nothing_else_runs
-from .reach import thread_frames
 from .trace import short_repr
+from .watching import Preemption
+from .watching import thread_name
 from .worker import spawn
 
 #: ``listener(signal, value)`` is told of each signal just before it is delivered.
 Listener = Callable[[str, Any], None]
 
 _UNSET: Any = object()
-
-#: The kit's own source files: their calls are not steps of the subject's code (``Preemption``).
-_KIT = os.path.dirname(os.path.abspath(__file__)) + os.sep
-#: ...except the reference implementations shipped with it, which are subjects like any other.
-_REFERENCE = _KIT + "reference" + os.sep
-#: The standard library's own folder: its code runs on behalf of whoever called it.
-_STDLIB = os.path.dirname(os.path.abspath(threading.__file__)) + os.sep
-
-
-def _stdlib(filename: str) -> bool:
-    # (a user's code installed beside it, in site-packages, is not). "<string>": code the
-    # standard library generated, such as a dataclass's __init__, runs for whoever called it too.
-    return filename.startswith("<frozen ") or filename == "<string>" or (
-        filename.startswith(_STDLIB) and "-packages" not in filename[len(_STDLIB):])
-
-
-def kits_step(frame: Any) -> bool:
-    """Whether ``frame`` runs the kit's code, or the standard library's on the kit's behalf.
-
-    A whitebox probe's report, or the subscription's own exit, calls into ``threading``: those
-    events are the kit's, not steps of the subject's code after its call.
-    """
-    for step in _stack(frame):
-        name = step.f_code.co_filename
-        if not _stdlib(name):
-            return name.startswith(_KIT) and not name.startswith(_REFERENCE)
-    return False
-
-
-def _stack(frame: Any) -> Iterator[FrameType]:
-    """``frame`` and its callers, innermost first, stopping at anything that is not a frame.
-
-    CPython 3.11 syncs a frame's locals with its ``f_locals`` dict around every trace and
-    profile call (PEP 667 ended that in 3.13), so where the kit's hunts trace a thread, a stale
-    dict written back has been seen to replace a local of a frame walk with another value (a
-    dict, a code object). Walking in a generator keeps the cursor out of the caller's locals,
-    and the type check ends a walk that would otherwise raise inside the subject's call.
-    """
-    while isinstance(frame, FrameType):
-        yield frame
-        frame = frame.f_back
-
-
-def _subjects_file(filename: str) -> bool:
-    return not _stdlib(filename) and (not filename.startswith(_KIT) or filename.startswith(_REFERENCE))
-
-
-#: Per subscriber class: the code of its methods, and of the functions nested in them.
-_OWN_CODE: weakref.WeakKeyDictionary[type, tuple[frozenset[CodeType], frozenset[CodeType]]] = (
-    weakref.WeakKeyDictionary())
-
-
-def _code_in(value: Any) -> list[CodeType]:
-    """The code of a class attribute: a function, a static or class method, a property."""
-    try:
-        fns = ((value.fget, value.fset, value.fdel) if isinstance(value, property)
-               else (getattr(value, "__func__", value),))
-        codes = [getattr(fn, "__code__", None) for fn in fns]
-    except Exception:  # an odd descriptor: no code of its own
-        return []
-    return [c for c in codes if isinstance(c, CodeType)]
-
-
-def _own_code(cls: type) -> tuple[frozenset[CodeType], frozenset[CodeType]]:
-    known = _OWN_CODE.get(cls)
-    if known is not None:
-        return known
-    methods: set[CodeType] = set()
-    for klass in cls.__mro__:
-        for value in list(vars(klass).values()):
-            methods.update(c for c in _code_in(value) if _subjects_file(c.co_filename))
-    nested: set[CodeType] = set()
-    todo = [c for m in methods for c in m.co_consts if isinstance(c, CodeType)]
-    while todo:
-        code = todo.pop()
-        if code not in nested:
-            nested.add(code)
-            todo.extend(c for c in code.co_consts if isinstance(c, CodeType))
-    known = _OWN_CODE[cls] = (frozenset(methods), frozenset(nested - methods))
-    return known
-
-
-
-
-def runs_code_of(subscriber: Any) -> bool:
-    """Whether a thread other than the caller is inside ``subscriber``'s own code just now.
-
-    Its own code: a method of its class (running for it or for another instance of it; the
-    kit's own threads delivering signals left out), or a function nested in one (a worker's
-    closure, a lambda). A worker processing an element is (however long that takes, sleeping
-    or blocked in a call); a ``threading.Timer`` or an
-    executor's thread waiting to run something is not, nor is a coroutine suspended at an
-    ``await``. What ``rstck.reach`` is to threads, this is to the subscriber's work: evidence
-    that it still has something to work off. One look at every thread's stack: microseconds.
-    """
-    try:
-        methods, nested = _own_code(type(subscriber))
-    except TypeError:  # a class that takes no weak reference: no evidence
-        return False
-    if not methods and not nested:
-        return False
-    me = threading.get_ident()
-    names = {t.ident: t.name for t in threading.enumerate() if t.ident is not None}
-    for ident, top in thread_frames().items():
-        name = names.get(ident, "")
-        if ident == me or (name.startswith(KIT_PREFIX) and "loop" not in name):
-            continue  # the kit delivering a signal is not the subscriber's own work
-        for step in _stack(top):
-            code = step.f_code
-            # Which instance a method runs for is not asked (``frame.f_locals`` on another
-            # thread's frame is unsafe in CPython 3.11: it can write stale values back into
-            # that frame): another instance of the class at work counts too, which only errs
-            # towards not accusing.
-            if code in nested or code in methods:
-                return True
-    return False
-
-
-#: A ``ThreadPoolExecutor``'s worker's name: its prefix, an underscore and its number.
-_POOLED = re.compile(r"(.+)_\d+")
-
-
-def _pool_of(name: str) -> str | None:
-    match = _POOLED.fullmatch(name)
-    return match.group(1) if match else None
-
-
-def all_busy_in_subjects_code(idents: set[int]) -> bool:
-    """Whether the threads ``idents`` (but the caller's, dead ones and the kit's) all run a
-    subject's code now, and there is one at least.
-
-    The threads that called a subscription include a shared pool's workers: while every one of
-    them (the pool's others too, told by their names) is busy with some subject's task, the
-    subscriber's own next task may be waiting behind them in the pool's queue, not running
-    anywhere; once one is free, a task of its would run.
-    The kit's own threads (but its event loops) only ever call subjects while a test drives
-    them, and are left out.
-    """
-    frames = thread_frames()
-    names = {t.ident: t.name for t in threading.enumerate() if t.ident is not None}
-    me = threading.get_ident()
-    # An executor's workers are named ``<prefix>_<n>``: the one that called stands for them all.
-    pools = {_pool_of(names.get(i, "")) for i in idents} - {None}
-    busy = False
-    for ident in set(idents) | {i for i, n in names.items() if _pool_of(n) in pools}:
-        frame: Any = frames.get(ident)
-        name = names.get(ident, "")
-        if frame is None or ident == me or (name.startswith(KIT_PREFIX) and "loop" not in name):
-            continue
-        if not any(_subjects_file(step.f_code.co_filename) for step in _stack(frame)):
-            return False  # free: it would take a task of the subscriber's now
-        busy = True
-    return busy
-
 
 #: How long after a terminal signal the 2.4 tests keep watching for a request or cancel: the
 #: period of a credit timer, the time a worker takes to drain a backlog. A closing window,
@@ -234,16 +74,14 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
-def _at_most(n: int) -> str:
-    return "none" if n == 0 else f"at most {n}"
-
-
 def _demand_text(n: int) -> str:
     return "unbounded" if n >= MAX_DEMAND else str(n)
 
 
-class ManualSubscription:
+class ManualSubscription(LateRequests):
     """The subscription handed to the subject: it records, checks and accounts every call."""
+
+    publisher: ManualPublisher
 
     def __init__(self, publisher: ManualPublisher, subscriber: Any, name: str,
                  must_reject: str | None) -> None:
@@ -375,7 +213,8 @@ class ManualSubscription:
                     self.requested = min(MAX_DEMAND, self.requested + n)
                     self.demand = min(MAX_DEMAND, self.demand + n)
                 demand = self.demand
-                pub._cond.notify_all()
+                if pub._cond._waiters:  # type: ignore[attr-defined]  # (no Python call when none)
+                    pub._cond.notify_all()
             seq = pub.env.trace.log(self.name, "request", shown + state if state else shown, demand)
             self.request_seqs.append(seq)
             self._inside_seq[threading.get_ident()] = seq
@@ -428,180 +267,6 @@ class ManualSubscription:
                 )]
         return []
 
-    def _begin_request(self, n: Any) -> tuple[int, bool]:
-        """Count a request as it begins: its number among those after the end (0: before it)."""
-        amount = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
-        with self.publisher._mutex:
-            idle = self.idle
-            if self.requests_at_terminal is None and self.ended_at is None:
-                self.early_requests += 1
-                if self.sent:
-                    self.answered += 1
-                    self.covered = min(self.sent, self.covered + amount)
-                return 0, idle
-            self.late_requests += 1
-            self.late_demand = min(MAX_DEMAND, self.late_demand + amount)
-            return self.late_requests, idle
-
-    def backlog(self) -> int:
-        """How many requests after the end what came before it can explain (``_late``)."""
-        unanswered = max(0, self.sent - self.answered)
-        return unanswered + self.pulls + (1 if self.early_requests == 0 else 0)
-
-    def uncovered(self) -> int | None:
-        """How much demand after the end what came before it can explain (``_late``); None: any.
-
-        Each element sent that no demand asked for after it went out explains one element
-        more (a refill as it is worked off), each puppet pull before the end its own demand;
-        a subscriber that made no request before the end may still make its first, of any size.
-        """
-        if self.early_requests == 0 or self.pulled_demand is None:
-            return None
-        return max(0, self.sent - self.covered) + self.pulled_demand
-
-    def _over(self) -> bool:
-        """Whether the requests after the end so far are more than the backlog explains, in
-        calls or in elements (``_late``)."""
-        uncovered = self.uncovered()
-        return self.late_requests > self.backlog() or (uncovered is not None and self.late_demand > uncovered)
-
-    def _late(self, what: str, late: int, idle: bool) -> list[tuple[str, str, str]]:
-        """Rule 2.4: a request after the terminal signal returned that nothing explains.
-
-        The rule binds once the subscriber has *received* the end. One that processes its
-        signals later, in order (the JVM's AsyncSubscriber), receives it only after the elements
-        that came before it, and may ask for more while it works them off: a request per element
-        processed, or per batch. So a request that begins after the end returned (``late``: its
-        number among those) is weighed against what could explain it, whatever processing takes:
-
-        * the backlog (``backlog``): each element sent that no request begun after it went out
-          answered yet, each puppet pull before the end, and on_subscribe if no request came
-          before the end, explains one request; and, counted in elements (``uncovered``), each
-          element sent that no demand asked for after it went out covers, explains one element
-          asked for. One more, in calls or in elements, is unexplained at any speed: a timer, a
-          retry, a refill or a top-up by a subscriber whose demand had covered all it got (an
-          in-order actor asks, after the end, for at most the elements it still had to work
-          off). Told once a 2.4 watch is on (``watch``), so that the processor tests' upstreams
-          are not judged by it;
-        * idleness (``idle``): a whole quiet window with nothing sent, no call and none of the
-          subscriber's threads in its code (``runs_code_of``: the watch and ``settle`` look) -
-          it had nothing left to work off, and a request now is unexplained even within the
-          count (a batching subscriber's timer). A worker busy with an element for longer than
-          the window is in its code all along: it is not taken for idle;
-        * its own account (``seal``, whitebox): once it reported processing the end, nothing.
-
-        A cancel() is never flagged: cancelling what one considers cancelled is the no-op rule
-        3.7 makes of it (a clean-up, a dispose). Calls inside the terminal call are rule 2.3's.
-        The first such request is told.
-        """
-        if not late or self.excused:
-            return []
-        pub = self.publisher
-        with pub._cond:
-            backlog = self.backlog()
-            if self.sealed:
-                why = f"after it reported processing {self.terminal}()"
-            elif idle:
-                why = ("after it had gone idle (a quiet window with nothing sent to it and none of its "
-                       "threads in its code)")
-            elif late > backlog and self.watched:
-                why = (f"its request #{late} since then, when what came before the end explains "
-                       f"{_at_most(backlog)} ({self._explains()})")
-            elif self.watched and self._over():
-                why = (f"{self.late_demand} element(s) asked for since then, when what came before the end "
-                       f"explains {_at_most(self.uncovered() or 0)} ({self._explains_demand()})")
-            else:
-                return []
-            self.late_calls += 1
-            first = self.late_calls == 1
-            pub._cond.notify_all()
-        if not first:
-            return []
-        now = time.monotonic()
-        expected = (f"no request on {self.name} after {self.terminal}() returned (the subscription "
-                    "counts as cancelled) but those that finish its work on what came before it")
-        observed = (f"{what} on {self.name} {_ms(now - (self.ended_at or now))} after {self.terminal}() "
-                    f"returned, from thread {threading.current_thread().name}, {why}")
-        return [("2.4", expected, observed)]
-
-    def _explains_demand(self) -> str:
-        pulled = "of unknown size" if self.pulled_demand is None else str(self.pulled_demand)
-        return (f"elements sent that no demand asked for after they went out covers: "
-                f"{max(0, self.sent - self.covered)} of {self.sent}; demand of puppet pulls: {pulled}")
-
-    def _explains(self) -> str:
-        return (f"one per element sent and not yet answered by a request: {max(0, self.sent - self.answered)}"
-                f" of {self.sent}; per puppet pull: {self.pulls}; for on_subscribe: "
-                f"{1 if self.early_requests == 0 else 0}")
-
-    def watch(self) -> None:
-        """A 2.4 watch starts: requests after the end beyond the backlog are told (``_late``).
-
-        One made before the watch began is told now, citing the requests after the end.
-        """
-        pub = self.publisher
-        with pub._cond:
-            if self.watched:
-                return
-            self.watched = True
-            over = self._over() and not self.excused and not self.late_calls
-            if over:
-                self.late_calls += 1
-                pub._cond.notify_all()
-            start = self.requests_at_terminal or 0
-            late = self.late_requests
-            backlog = self.backlog()
-            explains = self._explains()
-            if late <= backlog:
-                late_text = f"{self.late_demand} element(s) asked for"
-                backlog, explains = self.uncovered() or 0, self._explains_demand()
-            else:
-                late_text = f"{late} request(s)"
-        if over:
-            pub.env.violation(
-                "2.4", f"no request on {self.name} after {self.terminal}() returned (the subscription counts "
-                "as cancelled) but those that finish its work on what came before it",
-                f"{late_text} on {self.name} after {self.terminal}() returned, when what came "
-                f"before the end explains {_at_most(backlog)} ({explains})",
-                evidence=tuple(self.request_seqs[start:]))
-
-    def seal(self) -> None:
-        """The subscriber reported processing the terminal signal: nothing explains a request now."""
-        with self.publisher._cond:
-            self.sealed = True
-
-    def working(self) -> bool:
-        """Whether the subscriber may be at work now (noted in ``worked_at``).
-
-        It is if one of its threads is in its code (``runs_code_of``), or if every thread that
-        called this subscription is busy in a subject's code (``all_busy_in_subjects_code``: its
-        next task may be queued behind them, in a shared pool).
-        """
-        if runs_code_of(self.subscriber) or all_busy_in_subjects_code(self.callers):
-            self.worked_at = time.monotonic()
-            return True
-        return False
-
-    def excuse(self) -> None:
-        """The TCK asks the subscriber for calls after the end: they are not its own doing."""
-        self.excused = True
-
-    def stir(self, demand: int | None = None) -> None:
-        """The TCK asks the subscriber for something (a puppet pulled): it has work again.
-
-        Before the end, what the pull makes it do may come after the end: one more request
-        the backlog explains, and the ``demand`` it asks for (None: of unknown size, such as a
-        cancel or a pull the TCK does not size; 0: none).
-        """
-        with self.publisher._cond:
-            self.idle = False
-            if self.requests_at_terminal is None and self.ended_at is None:
-                self.pulls += 1
-                if demand is None or self.pulled_demand is None:
-                    self.pulled_demand = None
-                else:
-                    self.pulled_demand = min(MAX_DEMAND, self.pulled_demand + demand)
-
     def _enter(self, what: str) -> bool:
         """Rule 2.7: note a second thread entering while another is still inside."""
         me = threading.get_ident()
@@ -625,7 +290,7 @@ class ManualSubscription:
                 first = self.overlaps == 1
                 self._sections_lock.notify_all()  # ends a rival's hold at once
         if first:
-            busy = ", ".join(f"{_thread_name(t)} in {w}" for t, w in others.items())
+            busy = ", ".join(f"{thread_name(t)} in {w}" for t, w in others.items())
             self.publisher.env.violation(
                 "2.7",
                 "calls on a subscription from one thread at a time (or externally synchronised)",
@@ -1069,7 +734,8 @@ class ManualPublisher:
             sub.idle = False
             if before < MAX_DEMAND:
                 sub.demand = before - 1
-            self._cond.notify_all()  # wait_sent and the feeder wait on what was sent
+            if self._cond._waiters:  # type: ignore[attr-defined]  # wait_sent, the feeder
+                self._cond.notify_all()
         try:
             element = self.element(index)
         except Exception as exc:
@@ -1191,7 +857,7 @@ class ManualPublisher:
         """A signal to ``sub`` returned: the answer it held back goes now, on this thread."""
         if not self.answers_illegal:
             return
-        with self._cond:
+        with self._mutex:
             left = self._emitting[sub] = self._emitting[sub] - 1
             answer = self._take_answer(sub) if left == 0 else None
         if answer is not None:
@@ -1292,83 +958,5 @@ class ManualPublisher:
         return True
 
 
-class Preemption:
-    """Pause a subject's thread in its own code, just after it left a request/cancel (rule 2.7).
-
-    Under the interpreter lock, a thread runs the few instructions after a call in one go, so
-    a signal from the TCK almost never lands between them: a delivery loop that gives up its
-    turn and then makes one more pass hides the moment when a second worker can start beside it.
-    Armed with ``k``, the next subject thread to leave the subscription stops at its ``k``-th
-    call event outside the kit's own code (a profile hook on that thread only) and
-    waits there, bounded, while the TCK delivers a signal; sweeping ``k`` walks the signal across
-    the subject's code after the call. The hook removes itself at once after; a thread that
-    already has a profiler (the user's) is left alone.
-    """
-
-    #: The longest a paused thread waits for the TCK (a signal blocked on a lock the paused
-    #: thread holds ends the pause this way).
-    PAUSE_S = 0.01
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._target: int | None = None  # armed: pause at this many call events
-        self._round = 0
-        self._paused = 0  # the round a thread is paused in
-        self._resumed = 0  # the last round the TCK is done with
-
-    def arm(self, k: int) -> None:
-        with self._cond:
-            self._round += 1
-            self._target = k
-
-    @property
-    def armed(self) -> bool:
-        """A thread leaving the subscription now is to be paused: calls hold no longer."""
-        return self._target is not None
-
-    def wait_paused(self, timeout: float) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: self._paused == self._round, timeout)
-
-    def resume(self) -> None:
-        with self._cond:
-            self._target = None
-            self._resumed = self._round
-            self._cond.notify_all()
-
-    def install(self) -> None:
-        with self._cond:
-            target, round_ = self._target, self._round
-            if target is None:
-                return
-            self._target = None  # one thread per round
-        if sys.getprofile() is not None:
-            return  # a profiler of the user's own is on this thread: leave it alone
-        left = [target]
-
-        def hook(frame: Any, event: str, arg: Any) -> None:
-            if event not in ("call", "c_call") or kits_step(frame):
-                return  # the kit's own code (a whitebox probe's report) is not the subject's step
-            left[0] -= 1
-            if left[0] > 0:
-                return
-            sys.setprofile(None)
-            with self._cond:
-                if self._resumed >= round_:
-                    return
-                self._paused = round_
-                self._cond.notify_all()
-                self._cond.wait_for(lambda: self._resumed >= round_, self.PAUSE_S)
-
-        sys.setprofile(hook)
-
-
 def _changed(sub: ManualSubscription, seen: int) -> Callable[[], bool]:
     return lambda: sub.calls != seen
-
-
-def _thread_name(ident: int) -> str:
-    for thread in threading.enumerate():
-        if thread.ident == ident:
-            return thread.name
-    return str(ident)

@@ -117,6 +117,30 @@ class ForgetsDemand(IdentityProcessor):
             self._upstream.request(n)
 
 
+# -- 3.17: request calls past a signed 16-bit count ---------------------------------------------
+
+
+class _SignedShortCalls(_Downstream):
+    def __init__(self, processor: IdentityProcessor, subscriber: Any) -> None:
+        super().__init__(processor, subscriber)
+        self.calls = 0
+
+    def request(self, n: int) -> None:
+        with self._lock:
+            self.calls = (self.calls + 1 + 2**15) % 2**16 - 2**15
+            closed = self.calls < 0
+        if not closed:
+            super().request(n)
+
+
+class CountsRequestCallsInASignedShort(IdentityProcessor):
+    """Rule 3.17: its subscribers' request calls are counted in a signed 16-bit field, and a
+    negative count is read as a closed subscription: from the 32,768th call every request is
+    ignored. Fed by the kit's counting upstream, the pile of 65,537 calls still shows it."""
+
+    _downstream_type = _SignedShortCalls
+
+
 # -- 4.1: identity -----------------------------------------------------------------------------
 
 

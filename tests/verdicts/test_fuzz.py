@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -418,6 +420,23 @@ def test_no_hypothesis_directory_is_written_into_the_working_directory(pytester:
     assert not (pytester.path / ".hypothesis").exists()
 
 
+def test_a_search_without_an_example_database_imports_no_part_of_hypothesis() -> None:
+    """The seeds are the kit's own unless ``--rs-fuzz-db`` asks for Hypothesis' database: a
+    default run pays neither its import nor its engine (a fresh process, as a user's)."""
+    code = ("import sys\n"
+            "from rstck.engine import run_verification\n"
+            "from rstck.reference import range_publisher\n"
+            "from rstck.settings import Settings\n"
+            "from rstck.subjects import PublisherSubject\n"
+            "[r] = run_verification('publisher', PublisherSubject(range_publisher), Settings(fuzz_examples=20),\n"
+            "                       rules=['fuzz'])\n"
+            "assert r.outcome == 'passed', r.message\n"
+            "print(sorted(m for m in sys.modules if 'hypothesis' in m))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 def test_no_example_database_is_written_unless_asked(pytester: pytest.Pytester) -> None:
     pytester.runpytest("-p", "no:cacheprovider", "--rs-publisher=rstck.reference:range_publisher",
                        "--rs-rules=fuzz", "--rs-fuzz-examples=5")
@@ -559,7 +578,7 @@ def test_the_systematic_scenarios_never_accuse_a_conforming_publisher(verificati
 
 def test_the_systematic_phase_spells_every_short_scenario_once_in_a_fixed_order() -> None:
     from rstck.api import MAX_DEMAND
-    from rstck.fuzz import publisher_side as ps
+    from rstck.fuzz import publisher_scenarios as ps
 
     settings = Settings(max_elements=100)
     two = list(ps.systematic(settings, 2))

@@ -23,11 +23,11 @@ import pytest
 from rstck.engine import run_verification
 from rstck.environment import Environment
 from rstck.manual import ManualPublisher
-from rstck.manual import all_busy_in_subjects_code
-from rstck.manual import runs_code_of
 from rstck.settings import Settings
 from rstck.subjects import SubscriberSubject
 from rstck.subjects import WhiteboxSubject
+from rstck.watching import all_busy_in_subjects_code
+from rstck.watching import runs_code_of
 
 from tests.broken import subscribers as broken
 from tests.conforming import subscribers as conforming

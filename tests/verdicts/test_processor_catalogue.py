@@ -122,6 +122,8 @@ BROKEN = [
     case(broken.ErrorsOnlyWithDemand, "1.4", OWN["1.4"], coordinated_emission=True),
     case(broken.RecoversButKeepsRequesting, "4.2", OWN["4.2"]),
     case(broken.ForgetsDemand, "2.1", OWN["2.1"]),
+    case(broken.CountsRequestCallsInASignedShort, "3.17",
+         "required_spec317_must_support_an_unbounded_number_of_request_calls"),
     case(broken.AltersElements, "4.1", OWN["4.1"]),
     case(broken.CancelsUpstreamInOnComplete, "2.3",
          "required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_complete"),

@@ -14,6 +14,7 @@ from typing import Any
 from ..api import MAX_DEMAND
 from ..environment import Environment
 from ..errors import SetupError
+from ..feeder import CountingUpstream
 from ..manual import ManualPublisher
 from ..probe import ProbeSubscriber
 from ..subjects import ProcessorSubject
@@ -87,6 +88,8 @@ class ProcessorContext(Context):
             label=subject.label,
         ))
         self.as_publisher.relayed = True
+        self.as_publisher.counted_factory = self._counted_processor
+        self._counting: list[CountingUpstream] = []
         self.adopt(self.as_subscriber, self.as_publisher)
 
     @staticmethod
@@ -114,6 +117,16 @@ class ProcessorContext(Context):
         upstream = self.as_subscriber.upstream("upstream", count=elements, yield_s=None,
                                                end="complete" if elements < MAX_DEMAND else None)
         self.as_subscriber.attach(upstream, processor)
+        return processor
+
+    def _counted_processor(self, elements: int) -> Any:
+        """``_fed_processor`` for a test that only counts what reaches its probe: the upstream
+        counts instead of checking (``rstck.feeder``), at a fraction of the kit's cost."""
+        processor = self.processor()
+        upstream = CountingUpstream(self.env, f"upstream{len(self._counting) + 1}", elements,
+                                    self.as_subscriber.element)
+        self._counting.append(upstream)
+        upstream.subscribe(processor)
         return processor
 
     def _failed_processor(self) -> Any:
@@ -156,6 +169,8 @@ class ProcessorContext(Context):
         return probe
 
     def close(self) -> None:
+        for upstream in self._counting:
+            upstream.close()
         self.as_subscriber.close()
         self.as_publisher.close()
         super().close()

@@ -32,9 +32,16 @@ class PublisherContext(Context):
         #: The publisher is a processor fed by the kit's own upstream (``ProcessorContext``):
         #: each element costs the kit an upstream signal, so the longest streams are shortened.
         self.relayed = False
+        #: For a relayed publisher: a processor fed by a counting upstream (``rstck.feeder``),
+        #: for the long streams of tests that judge only what reaches their probe.
+        self.counted_factory: Callable[[int], Any] | None = None
 
-    def publisher(self, elements: int, *, completes: bool = False) -> Publisher[Any]:
-        """A fresh publisher of ``elements`` elements, or "not applicable" if it cannot be made."""
+    def publisher(self, elements: int, *, completes: bool = False, counted: bool = False) -> Publisher[Any]:
+        """A fresh publisher of ``elements`` elements, or "not applicable" if it cannot be made.
+
+        ``counted``: a test that judges only what reaches its probe; a processor is then fed by
+        a counting upstream instead of the checking one (``counted_factory``).
+        """
         limit = self.settings.max_elements
         if elements > limit:
             raise NotVerified(
@@ -45,8 +52,9 @@ class PublisherContext(Context):
             raise NotVerified(
                 "needs a publisher that completes; max_elements=2**63-1 declares it never does"
             )
+        factory = self.counted_factory if counted and self.counted_factory is not None else self.subject.factory
         publisher = self.made(
-            f"factory({elements})", f"the publisher factory {self.subject.label}", self.subject.factory,
+            f"factory({elements})", f"the publisher factory {self.subject.label}", factory,
             elements, advice=f" when called with n={elements}; if it cannot produce {elements} elements, "
             "declare max_elements (--rs-max-elements)",
         )
@@ -131,10 +139,11 @@ class PublisherContext(Context):
             ) from exc
 
     def subscribed(
-        self, elements: int, *, completes: bool = False, name: str = "probe", **options: Any
+        self, elements: int, *, completes: bool = False, name: str = "probe", counted: bool = False,
+        **options: Any
     ) -> ProbeSubscriber:
         """A probe subscribed to a fresh publisher, with its subscription already received."""
-        publisher = self.publisher(elements, completes=completes)
+        publisher = self.publisher(elements, completes=completes, counted=counted)
         probe = self.probe(name, **options)
         self.subscribe(publisher, probe)
         probe.expect_subscription()

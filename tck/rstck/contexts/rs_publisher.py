@@ -175,8 +175,8 @@ class RsPublisherContext(PublisherContext):
     #: after its subscriber's on_subscribe raised is not the publisher's to judge.
     has_on_subscribe = False
 
-    def publisher(self, elements: int, *, completes: bool = False) -> Publisher[Any]:
-        return RsPublisherBridge(super().publisher(elements, completes=completes), self)
+    def publisher(self, elements: int, *, completes: bool = False, counted: bool = False) -> Publisher[Any]:
+        return RsPublisherBridge(super().publisher(elements, completes=completes, counted=counted), self)
 
     def failed_publisher(self) -> Publisher[Any]:
         return RsPublisherBridge(super().failed_publisher(), self)

@@ -1,6 +1,6 @@
 """One environment per scenario: its own trace and problems, the verification's watchdog.
 
-Hypothesis runs dozens of scenarios inside one verification; each must be judged on what it
+The search runs dozens of scenarios inside one verification; each must be judged on what it
 alone did, so each gets a fresh ``Environment``. Calls into the subject still go through the
 verification's dispatch (its event loop under ``--rs-loop=asyncio``) and stay visible to the
 verification's watchdog, so a subject that blocks costs this verification, not the session.

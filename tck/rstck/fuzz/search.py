@@ -1,11 +1,13 @@
-"""Driving the search: the systematic scenarios first, then Hypothesis's generated ones; shrink
-the first failure, tell a race from a bug.
+"""Driving the search: the systematic scenarios first, then generated ones; shrink the first
+failure, tell a race from a bug.
 
-The scenario interpreter is a plain function ``execute(scenario) -> Outcome``; this module owns
-everything Hypothesis-specific: the settings (no example database unless a path is given,
-derandomised unless asked, so runs locally and in CI search the same scenarios), silencing its
-reporter, bounding the time spent shrinking, and turning ``Flaky`` (a failure that did not repeat) into a race verdict
-with a failure rate measured over replays, instead of an error of the kit.
+The scenario interpreter is a plain function ``execute(scenario) -> Outcome``. Each generated
+scenario expands from a 16-bit seed; the seeds are a fixed sample (the same scenarios on every
+run, locally and in CI) unless random ones are asked for. A failure is replayed once: one that
+does not repeat is a race, reported with a failure rate measured over replays. Hypothesis is
+imported only for its example database (``--rs-fuzz-db``): it then draws the seeds, replays
+the ones that failed before, and turns ``Flaky`` into the same race verdict. Without it no
+search pays Hypothesis' import and engine (about 0.15 s of CPU a run).
 """
 
 from __future__ import annotations
@@ -21,15 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import hypothesis
-from hypothesis import HealthCheck
-from hypothesis import Phase
-from hypothesis import Verbosity
-from hypothesis import strategies as st
-from hypothesis.database import DirectoryBasedExampleDatabase
-from hypothesis.errors import Flaky
-from hypothesis.reporting import with_reporter
-
 from ..api import MAX_DEMAND
 from ..errors import RuleViolation
 from .scenario import Scenario
@@ -40,13 +33,22 @@ RACE_REPLAYS = 5
 BATCH = 24
 
 
-#: Bits of a generated scenario's seed. Drawn as booleans: Hypothesis draws integers and bytes now
-#: and then from constants it harvests from the caller's local modules (writing them to
+#: Bits of a generated scenario's seed: 65,536 scenarios for a budget of a hundred examples. With
+#: an example database, Hypothesis draws them as booleans: it draws integers and bytes now and
+#: then from constants it harvests from the caller's local modules (writing them to
 #: ``.hypothesis/constants`` in the working directory), so the scenarios would depend on what
-#: happens to be imported and the search would leave files in the user's project. Each boolean
-#: is a draw of Hypothesis' own (about 20 us): 16 bits, 65,536 seeds for a budget of a hundred
-#: examples, cost a quarter of 64 (0.1 s of every kind's run).
+#: happens to be imported and the search would leave files in the user's project.
 SEED_BITS = 16
+#: What the fixed sample of seeds is drawn with (``Budget.derandomize``).
+SEED_SAMPLE = 0x5EED
+
+
+def seeds(count: int, derandomize: bool) -> list[int]:
+    """``count`` distinct seeds: 0 (the scenario of all-zero draws) first, then a sample, fixed
+    unless ``derandomize`` is False."""
+    rng = random.Random(SEED_SAMPLE) if derandomize else random.SystemRandom()
+    count = max(0, min(count, 1 << SEED_BITS))
+    return [0, *rng.sample(range(1, 1 << SEED_BITS), count - 1)] if count else []
 
 
 def _seeded(bits: tuple[bool, ...]) -> random.Random:
@@ -192,40 +194,91 @@ def search(
     ``systematic`` (every short scenario of a small alphabet, deterministic) runs first, batched
     through ``screen``; it stops at the first failure, and the random search does not run.
 
-    Hypothesis draws a seed per example (the same ones on every run unless the budget says
-    otherwise, remembered in the example
-    database when one is configured) and tells a failure that does not repeat (``Flaky``)
-    from one that does; each seed expands into a scenario with the weights the generator
-    gives. Hypothesis would shrink the seed, which says nothing about the scenario, so the
+    Each generated example expands a seed (``seeds``; Hypothesis' with an example database)
+    into a scenario with the weights the generator gives. A failure that does not repeat is
+    told from one that does. A seed's shrinking says nothing about the scenario, so the
     failing scenario is shrunk structurally here instead: whole steps and re-entrant actions
     removed, amounts, sizes and threads simplified, as long as the same rule still breaks.
     """
     start = time.monotonic()
     counts = {"runs": 0, "skipped": 0}
-    failed_at: list[float] = []
     budget.ran = 0
     first = enumerate_first(systematic, screen or (lambda batch: all(execute(s).violation is None for s in batch)),
                             execute, budget, start + budget.explore_s, counts)
+    unconfirmed: Finding | None = None
     if first is not None:
-        found_after = time.monotonic() - start
-        # As Hypothesis does for its own: a failure must repeat to be more than a race.
-        counts["runs"] += 1
-        repeated = execute(first.scenario).violation is not None
-        shrunk, cut = shrink(first, candidates, execute, budget.shrink_s, counts) if repeated else (first, False)
-        finding = Finding(outcome=shrunk, examples=budget.systematic_ran, runs=counts["runs"],
-                          seconds_to_find=found_after, seconds=time.monotonic() - start, shrink_cut=cut,
-                          phase="systematic")
-        if not repeated:
-            failures = sum(execute(first.scenario).violation is not None for _ in range(RACE_REPLAYS))
-            counts["runs"] += RACE_REPLAYS
-            finding.race, finding.runs = (failures, RACE_REPLAYS), counts["runs"]
+        finding = _confirmed(first, candidates, execute, budget, start, counts)
         if finding.race is None or finding.race[0] > 0:
             return finding
-        # Seen once and never again: no finding; the random search still runs.
-        unconfirmed: Finding | None = finding
-    else:
-        unconfirmed = None
+        unconfirmed = finding  # seen once and never again: no finding; the random search still runs
     explored = counts["runs"]
+    failed_at: list[float] = []
+    explore = _explore_with_database if budget.database else _explore
+    found, race = explore(generate, execute, budget, start, counts, failed_at)
+    budget.ran = counts["runs"] - explored
+    if found is None:
+        return unconfirmed  # the caller says in the trace that it was seen once, unreported
+    examples = counts["runs"]
+    found_after = (failed_at[0] if failed_at else time.monotonic()) - start
+    shrunk, cut = shrink(found, candidates, execute, budget.shrink_s, counts)
+    finding = Finding(outcome=shrunk, examples=examples, runs=counts["runs"],
+                      seconds_to_find=found_after, seconds=time.monotonic() - start, shrink_cut=cut)
+    if race:
+        failures = sum(execute(shrunk.scenario).violation is not None for _ in range(RACE_REPLAYS))
+        counts["runs"] += RACE_REPLAYS
+        finding.race, finding.runs = (failures, RACE_REPLAYS), counts["runs"]
+    return finding
+
+
+def _confirmed(first: Outcome, candidates: Callable[[Scenario], Iterator[Scenario]],
+               execute: Callable[[Scenario], Outcome], budget: Budget, start: float,
+               counts: dict[str, int]) -> Finding:
+    """The systematic phase's failure, replayed: shrunk if it repeats, else its rate measured."""
+    found_after = time.monotonic() - start
+    counts["runs"] += 1
+    repeated = execute(first.scenario).violation is not None
+    shrunk, cut = shrink(first, candidates, execute, budget.shrink_s, counts) if repeated else (first, False)
+    finding = Finding(outcome=shrunk, examples=budget.systematic_ran, runs=counts["runs"],
+                      seconds_to_find=found_after, seconds=time.monotonic() - start, shrink_cut=cut,
+                      phase="systematic")
+    if not repeated:
+        failures = sum(execute(first.scenario).violation is not None for _ in range(RACE_REPLAYS))
+        counts["runs"] += RACE_REPLAYS
+        finding.race, finding.runs = (failures, RACE_REPLAYS), counts["runs"]
+    return finding
+
+
+def _explore(generate: Callable[[random.Random], Scenario], execute: Callable[[Scenario], Outcome],
+             budget: Budget, start: float, counts: dict[str, int],
+             failed_at: list[float]) -> tuple[Outcome | None, bool]:
+    """The first failing generated scenario, and whether it was a race (its replay passed)."""
+    for seed in seeds(budget.examples, budget.derandomize):
+        if time.monotonic() - start > budget.explore_s:
+            counts["skipped"] += 1  # out of time: the remaining examples are not run
+            break
+        scenario = generate(random.Random(seed))
+        counts["runs"] += 1
+        outcome = execute(scenario)
+        if outcome.violation is not None:
+            failed_at.append(time.monotonic())
+            counts["runs"] += 1
+            return outcome, execute(scenario).violation is None
+    return None, False
+
+
+def _explore_with_database(generate: Callable[[random.Random], Scenario], execute: Callable[[Scenario], Outcome],
+                           budget: Budget, start: float, counts: dict[str, int],
+                           failed_at: list[float]) -> tuple[Outcome | None, bool]:
+    """``_explore`` through Hypothesis, whose example database replays the seeds that failed
+    before (``--rs-fuzz-db``); its ``Flaky`` is the race."""
+    import hypothesis
+    from hypothesis import HealthCheck
+    from hypothesis import Phase
+    from hypothesis import Verbosity
+    from hypothesis import strategies as st
+    from hypothesis.database import DirectoryBasedExampleDatabase
+    from hypothesis.errors import Flaky
+    from hypothesis.reporting import with_reporter
 
     def run(rng: random.Random) -> None:
         if time.monotonic() - start > budget.explore_s:
@@ -239,50 +292,26 @@ def search(
                 failed_at.append(time.monotonic())
             raise _Failed(outcome)
 
+    assert budget.database is not None
     settings = hypothesis.settings(
-        max_examples=budget.examples,
-        database=DirectoryBasedExampleDatabase(budget.database) if budget.database else None,
-        derandomize=budget.derandomize,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-        report_multiple_bugs=False,
+        max_examples=budget.examples, database=DirectoryBasedExampleDatabase(budget.database),
+        derandomize=budget.derandomize, deadline=None, suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet, print_blob=False, report_multiple_bugs=False,
         phases=(Phase.explicit, Phase.reuse, Phase.generate),
     )
-    seeds = st.tuples(*(st.booleans() for _ in range(SEED_BITS))).map(_seeded)
-    test = settings(hypothesis.given(seeds)(run))
+    drawn = st.tuples(*(st.booleans() for _ in range(SEED_BITS))).map(_seeded)
+    test = settings(hypothesis.given(drawn)(run))
     # The example database's key, given rather than derived from this function's source: the
     # derivation parses source, and CPython 3.11's AST work is not safe beside pytest's.
     test._hypothesis_internal_database_key = DATABASE_KEY  # type: ignore[attr-defined]
-    found: Outcome | None = None
-    race = False
     try:
         with with_reporter(lambda *_: None):
             test()
     except _Failed as failed:
-        found = failed.outcome
+        return failed.outcome, False
     except Flaky as flaky:
-        race = True
-        found = _flaky_outcome(flaky)
-    budget.ran = counts["runs"] - explored
-    if found is None:
-        return unconfirmed  # the caller says in the trace that it was seen once, unreported
-    examples = counts["runs"]
-    found_after = (failed_at[0] if failed_at else time.monotonic()) - start
-    shrunk, cut = shrink(found, candidates, execute, budget.shrink_s, counts)
-    finding = Finding(outcome=shrunk, examples=examples, runs=counts["runs"],
-                      seconds_to_find=found_after, seconds=time.monotonic() - start, shrink_cut=cut)
-    if race:
-        failures = 0
-        for _ in range(RACE_REPLAYS):
-            again = execute(shrunk.scenario)
-            counts["runs"] += 1
-            if again.violation is not None:
-                failures += 1
-        finding.race = (failures, RACE_REPLAYS)
-        finding.runs = counts["runs"]
-    return finding
+        return _flaky_outcome(flaky), True
+    return None, False
 
 
 #: Rules the shrinker treats as one: demand lost shows as 3.17 while the total is at or above

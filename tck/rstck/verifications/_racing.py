@@ -15,9 +15,9 @@ from typing import Any
 from ..clock import starved_wait
 from ..errors import RuleViolation
 from ..evidence import cite
-from ..manual import Preemption
-from ..manual import kits_step
 from ..reach import thread_frames
+from ..watching import Preemption
+from ..watching import kits_step
 from ..worker import Worker
 
 #: The thread switch interval while a test hunts a race. The interpreter's default (5 ms) lets

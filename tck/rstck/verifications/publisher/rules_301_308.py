@@ -526,7 +526,8 @@ def required_spec308_long_streams_must_be_served_past_internal_batch_sizes(ctx: 
     uneven_total = sum(_UNEVEN)
     if ctx.settings.max_elements < _BULK:
         raise NotVerified(f"needs a publisher of {_BULK} elements (max_elements)")
-    bulk = ctx.subscribed(_BULK + 1, name="bulk", keep_elements=False, yield_s=None)
+    # Only what reaches the probes is judged: a processor is fed by a counting upstream.
+    bulk = ctx.subscribed(_BULK + 1, name="bulk", keep_elements=False, yield_s=None, counted=True)
     bulk.request(_BULK)
     checked = [(bulk, _BULK)] if _stalled(bulk, _BULK, "3.8", f"for one request({_BULK})", ctx) else []
     step = {"next": 1, "due": _UNEVEN[0]}
@@ -544,12 +545,12 @@ def required_spec308_long_streams_must_be_served_past_internal_batch_sizes(ctx: 
             p.request(1)
 
     single = ctx.subscribed(_BULK + 1, name="one-by-one", keep_elements=False, on_next=again,
-                            yield_s=None)
+                            yield_s=None, counted=True)
     single.request(1)
     if _stalled(single, _BULK, "3.8", "for request(1) made from each on_next", ctx):
         checked.append((single, _BULK))
     mixed = ctx.subscribed(uneven_total + 1, name="uneven", keep_elements=False, on_next=uneven,
-                           yield_s=None)
+                           yield_s=None, counted=True)
     mixed.request(_UNEVEN[0])
     if _stalled(mixed, uneven_total, "3.8", f"for requests of {', '.join(map(str, _UNEVEN))}, each "
                 "made from on_next once the one before was served", ctx):
@@ -582,7 +583,8 @@ def required_spec308_tens_of_thousands_of_requests_must_add_up(ctx: PublisherCon
     """
     if ctx.settings.max_elements < _CALLS:
         raise NotVerified(f"needs a publisher of {_CALLS} elements (max_elements)")
-    probe = ctx.subscribed(_CALLS + 1, keep_elements=False, yield_s=None)
+    # Only what reaches the probe is judged: a processor is fed by a counting upstream.
+    probe = ctx.subscribed(_CALLS + 1, keep_elements=False, yield_s=None, counted=True)
     _request_ones(probe, _CALLS)
     if _stalled(probe, _CALLS, "3.8", f"for {_CALLS} request(1) calls", ctx):
         ctx.closing_quiet(probe, after=f"beyond the {_CALLS} requested elements")
