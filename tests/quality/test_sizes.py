@@ -11,16 +11,11 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 #: The source folders held to the limits: the installed packages, not their tests.
 SOURCES = ("tck", "plugins")
 MAX_MODULE_LINES = 1000
 MAX_FUNCTION_LINES = 80
-#: Until the cuts of probe.py, manual.py and the fuzzer land, these are their only offenders.
-BEING_CUT = pytest.mark.xfail(strict=False, reason="probe.py, manual.py, fuzz/publisher_side.py and "
-                              "fuzz/search.py's search are being cut by job")
 
 
 def _modules() -> list[Path]:
@@ -62,13 +57,11 @@ def long_functions() -> list[str]:
     return out
 
 
-@BEING_CUT
 def test_no_module_is_over_1000_lines() -> None:
     offenders = long_modules()
     assert not offenders, f"modules over {MAX_MODULE_LINES} lines (cut them by job):\n" + "\n".join(offenders)
 
 
-@BEING_CUT
 def test_no_function_is_over_80_lines() -> None:
     offenders = long_functions()
     assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines (cut them by step):\n" + "\n".join(offenders)
