@@ -48,9 +48,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rstck._internal.environment import Environment
 from rstck.api import MAX_DEMAND
 from rstck.engine import run_verification
-from rstck.environment import Environment
 from rstck.manual import ManualPublisher
 from rstck.probe import ProbeSubscriber
 from rstck.reference import failed_publisher

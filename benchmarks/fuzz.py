@@ -26,8 +26,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rstck.fuzz.publisher_side import size
-from rstck.fuzz.scenario import decode
+from rstck._internal.fuzz.publisher_side import size
+from rstck._internal.fuzz.scenario import decode
+from rstck._internal.runner import run_test
 from rstck.reference import async_range_publisher
 from rstck.reference import async_subscriber
 from rstck.reference import async_whitebox_subscriber
@@ -36,7 +37,6 @@ from rstck.reference import range_publisher
 from rstck.reference import sync_subscriber
 from rstck.reference import sync_whitebox_subscriber
 from rstck.results import TestResult
-from rstck.runner import run_test
 from rstck.settings import Settings
 from rstck.subjects import ProcessorSubject
 from rstck.subjects import PublisherSubject
@@ -127,7 +127,9 @@ def cost(repeat: int) -> None:
                 ("async_range_publisher", "publisher", PublisherSubject(async_range_publisher)),
                 ("identity_processor", "processor", ProcessorSubject(identity_processor))]
     subjects += [(label, v, s) for label, (v, s) in conforming_subjects().items() if v in ("publisher", "processor")]
-    from rstck.fuzz import publisher_scenarios as publisher_side  # (the generator reads them there)
+    from rstck._internal.fuzz import (
+        publisher_scenarios as publisher_side,  # (the generator reads them there)
+    )
 
     #: Before the systematic phase: no enumeration, and one long random scenario in seven of up to 200 steps.
     modes = {"before": (0, 0.15, 200), "now": (2, publisher_side.LONG_SHARE, publisher_side.LONG_STEPS)}

@@ -41,9 +41,9 @@ RESULTS = ROOT / "benchmarks" / "mutation-results.json"
 
 def _preload() -> None:
     """Import here what every mutant's process needs, so each fork starts warm."""
-    import rstck.engine
-    import rstck.fuzz.search
-    import rstck.fuzz.verify  # noqa: F401
+    import rstck._internal.fuzz.search
+    import rstck._internal.fuzz.verify
+    import rstck.engine  # noqa: F401
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:

@@ -5,25 +5,43 @@ rule test (``run_verification`` lists them). The pytest plugin (``pytest
 --rs-publisher=module:factory``) and the campaign's work units are front ends over the same
 ``Run``.
 
-Public: the names in ``__all__`` and these modules (``PUBLIC_MODULES``), which the plugins,
-the campaign and users may import:
+Public: the names in ``__all__`` and every module outside ``rstck._internal``, which the
+plugins, the campaign and users may import (what a test a user adds through
+``rstck_modify_tests`` speaks: ``rstck.registry``, ``rstck.contexts``, ``rstck.probe``,
+``rstck.manual``):
 
 - ``rstck`` these names (``python -m rstck`` is the command line; its module is no import)
 - ``rstck.api`` the Reactive Streams interfaces a subject implements
 - ``rstck.engine`` the run API: ``Run`` (select the tests, apply the subject's declared
   settings, schedule, results and their document), ``run_verification``, ``Schedule``
-- ``rstck.processes`` a run's subjects dealt to worker processes (``Pool``, ``Recipe``), each
-  share run by ``python -m rstck.process_worker`` as one schedule, results streamed back
 - ``rstck.pytest`` verifications declared in a library's tests (one subject each), which the
   pytest host collects; it imports no test framework
-- ``rstck.subjects`` subject records and their loading; ``rstck.reference`` conforming
-  implementations; ``rstck.whitebox`` the probe a whitebox subscriber reports to
-- ``rstck.settings`` the knobs; ``rstck.results`` the results document; ``rstck.errors``
-- ``rstck.rules``, ``rstck.editions`` the rules and their numberings; ``rstck.generated_docs`` the
-  README's rule table and docs/verifications.md, generated
-- ``rstck.verifications`` the verification kinds; ``rstck.registry`` the test record
-  (``TckTest``) they hold; ``rstck.fuzz`` the replay token's check
-Every other module is private: it may change in any release.
+- ``rstck.subjects`` subject records and their loading
+- ``rstck.reference`` conforming implementations, to run the kit on and to copy (the package and
+  its modules)
+- ``rstck.whitebox`` the probe a whitebox subscriber reports to
+- ``rstck.settings`` the knobs
+- ``rstck.results`` the results and their document
+- ``rstck.errors`` ``RuleViolation``, ``NotVerified``, ``SetupError``
+- ``rstck.rules`` the rules
+- ``rstck.editions`` the rules' numberings in other editions
+- ``rstck.generated_docs`` the generated rule tables and docs (``rules_output``, what ``rs-tck
+  rules`` prints)
+- ``rstck.verifications`` the verification kinds (``VERIFICATIONS``)
+- ``rstck.registry`` the test record, ``TckTest``, and ``Registry``, which checks a test's name
+  against its rule and level
+- ``rstck.fuzz`` the replay token's check
+- ``rstck.contexts`` the context a test body receives, one per kind of subject
+  (``PublisherContext``, ``BlackboxContext``, ``WhiteboxContext``, ``ProcessorContext``)
+- ``rstck.probe`` ``ProbeSubscriber``, the subscriber a publisher test subscribes and asserts
+  with (``request``, ``next_element``, ``expect_error``, ``expect_quiet``, ...)
+- ``rstck.manual`` ``ManualPublisher``, the upstream a subscriber test drives (``send_next``,
+  ``expect_request``, ...)
+- ``rstck.processes`` a run's subjects dealt to worker processes, so that a library's many
+  subjects use every core
+
+Everything under ``rstck._internal`` (and any module whose name starts with an underscore) is
+private: it may change in any release, and nothing outside the core imports it.
 """
 
 from __future__ import annotations
@@ -57,16 +75,8 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: The modules outside code may import; tests/quality/test_import_contract.py holds the plugins
-#: to them.
-PUBLIC_MODULES = (
-    "rstck", "rstck.api", "rstck.generated_docs", "rstck.editions", "rstck.engine",
-    "rstck.errors", "rstck.fuzz", "rstck.processes", "rstck.pytest", "rstck.reference", "rstck.registry",
-    "rstck.results", "rstck.rules", "rstck.settings", "rstck.subjects", "rstck.verifications", "rstck.whitebox",
-)
-
 #: Where each public name lives: loaded on first use, so that importing one module of the
-#: core (``rstck.runner``, ``rstck.probe``) does not load the verifications and the engine.
+#: core (``rstck._internal.runner``, ``rstck.probe``) does not load the verifications and the engine.
 _LAZY = {
     "MAX_DEMAND": "api",
     "Processor": "api",
@@ -106,7 +116,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "MAX_DEMAND",
-    "PUBLIC_MODULES",
     "RULES",
     "Failure",
     "NotVerified",

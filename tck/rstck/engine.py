@@ -1,5 +1,5 @@
 """The core's front door: ``Run`` is one verification of one subject, made ready (tests selected,
-the subject's declared settings applied) and run through a ``Schedule`` (``rstck.schedule``).
+the subject's declared settings applied) and run through a ``Schedule`` (``rstck._internal.schedule``).
 The pytest plugin, the campaign's work units, the worker processes of a run of many subjects
 (``rstck.processes``) and scripts all run verifications through it.
 """
@@ -13,27 +13,27 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
+from ._internal.environment import Environment
+from ._internal.runner import run_test
+from ._internal.schedule import BLOCKS_TO_STOP
+from ._internal.schedule import LOOKAHEAD
+from ._internal.schedule import Schedule
+from ._internal.selection import _key
+from ._internal.selection import _not_verified
+from ._internal.selection import select
+from ._internal.verifications import publisher
 from .contexts import Context
 from .editions import EDITIONS
 from .editions import rule_ids as rule_ids_of
-from .environment import Environment
 from .errors import SetupError
 from .fuzz import check_replay
 from .registry import TckTest
 from .results import ResultsDocument
 from .results import TestResult
 from .results import document
-from .runner import run_test
-from .schedule import BLOCKS_TO_STOP
-from .schedule import LOOKAHEAD
-from .schedule import Schedule
-from .selection import _key
-from .selection import _not_verified
-from .selection import select
 from .settings import Settings
 from .subjects import PublisherSubject
 from .verifications import for_edition
-from .verifications import publisher
 
 #: What the hosts import from here: the one entry point, and the scheduler's names it runs through.
 __all__ = ["BLOCKS_TO_STOP", "LOOKAHEAD", "Run", "Schedule", "declared_run", "joinable", "joint", "run_publisher_verification",

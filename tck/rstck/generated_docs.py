@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .matrix import Cell
-from .matrix import cells
-from .matrix import markdown as matrix_markdown
-from .parity import Parity
+from ._internal.matrix import Cell
+from ._internal.matrix import cells
+from ._internal.matrix import markdown as matrix_markdown
+from ._internal.parity import Parity
 from .results import Level
 from .rules import RULES
 from .verifications import VERIFICATIONS

@@ -24,19 +24,19 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from ._internal.clock import starved_wait
+from ._internal.environment import Environment
+from ._internal.evidence import cite
+from ._internal.ledger import LateRequests
+from ._internal.reach import nothing_else_runs
+from ._internal.trace import short_repr
+from ._internal.watching import Preemption
+from ._internal.watching import thread_name
+from ._internal.worker import spawn
 from .api import MAX_DEMAND
-from .clock import starved_wait
-from .environment import Environment
 from .errors import RuleViolation
 from .errors import SetupError
-from .evidence import cite
-from .ledger import LateRequests
 from .probe import passes_on_failure
-from .reach import nothing_else_runs
-from .trace import short_repr
-from .watching import Preemption
-from .watching import thread_name
-from .worker import spawn
 
 #: ``listener(signal, value)`` is told of each signal just before it is delivered.
 Listener = Callable[[str, Any], None]
@@ -48,7 +48,7 @@ _UNSET: Any = object()
 #: overlapped with the next tests.
 AFTER_TERMINAL_WINDOW_S = 1.0
 #: Once that watch has been quiet for a window, how often it looks again for a thread that could
-#: still call (``rstck.reach``): the thread in the way is often only busy for a moment.
+#: still call (``rstck._internal.reach``): the thread in the way is often only busy for a moment.
 _RECHECK_S = 0.005
 #: How often a 2.4 watch (or an idle-marking ``settle``) looks whether one of the subscriber's
 #: threads is in its code (``runs_code_of``): a worker busy with an element is not idle.
@@ -634,7 +634,7 @@ class ManualPublisher:
         Long enough for a worker draining a backlog or a periodic credit timer to show; the
         calls are judged as they happen (``_late``), this starts the 2.4 watch (``watch``) and
         keeps it that long, or until, once the subscriber is idle, no thread is left that could
-        call (``rstck.reach``). Idle: a quiet window since the end, its latest call and the last
+        call (``rstck._internal.reach``). Idle: a quiet window since the end, its latest call and the last
         time one of its threads was seen in its code, looked for every few ms.
         """
         sub = subscription or self.subscription
@@ -663,7 +663,7 @@ class ManualPublisher:
                         if on_loop:
                             step = remaining  # the loop runs the subject's callbacks: the whole watch
                         elif nothing_else_runs():
-                            return  # no thread is left that could make a request (rstck.reach)
+                            return  # no thread is left that could make a request (rstck._internal.reach)
                         else:
                             # Another thread is busy (pytest reporting a verdict, a subject's
                             # worker): look again soon rather than a whole window later.

@@ -17,20 +17,20 @@ from collections.abc import Iterator
 from time import monotonic
 from typing import Any
 
+from ._internal.clock import starved_wait
+from ._internal.environment import Environment
+from ._internal.evidence import cite
+from ._internal.probe_signals import Hook
+from ._internal.probe_signals import ProbeAbort
+from ._internal.probe_signals import ProbeSignals
+from ._internal.probe_signals import SubscriberFailure
+from ._internal.probe_signals import _Waiter
+from ._internal.probe_signals import passes_on_failure
+from ._internal.trace import Record
+from ._internal.trace import short_repr
 from .api import MAX_DEMAND
 from .api import Subscription
-from .clock import starved_wait
-from .environment import Environment
 from .errors import RuleViolation
-from .evidence import cite
-from .probe_signals import Hook
-from .probe_signals import ProbeAbort
-from .probe_signals import ProbeSignals
-from .probe_signals import SubscriberFailure
-from .probe_signals import _Waiter
-from .probe_signals import passes_on_failure
-from .trace import Record
-from .trace import short_repr
 
 __all__ = [
     "LONG_STREAM",
@@ -150,7 +150,7 @@ class ProbeSubscriber(ProbeSignals):
 
     def _wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Block until ``predicate`` holds (checked first, then on each signal), or time out
-        (``timeout`` of time the process could run: ``rstck.clock``)."""
+        (``timeout`` of time the process could run: ``rstck._internal.clock``)."""
         with self._lock:
             if predicate():
                 return True

@@ -3,7 +3,7 @@
 In one process the subjects' CPU (the fuzz searches, the long streams) runs on one core, the
 interpreter's lock held by one thread at a time; a run of twenty publishers then takes about
 twenty times one's CPU on that core. Here whole subjects go to ``N`` worker processes
-(``python -m rstck.process_worker``), each running its share as one joint schedule, as the
+(``python -m rstck._internal.process_worker``), each running its share as one joint schedule, as the
 pytest process would (``rstck.engine.joint``), and handing each test's result back, complete,
 as JSON lines. The host reports them as its own.
 
@@ -56,7 +56,7 @@ KIND_COST = {"publisher": 1.0, "subscriber_blackbox": 0.5, "subscriber_whitebox"
 HANG_S = 60.0
 BEAT_S = 1.0
 #: The module a worker runs as.
-WORKER_MODULE = "rstck.process_worker"
+WORKER_MODULE = "rstck._internal.process_worker"
 
 
 @dataclass(frozen=True)

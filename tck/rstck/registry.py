@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._internal.matrix import Cover
+from ._internal.parity import Parity
 from .errors import NotVerified
-from .matrix import Cover
-from .parity import Parity
 from .results import LEVELS
 from .results import Level
 from .rules import Rule
@@ -48,7 +48,7 @@ class TckTest:
     busy: bool = False
     #: Where it stands against the JVM TCK; every test of the kit's own declares it.
     parity: Parity | None = None
-    #: The rules' calling contexts it creates (``rstck.matrix``), declared where it is defined.
+    #: The rules' calling contexts it creates (``rstck._internal.matrix``), declared where it is defined.
     covers: tuple[Cover, ...] = ()
     #: (edition, why) for each edition whose verification leaves this test out.
     left_out_of: tuple[tuple[str, str], ...] = ()

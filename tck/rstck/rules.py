@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from .rule_text import RULE_TEXT
+from ._internal.rule_text import RULE_TEXT
 
 SPEC_URL = "https://github.com/reactive-streams/reactive-streams-jvm/blob/v1.0.1/README.md"
 

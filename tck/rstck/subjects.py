@@ -16,19 +16,19 @@ from typing import Any
 from typing import ClassVar
 from typing import cast
 
+from ._internal.environment import Environment
+from ._internal.trace import short_repr
+from ._internal.worker import Worker
 from .api import FailedPublisherFactory
 from .api import Processor
 from .api import PublisherFactory
 from .api import Subscriber
 from .api import missing_methods
-from .environment import Environment
 from .errors import SetupError
 from .errors import format_frames
 from .settings import CAPABILITY_KNOBS
 from .settings import Settings
-from .trace import short_repr
 from .whitebox import WhiteboxProbe
-from .worker import Worker
 
 
 def apply_declared(subject: Any, settings: Settings, *, loop: str | None = None) -> Settings:
@@ -242,7 +242,7 @@ def _factory_caller(loop: str) -> Callable[..., Any]:
     """
     if loop != "asyncio":
         return _direct
-    from .loop import LoopThread
+    from ._internal.loop import LoopThread
 
     return LoopThread("rs-tck-smoke-check-loop").call
 

@@ -28,11 +28,11 @@ from types import TracebackType
 from typing import Any
 from typing import Protocol
 
-from .clock import starved_wait
-from .environment import Environment
+from ._internal.clock import starved_wait
+from ._internal.environment import Environment
+from ._internal.evidence import cite
+from ._internal.trace import short_repr
 from .errors import RuleViolation
-from .evidence import cite
-from .trace import short_repr
 
 
 class Puppet(Protocol):

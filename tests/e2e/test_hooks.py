@@ -246,3 +246,51 @@ def test_third_party_reporter_from_an_entry_point(pytester: pytest.Pytester) -> 
     refused = pytester.runpytest(*args, "--tally=-")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     assert "--tally: give a file" in refused.stderr.str()
+
+
+def test_the_hooks_doc_example_of_a_test_of_ones_own_runs_beside_the_kits(pytester: pytest.Pytester) -> None:
+    """docs/hooks.md's test written by a user imports only public modules, runs, and can fail."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "hooks.md").read_text()
+    block = re.search(r"A test of your own.*?```python\n(.*?)```", text, re.DOTALL)
+    assert block is not None, "docs/hooks.md lost its example of a test of one's own"
+    imported = re.findall(r"^from (rstck[\w.]*) import", block.group(1), re.MULTILINE)
+    assert imported, imported
+    assert not [m for m in imported if any(part.startswith("_") for part in m.split("."))], imported
+    pytester.makeconftest(block.group(1))
+    pytester.makepyfile(deaf='''
+        class _Subscription:
+            def __init__(self, subscriber, n):
+                self.subscriber, self.left, self.done = subscriber, n, False
+
+            def request(self, k):
+                if k <= 0 or self.done:
+                    return  # no on_error(ValueError) for request(0): rule 3.9 broken
+                for _ in range(k):
+                    if self.left == 0:
+                        self.done = True
+                        self.subscriber.on_complete()
+                        return
+                    self.left -= 1
+                    self.subscriber.on_next(self.left)
+
+            def cancel(self):
+                self.done = True
+
+        class Deaf:
+            def __init__(self, n):
+                self.n = n
+
+            def subscribe(self, subscriber):
+                subscriber.on_subscribe(_Subscription(subscriber, self.n))
+
+        def factory(n):
+            return Deaf(n)
+    ''')
+    name = "required_spec309_request_zero_after_an_element_must_signal_value_error"
+    ok = pytester.runpytest("--rs-publisher=rstck.reference:range_publisher", "--rs-rules=3.9", "-v")
+    ok.stdout.fnmatch_lines([f"*{name}*PASSED*"])
+    bad = pytester.runpytest("--rs-publisher=deaf:factory", "--rs-rules=3.9", "-v")
+    bad.stdout.fnmatch_lines([f"*{name}*FAILED*"])

@@ -189,7 +189,7 @@ def flood(n):
 
 
 def test_a_long_trace_shows_every_cited_record_with_context() -> None:
-    from rstck.trace import Trace
+    from rstck._internal.trace import Trace
 
     trace = Trace()
     for i in range(100):

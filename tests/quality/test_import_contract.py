@@ -4,10 +4,11 @@ Each package is a tower of layers, bottom first; a module imports its own layer 
 never one above (loading the runner must not load the verifications, nor settings the fuzzer).
 Every module is placed in a layer, so a new one has to be placed before the suite passes. The
 core imports no test framework and nothing of the plugins, and nothing outside the core imports
-one of its private modules: the public ones are listed in ``rstck.PUBLIC_MODULES``.
+one of its private modules: those under ``rstck._internal`` (any module with an underscore
+part is private); every other module is public and named in ``rstck``'s docstring.
 
 ``tests/`` and ``benchmarks/`` are exempt from the last rule: they test and time the private
-modules themselves (a catalogue runs one rule test through ``rstck.runner`` to pin its verdict,
+modules themselves (a catalogue runs one rule test through ``rstck._internal.runner`` to pin its verdict,
 a benchmark times the probe), which is what a user of the kit never does.
 """
 
@@ -30,19 +31,23 @@ PACKAGES = {"tck/rstck": "rstck", "plugins/rstck_plugins": "rstck_plugins"}
 #: The layers of ``rstck``, bottom first. A name covers the module and, with ``.*``, a package's
 #: modules. docs/architecture.md walks the same tower.
 RSTCK_LAYERS: list[tuple[str, list[str]]] = [
-    ("vocabulary", ["rstck.api", "rstck.results", "rstck.rule_text", "rstck.rules", "rstck.trace", "rstck.worker",
-                    "rstck.reach", "rstck.clock"]),
-    ("tables", ["rstck.editions", "rstck.matrix", "rstck.parity", "rstck.settings", "rstck.errors", "rstck.evidence"]),
-    ("one test", ["rstck.environment", "rstck.registry"]),
-    ("instruments", ["rstck.watching", "rstck.probe_signals", "rstck.probe", "rstck.ledger", "rstck.manual", "rstck.feeder", "rstck.whitebox",
-                     "rstck.loop"]),
+    ("vocabulary", ["rstck._internal", "rstck.api", "rstck.results", "rstck._internal.rule_text",
+                    "rstck.rules", "rstck._internal.trace", "rstck._internal.worker",
+                    "rstck._internal.reach", "rstck._internal.clock"]),
+    ("tables", ["rstck.editions", "rstck._internal.matrix", "rstck._internal.parity", "rstck.settings",
+                "rstck.errors", "rstck._internal.evidence"]),
+    ("one test", ["rstck._internal.environment", "rstck.registry"]),
+    ("instruments", ["rstck._internal.watching", "rstck._internal.probe_signals", "rstck.probe",
+                     "rstck._internal.ledger", "rstck.manual", "rstck._internal.feeder", "rstck.whitebox",
+                     "rstck._internal.loop"]),
     ("subjects", ["rstck.subjects", "rstck.reference", "rstck.reference.*", "rstck.pytest"]),
-    ("contexts", ["rstck.contexts", "rstck.contexts.*"]),
-    ("runner", ["rstck.runner"]),
-    ("fuzz", ["rstck.fuzz", "rstck.fuzz.*"]),
-    ("verifications", ["rstck.verifications", "rstck.verifications.*"]),
-    ("engine", ["rstck.selection", "rstck.schedule", "rstck.engine", "rstck.generated_docs", "rstck.processes",
-                "rstck.process_worker"]),
+    ("contexts", ["rstck.contexts", "rstck._internal.contexts", "rstck._internal.contexts.*"]),
+    ("runner", ["rstck._internal.runner"]),
+    ("fuzz", ["rstck.fuzz", "rstck._internal.fuzz", "rstck._internal.fuzz.*"]),
+    ("verifications", ["rstck.verifications", "rstck._internal.verifications",
+                       "rstck._internal.verifications.*"]),
+    ("engine", ["rstck._internal.selection", "rstck._internal.schedule", "rstck.engine",
+                "rstck.generated_docs", "rstck.processes", "rstck._internal.process_worker"]),
     ("front doors", ["rstck", "rstck.__main__"]),
 ]
 
@@ -148,13 +153,17 @@ def foreign_violations(graph: Mapping[str, set[str]], package: str, never: Itera
             for target in sorted(graph[module]) if any(_is_in(target, n) for n in never)]
 
 
-def private_violations(graph: Mapping[str, set[str]], package: str, public: Iterable[str]) -> list[str]:
+def is_private(module: str) -> bool:
+    """Private by its path: a part of the name starts with an underscore (``rstck._internal``,
+    ``rstck.__main__``)."""
+    return any(part.startswith("_") for part in module.split("."))
+
+
+def private_violations(graph: Mapping[str, set[str]], package: str) -> list[str]:
     """One line per import of a private module of ``package`` from outside it."""
-    public = set(public)
-    return [f"{module} imports {target}, a private module of {package} (public: rstck.PUBLIC_MODULES)"
+    return [f"{module} imports {target}, a private module of {package}"
             for module in sorted(graph) if not _is_in(module, package)
-            for target in sorted(graph[module]) if _is_in(target, package)
-            and (target not in public or any(part.startswith("_") for part in target.split(".")))]
+            for target in sorted(graph[module]) if _is_in(target, package) and is_private(target)]
 
 
 def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
@@ -245,26 +254,27 @@ def test_the_core_imports_no_test_framework_nor_the_plugins() -> None:
 
 
 def test_nothing_outside_the_core_imports_a_private_module_of_it() -> None:
-    import rstck
-
-    problems = private_violations(import_graph(), "rstck", rstck.PUBLIC_MODULES)
+    problems = private_violations(import_graph(), "rstck")
     assert not problems, "\n".join(problems)
 
 
-def test_every_public_module_exists_and_is_named_in_the_package_docstring() -> None:
+def test_every_public_module_is_named_in_the_package_docstring() -> None:
+    """A module outside ``_internal`` is public: the docstring names it, or its package."""
     import rstck
 
-    modules = _modules()
     assert rstck.__doc__ is not None
-    for name in rstck.PUBLIC_MODULES:
-        assert name in modules, f"rstck.PUBLIC_MODULES names {name}, which is no module"
-        assert f"``{name}``" in rstck.__doc__, f"the rstck docstring does not name the public module {name}"
+    for name in _modules():
+        if not _is_in(name, "rstck") or is_private(name):
+            continue
+        named = [".".join(name.split(".")[:i]) for i in range(2, len(name.split(".")) + 1)] or [name]
+        assert any(f"``{n}``" in rstck.__doc__ for n in named), (
+            f"{name} is public (outside rstck._internal): name it in the rstck docstring, or move it")
 
 
 def test_loading_the_core_loads_no_test_framework() -> None:
     """What the source shows, checked once at run time too: a library the core loads loads none."""
     code = (
-        "import sys, rstck, rstck.engine, rstck.runner, rstck.reference, rstck.generated_docs\n"
+        "import sys, rstck, rstck.engine, rstck._internal.runner, rstck.reference, rstck.generated_docs\n"
         f"bad = [m for m in {CORE_NEVER_IMPORTS!r} if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
@@ -272,18 +282,19 @@ def test_loading_the_core_loads_no_test_framework() -> None:
 
 
 def test_a_forbidden_and_a_private_import_are_caught() -> None:
-    known = ["core", "core.public", "core.private", "outside"]
+    known = ["core", "core.public", "core._internal.private", "outside"]
     graph = {
         "core": imports_of("core", "import pytest\nfrom . import public\n", known, is_package=True),
         "core.public": set(),
-        "core.private": set(),
-        "outside": imports_of("outside", "from core import public\nfrom core.private import x\n", known),
+        "core._internal.private": set(),
+        "outside": imports_of("outside", "from core import public\nfrom core._internal.private import x\n",
+                              known),
         "other": imports_of("other", "from core.__main__ import main\n", [*known, "core.__main__"]),
     }
     assert foreign_violations(graph, "core", ["pytest"]) == ["core imports pytest, which core never imports"]
-    assert private_violations(graph, "core", ["core", "core.public", "core.__main__"]) == [
-        "other imports core.__main__, a private module of core (public: rstck.PUBLIC_MODULES)",
-        "outside imports core.private, a private module of core (public: rstck.PUBLIC_MODULES)",
+    assert private_violations(graph, "core") == [
+        "other imports core.__main__, a private module of core",
+        "outside imports core._internal.private, a private module of core",
     ]
 
 
@@ -304,7 +315,7 @@ def test_an_upward_import_and_an_unplaced_module_are_caught() -> None:
 
 
 @pytest.mark.parametrize(("module", "unwanted"), [
-    ("rstck.runner", "rstck.verifications"),
+    ("rstck._internal.runner", "rstck.verifications"),
     ("rstck.settings", "rstck.fuzz"),
     ("rstck.rules", "rstck.editions"),
 ])
@@ -318,7 +329,8 @@ def test_a_kernel_module_does_not_reach_up(module: str, unwanted: str) -> None:
             continue
         seen.add(name)
         todo += graph[name]
-    assert not {m for m in seen if m == unwanted or m.startswith(unwanted + ".")}
+    twin = unwanted.replace("rstck.", "rstck._internal.", 1)
+    assert not {m for m in seen for u in (unwanted, twin) if m == u or m.startswith(u + ".")}
 
 
 def architecture_map(text: str) -> dict[str, dict[str, str]]:
@@ -385,9 +397,9 @@ def test_the_map_check_catches_a_missing_module_a_stale_entry_and_a_wrong_layer(
     listed = architecture_map(text)
     assert listed == {"rstck": {"tck/api.py": "vocabulary", "tck/gone.py": "vocabulary",
                                 "tck/fuzz/__init__.py": "fuzz", "tck/trace.py": "fuzz"}}
-    files = {"tck/api.py": "rstck.api", "tck/trace.py": "rstck.trace", "tck/fuzz/__init__.py": "rstck.fuzz",
+    files = {"tck/api.py": "rstck.api", "tck/trace.py": "rstck._internal.trace", "tck/fuzz/__init__.py": "rstck.fuzz",
              "tck/new.py": "rstck.new"}
-    layers = [("vocabulary", ["rstck.api", "rstck.trace", "rstck.new"]), ("fuzz", ["rstck.fuzz"])]
+    layers = [("vocabulary", ["rstck.api", "rstck._internal.trace", "rstck.new"]), ("fuzz", ["rstck.fuzz"])]
     assert map_problems(listed, files, {"rstck": layers}) == [
         "tck/new.py (rstck.new) is missing from the map in docs/architecture.md",
         "docs/architecture.md lists tck/gone.py, which is no module",
@@ -397,9 +409,9 @@ def test_the_map_check_catches_a_missing_module_a_stale_entry_and_a_wrong_layer(
 
 def test_loading_one_module_of_the_core_does_not_load_the_verifications() -> None:
     """The package's public names load on first use: the runner alone stays below the verifications."""
-    code = ("import sys, rstck.runner\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('rstck.verifications', 'rstck.engine', "
-            "'rstck.fuzz'))))\n"
+    code = ("import sys, rstck._internal.runner\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('rstck.verifications', 'rstck._internal.verifications', 'rstck.engine', "
+            "'rstck.fuzz', 'rstck._internal.fuzz'))))\n"
             "import rstck\nassert rstck.Run.__module__ == 'rstck.engine'\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
+from rstck._internal.parity import RELATIONS
+from rstck._internal.parity import Parity
+from rstck._internal.parity import missing
 from rstck.generated_docs import verifications_markdown
-from rstck.parity import RELATIONS
-from rstck.parity import Parity
-from rstck.parity import missing
 from rstck.rules import RULES
 from rstck.verifications import VERIFICATIONS
 

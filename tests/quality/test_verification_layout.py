@@ -16,7 +16,7 @@ from rstck.registry import TckTest
 from rstck.verifications import VERIFICATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = sorted((ROOT / "tck" / "rstck" / "verifications").rglob("*.py"))
+MODULES = sorted((ROOT / "tck" / "rstck" / "_internal" / "verifications").rglob("*.py"))
 
 
 def _rank(test: TckTest) -> tuple[int, int]:
@@ -27,7 +27,7 @@ def _rank(test: TckTest) -> tuple[int, int]:
 
 @pytest.mark.parametrize("name", list(VERIFICATIONS))
 def test_a_kinds_own_tests_are_in_rule_order(name: str) -> None:
-    module = f"rstck.verifications.{name}"
+    module = f"rstck._internal.verifications.{name}"
     own = [t for t in VERIFICATIONS[name].tests
            if t.func.__module__ == module or t.func.__module__.startswith(module + ".")]
     assert own, f"no test of {name} is defined in {module}"
@@ -41,7 +41,7 @@ def test_each_rule_of_a_kind_is_in_one_module() -> None:
     for name, verification in VERIFICATIONS.items():
         where: dict[str, set[str]] = {}
         for test in verification.tests:
-            if test.rule_id is not None and test.func.__module__.startswith("rstck.verifications."):
+            if test.rule_id is not None and test.func.__module__.startswith("rstck._internal.verifications."):
                 where.setdefault(test.rule_id, set()).add(test.func.__module__)
         problems += [f"{name} {rule}: {sorted(modules)}" for rule, modules in where.items() if len(modules) > 1]
     assert problems == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rstck.environment import Environment
+from rstck._internal.environment import Environment
 from rstck.settings import Settings
 
 

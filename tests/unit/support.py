@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from rstck import MAX_DEMAND
-from rstck.environment import Environment
+from rstck._internal.environment import Environment
 from rstck.errors import RuleViolation
 from rstck.probe import ProbeSubscriber
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-from rstck.clock import SLICE_S
-from rstck.clock import RunningClock
-from rstck.clock import starved_wait
+from rstck._internal.clock import SLICE_S
+from rstck._internal.clock import RunningClock
+from rstck._internal.clock import starved_wait
 
 
 def test_a_wait_on_time_lasts_its_timeout_and_answers_false() -> None:

@@ -6,7 +6,7 @@ import gc
 import threading
 
 import pytest
-from rstck.environment import Environment
+from rstck._internal.environment import Environment
 from rstck.errors import RuleViolation
 from rstck.settings import Settings
 

@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 import rstck.results
-from rstck.environment import Environment
+from rstck._internal.environment import Environment
 from rstck.settings import Settings
 from rstck.verifications import NAMES
 from rstck.verifications import VERIFICATIONS

@@ -8,9 +8,9 @@ import threading
 import time
 from typing import Any
 
-from rstck.trace import Trace
-from rstck.verifications._racing import _paused_at_line
-from rstck.watching import kits_step
+from rstck._internal.trace import Trace
+from rstck._internal.verifications._racing import _paused_at_line
+from rstck._internal.watching import kits_step
 
 
 def _frames_seen(fn: Any) -> list[tuple[str, bool]]:

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import pytest
-from rstck.environment import Environment
+from rstck._internal.environment import Environment
 from rstck.errors import RuleViolation
 from rstck.manual import ManualPublisher
 from rstck.whitebox import WhiteboxProbe

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from rstck import reach
-from rstck.reach import nothing_else_runs
-from rstck.reach import waiting_for_results
+from rstck._internal import reach
+from rstck._internal.reach import nothing_else_runs
+from rstck._internal.reach import waiting_for_results
 
 
 @pytest.fixture(autouse=True)
@@ -83,7 +83,7 @@ def test_a_thread_blocked_in_the_kit_for_results_does_not_count() -> None:
 def test_the_watch_after_the_end_stops_soon_after_the_last_other_thread_does() -> None:
     # The thread in the way is often busy for a moment only (pytest reporting a verdict): once
     # the quiet window has passed, the watch looks again every few ms, not a window later.
-    from rstck.environment import Environment
+    from rstck._internal.environment import Environment
     from rstck.manual import ManualPublisher
     from rstck.settings import Settings
 

@@ -79,7 +79,7 @@ def test_a_stochastic_test_counts_the_rounds_that_showed_the_race() -> None:
 
 
 def test_a_worker_is_abandoned_at_its_deadline_and_keeps_what_it_raised() -> None:
-    from rstck.worker import Worker
+    from rstck._internal.worker import Worker
 
     release = threading.Event()
     stuck = Worker(lambda: release.wait(5), "stuck")
@@ -138,7 +138,7 @@ def test_a_starved_process_is_not_taken_for_a_blocking_subject(monkeypatch: pyte
     subject's silence. A request that truly never returns is still caught."""
     import time as real_time
 
-    from rstck import runner
+    from rstck._internal import runner
     from rstck.engine import run_publisher_verification
     from rstck.subjects import PublisherSubject
 
@@ -248,8 +248,8 @@ def _overrunning(violate: bool) -> Any:
 
 
 def test_a_test_stopped_at_its_time_limit_is_inconclusive_not_a_rule_failure() -> None:
+    from rstck._internal.runner import run_test
     from rstck.contexts import Context
-    from rstck.runner import run_test
 
     result = run_test(_overrunning(False), Context, Settings(timeout=0.2, test_limit=0.5))
     assert (result.outcome, result.verdict) == ("error", "error"), result.message
@@ -265,8 +265,8 @@ def test_a_test_stopped_at_its_time_limit_is_inconclusive_not_a_rule_failure() -
 
 
 def test_a_violation_seen_before_the_time_limit_stays_the_verdict() -> None:
+    from rstck._internal.runner import run_test
     from rstck.contexts import Context
-    from rstck.runner import run_test
 
     result = run_test(_overrunning(True), Context, Settings(timeout=0.2, test_limit=0.5))
     assert result.outcome == "failed", result.message

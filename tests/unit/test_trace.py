@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rstck import MAX_DEMAND
-from rstck.environment import Environment
+from rstck._internal.environment import Environment
 from rstck.probe import ProbeSubscriber
 
 from .support import NullSubscription
@@ -24,7 +24,7 @@ def test_trace_memory_is_bounded_for_a_million_elements(env: Environment) -> Non
 
 
 def test_the_trace_counts_every_record_even_when_it_keeps_none() -> None:
-    from rstck.trace import Trace
+    from rstck._internal.trace import Trace
 
     trace = Trace(0)
     for _ in range(3):
@@ -41,8 +41,8 @@ def test_the_trace_counts_every_record_even_when_it_keeps_none() -> None:
 def test_a_note_in_the_middle_of_a_long_trace_is_kept() -> None:
     """What a test concluded halfway (say, that a batch followed a cancel) survives the records
     after it; the elements around it are still only counted."""
-    from rstck.trace import NOTES_KEPT
-    from rstck.trace import Trace
+    from rstck._internal.trace import NOTES_KEPT
+    from rstck._internal.trace import Trace
 
     trace = Trace(2)
     for i in range(10):
@@ -61,8 +61,8 @@ def test_a_note_in_the_middle_of_a_long_trace_is_kept() -> None:
 def test_a_cancel_or_a_request_zero_in_the_middle_is_kept_with_its_context() -> None:
     """A verdict cites the cancel() a flood followed, or a request(0) thousands of records in:
     they are kept as they are made, with the records either side, whatever comes after."""
-    from rstck.trace import PINNED_CONTEXT
-    from rstck.trace import Trace
+    from rstck._internal.trace import PINNED_CONTEXT
+    from rstck._internal.trace import Trace
 
     trace = Trace(5)
     for i in range(10):
@@ -84,7 +84,7 @@ def test_a_cancel_or_a_request_zero_in_the_middle_is_kept_with_its_context() -> 
 
 
 def test_a_record_a_check_cites_as_it_flags_it_is_kept() -> None:
-    from rstck.trace import Trace
+    from rstck._internal.trace import Trace
 
     trace = Trace(10)
     for i in range(30):

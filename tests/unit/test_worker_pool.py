@@ -8,11 +8,11 @@ import time
 from typing import Any
 
 import pytest
-from rstck import worker
-from rstck.reach import _kit_only
-from rstck.worker import IDLE_NAME
-from rstck.worker import Worker
-from rstck.worker import spawn
+from rstck._internal import worker
+from rstck._internal.reach import _kit_only
+from rstck._internal.worker import IDLE_NAME
+from rstck._internal.worker import Worker
+from rstck._internal.worker import spawn
 
 
 def _idle_again(thread: threading.Thread, timeout: float = 5.0) -> None:

@@ -47,9 +47,9 @@ def test_elements_after_cancel_are_legal_when_they_stop(label: str, rule: str, n
 
 
 def test_the_rule_context_matrix_names_only_tests_that_run_and_every_rule() -> None:
+    from rstck._internal.matrix import CONTEXTS
+    from rstck._internal.matrix import RULE_CELLS
     from rstck.generated_docs import matrix_cells
-    from rstck.matrix import CONTEXTS
-    from rstck.matrix import RULE_CELLS
     from rstck.rules import RULES
     from rstck.verifications import VERIFICATIONS
 

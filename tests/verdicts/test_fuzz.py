@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rstck.fuzz import search as fuzz_search
-from rstck.fuzz.publisher_side import render as render_publisher
-from rstck.fuzz.publisher_side import size
-from rstck.fuzz.scenario import ReplayError
-from rstck.fuzz.scenario import decode
-from rstck.fuzz.scenario import encode
-from rstck.fuzz.search import Budget
-from rstck.fuzz.search import Outcome
+from rstck._internal.fuzz import search as fuzz_search
+from rstck._internal.fuzz.publisher_side import render as render_publisher
+from rstck._internal.fuzz.publisher_side import size
+from rstck._internal.fuzz.scenario import ReplayError
+from rstck._internal.fuzz.scenario import decode
+from rstck._internal.fuzz.scenario import encode
+from rstck._internal.fuzz.search import Budget
+from rstck._internal.fuzz.search import Outcome
+from rstck._internal.runner import run_test
+from rstck._internal.verifications._racing import aggressive_switching
 from rstck.reference import async_range_publisher
 from rstck.reference import async_subscriber
 from rstck.reference import async_whitebox_subscriber
@@ -34,13 +36,11 @@ from rstck.reference import range_publisher
 from rstck.reference import sync_subscriber
 from rstck.reference import sync_whitebox_subscriber
 from rstck.results import TestResult
-from rstck.runner import run_test
 from rstck.settings import Settings
 from rstck.subjects import PublisherSubject
 from rstck.subjects import SubscriberSubject
 from rstck.subjects import WhiteboxSubject
 from rstck.verifications import VERIFICATIONS
-from rstck.verifications._racing import aggressive_switching
 
 from tests.broken import order_dependent as od
 from tests.broken import publishers as bp
@@ -218,8 +218,8 @@ def test_a_factory_0_that_is_not_an_empty_stream_is_left_out_not_accused(subscri
 
 
 def test_without_an_empty_stream_no_scenario_is_generated_or_shrunk_to_factory_0() -> None:
-    from rstck.fuzz.publisher_side import candidates
-    from rstck.fuzz.publisher_side import generator
+    from rstck._internal.fuzz.publisher_side import candidates
+    from rstck._internal.fuzz.publisher_side import generator
 
     rng = random.Random(7)
     without = generator(Settings(), subscribers=3, failed=True, empty=False)
@@ -276,7 +276,7 @@ def test_shrinking_keeps_the_rule_and_drops_what_does_not_matter() -> None:
 
     big = (16, (("request", 5, "thread"),), ((0, 2, ("cancel", "here")),),
            (("run",), ("request", 0, 7, "thread"), ("request", 0, 2, "here"), ("cancel", 0, "here")))
-    from rstck.fuzz.publisher_side import candidates
+    from rstck._internal.fuzz.publisher_side import candidates
 
     shrunk, cut = fuzz_search.shrink(execute(big), candidates, execute, 5.0, {"runs": 0})
     assert not cut
@@ -310,7 +310,7 @@ def test_a_damaged_token_stops_a_run_before_any_test_while_settings_keep_it_as_t
 
 
 def test_generated_scenarios_reach_every_kind_of_step() -> None:
-    from rstck.fuzz.publisher_side import generator
+    from rstck._internal.fuzz.publisher_side import generator
 
     generate = generator(Settings(), subscribers=3, failed=True)
     rng = random.Random(7)
@@ -400,7 +400,7 @@ def _drawn(budget: Budget) -> list[int]:
 
 def test_the_random_phase_draws_the_same_scenarios_locally_and_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     """A baseline written on a laptop must hold in CI: the search is a function of the code."""
-    from rstck.fuzz.verify import _budget
+    from rstck._internal.fuzz.verify import _budget
 
     local = _drawn(_budget(Settings(fuzz_examples=10)))
     monkeypatch.setenv("CI", "true")
@@ -577,8 +577,8 @@ def test_the_systematic_scenarios_never_accuse_a_conforming_publisher(verificati
 
 
 def test_the_systematic_phase_spells_every_short_scenario_once_in_a_fixed_order() -> None:
+    from rstck._internal.fuzz import publisher_scenarios as ps
     from rstck.api import MAX_DEMAND
-    from rstck.fuzz import publisher_scenarios as ps
 
     settings = Settings(max_elements=100)
     two = list(ps.systematic(settings, 2))
@@ -641,8 +641,8 @@ def test_the_systematic_phase_runs_first_stops_at_the_first_failure_and_skips_th
 
 
 def test_shrinking_merges_requests_and_lowers_amounts_to_the_alphabet() -> None:
+    from rstck._internal.fuzz.publisher_side import candidates
     from rstck.errors import RuleViolation
-    from rstck.fuzz.publisher_side import candidates
 
     def execute(scenario: Any) -> Outcome:
         n, _first, _reactions, steps = scenario
@@ -665,7 +665,7 @@ def test_a_stream_that_ends_silently_is_1_5_even_when_a_non_positive_request_fol
 
 
 def test_an_action_from_every_on_next_is_shown_and_replayed() -> None:
-    from rstck.fuzz.publisher_side import EVERY
+    from rstck._internal.fuzz.publisher_side import EVERY
 
     scenario = (4, (), ((0, EVERY, ("request", 1, "here")),), (("request", 0, 1, "here"),))
     assert render_publisher(scenario)[0] == ("1. subscribe probe to factory(4) (4 elements); "

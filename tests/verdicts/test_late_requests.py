@@ -20,14 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from rstck._internal.environment import Environment
+from rstck._internal.watching import all_busy_in_subjects_code
+from rstck._internal.watching import runs_code_of
 from rstck.engine import run_verification
-from rstck.environment import Environment
 from rstck.manual import ManualPublisher
 from rstck.settings import Settings
 from rstck.subjects import SubscriberSubject
 from rstck.subjects import WhiteboxSubject
-from rstck.watching import all_busy_in_subjects_code
-from rstck.watching import runs_code_of
 
 from tests.broken import subscribers as broken
 from tests.conforming import subscribers as conforming

@@ -12,18 +12,18 @@ import weakref
 from typing import Any
 
 import pytest
+from rstck._internal.runner import run_test
+from rstck._internal.verifications import processor
+from rstck._internal.verifications import publisher
+from rstck._internal.verifications import subscriber_whitebox
 from rstck.engine import run_verification
 from rstck.reference import IdentityProcessor
 from rstck.reference import identity_processor
 from rstck.reference.processors import ProcessorShutDown
 from rstck.results import TestResult
-from rstck.runner import run_test
 from rstck.settings import Settings
 from rstck.subjects import ProcessorSubject
 from rstck.verifications import VERIFICATIONS
-from rstck.verifications import processor
-from rstck.verifications import publisher
-from rstck.verifications import subscriber_whitebox
 
 from tests.broken import processors as broken
 from tests.conforming.processors import MapProcessor
@@ -389,8 +389,8 @@ def test_the_upstream_feeding_a_processor_makes_no_pause_per_request(monkeypatch
     # A pause inside each request() hands the interpreter to the feeder thread once per element:
     # the long streams then cost a thread switch per element. The race hunts keep their pauses.
     import rstck.manual
-    from rstck.contexts.processor import ProcessorContext
-    from rstck.environment import Environment
+    from rstck._internal.contexts.processor import ProcessorContext
+    from rstck._internal.environment import Environment
     from rstck.probe import ProbeSubscriber
 
     sleeps: list[float] = []

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from rstck._internal.runner import run_test
+from rstck._internal.verifications.publisher import TESTS
 from rstck.api import FailedPublisherFactory
 from rstck.api import PublisherFactory
 from rstck.contexts import PublisherContext
@@ -26,10 +28,8 @@ from rstck.reference import async_range_publisher
 from rstck.reference import failed_publisher
 from rstck.reference import range_publisher
 from rstck.registry import TckTest
-from rstck.runner import run_test
 from rstck.settings import Settings
 from rstck.subjects import PublisherSubject
-from rstck.verifications.publisher import TESTS
 
 from tests.verdicts.evidence import assert_cites_kept_records
 

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from rstck.contexts.rs_publisher import RsPublisherContext
+from rstck._internal.contexts.rs_publisher import RsPublisherContext
+from rstck._internal.runner import run_test
 from rstck.editions import EDITIONS
 from rstck.editions import check_tables
 from rstck.editions import rule_map_markdown
 from rstck.results import TestResult
 from rstck.rules import RULES
-from rstck.runner import run_test
 from rstck.settings import Settings
 from rstck.subjects import PublisherSubject
 from rstck.verifications import for_edition
@@ -103,7 +103,7 @@ def test_broken_rs_publishers_fail_on_their_rs_rule(factory: object, test: str, 
 
 
 def test_every_test_of_the_editions_own_has_a_broken_case() -> None:
-    from rstck.verifications.rs_publisher import OWN
+    from rstck._internal.verifications.rs_publisher import OWN
 
     assert {t.name for t in OWN} <= {test for _, test, _, _ in CASES}
 

@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rstck._internal.environment import Environment
+from rstck._internal.runner import run_test
+from rstck._internal.verifications import subscriber_blackbox
+from rstck._internal.verifications import subscriber_whitebox
 from rstck.engine import run_verification
-from rstck.environment import Environment
 from rstck.manual import ManualPublisher
 from rstck.reference import AsyncSubscriber
 from rstck.reference import SerialSubscription
@@ -26,13 +29,10 @@ from rstck.reference import async_whitebox_subscriber
 from rstck.reference import sync_subscriber
 from rstck.reference import sync_whitebox_subscriber
 from rstck.results import TestResult
-from rstck.runner import run_test
 from rstck.settings import Settings
 from rstck.subjects import SubscriberSubject
 from rstck.subjects import WhiteboxSubject
 from rstck.verifications import VERIFICATIONS
-from rstck.verifications import subscriber_blackbox
-from rstck.verifications import subscriber_whitebox
 from rstck.whitebox import WhiteboxProbe
 
 from tests.broken import subscribers as broken
@@ -385,7 +385,7 @@ def test_late_requests_that_work_or_the_tck_explain_are_not_flagged(env: Environ
     pulled.subscription.excuse()  # a whitebox puppet pulled after the end
     pulled.subscription.request(1)
     assert flagged(env) == []
-    # A thread of someone else's that could still call: the watch does not end early (rstck.reach).
+    # A thread of someone else's that could still call: the watch does not end early (rstck._internal.reach).
     threading.Thread(target=time.sleep, args=(0.5,), name="Thread-other", daemon=True).start()
     started = time.monotonic()
     busy.closing_after_terminal(window=0.2)()  # watches the whole window, then stops

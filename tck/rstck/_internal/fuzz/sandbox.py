@@ -1,0 +1,107 @@
+"""One environment per scenario: its own trace and problems, the verification's watchdog.
+
+The search runs dozens of scenarios inside one verification; each must be judged on what it
+alone did, so each gets a fresh ``Environment``. Calls into the subject still go through the
+verification's dispatch (its event loop under ``--rs-loop=asyncio``) and stay visible to the
+verification's watchdog, so a subject that blocks costs this verification, not the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from collections.abc import Iterator
+from typing import Any
+
+from ..environment import Environment
+from ..worker import spawn
+
+
+class ScenarioEnvironment(Environment):
+    """An environment nested in the verification's: own records, shared dispatch and watchdog."""
+
+    def __init__(self, outer: Environment) -> None:
+        super().__init__(outer.settings)
+        self.outer = outer
+        self.dispatch = outer.dispatch
+        self.rule = outer.rule
+        self.body_ident = outer.body_ident
+
+    def bump(self) -> None:
+        self.outer.bump()
+
+    @contextlib.contextmanager
+    def calling(self, label: str) -> Iterator[None]:
+        with self.outer.calling(label):
+            yield
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """A scenario's wait is the verification's: other tests may call meanwhile."""
+        with self.outer.aside():
+            yield
+
+
+def linked_contexts(ctx: Any) -> list[Any]:
+    """``ctx`` and every context it works through (a processor's views and the processor's own).
+
+    They all hold the environment they record into, so a scenario must switch all of them.
+    """
+    from ...contexts import Context
+
+    found: list[Any] = []
+    stack = [ctx]
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, Context) or any(item is seen for seen in found):
+            continue
+        found.append(item)
+        stack.extend(value for value in vars(item).values() if isinstance(value, Context))
+        subject = getattr(item, "subject", None)
+        makers = [getattr(subject, "factory", None), getattr(subject, "failed_factory", None),
+                  getattr(item, "whitebox_subscriber", None)]
+        stack.extend(getattr(maker, "__self__", None) for maker in makers)
+    return found
+
+
+@contextlib.contextmanager
+def scenario_env(ctx: Any) -> Iterator[ScenarioEnvironment]:
+    """Point ``ctx`` (and its linked contexts) at a fresh scenario environment; close what it opened."""
+    outer: Environment = ctx.env
+    env = ScenarioEnvironment(outer)
+    contexts = linked_contexts(ctx)
+    opened = [(len(getattr(c, "_upstreams", ())), len(getattr(c, "_probes", ()))) for c in contexts]
+    for context in contexts:
+        context.env = env
+    enclosing, outer.nested = outer.nested, env
+    try:
+        with env:
+            yield env
+    finally:
+        outer.nested = enclosing
+        for context, (upstream_count, probe_count) in zip(contexts, opened, strict=True):
+            context.env = outer
+            upstreams = getattr(context, "_upstreams", None)
+            if upstreams is not None:
+                for upstream in upstreams[upstream_count:]:
+                    upstream.close()
+                del upstreams[upstream_count:]
+            probes = getattr(context, "_probes", None)
+            if probes is not None:
+                del probes[probe_count:]  # the scenario's own: closed with its environment
+
+
+def call_on_thread(env: Environment, label: str, fn: Callable[[], Any], timeout: float) -> bool:
+    """Run ``fn`` on a kit thread of its own and wait for it; False if it did not return in time."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            fn()
+        finally:
+            done.set()
+
+    with env.calling(label):
+        spawn(run, "rs-tck-fuzz-caller")
+        return done.wait(timeout)

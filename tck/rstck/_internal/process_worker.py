@@ -1,0 +1,142 @@
+"""A worker process of a run of several subjects: ``python -m rstck._internal.process_worker``.
+
+It reads the host's messages on stdin, one JSON object a line (``rstck.processes``): first
+``hello`` (the host's ``sys.path``, the run's settings and rule selection), then ``run`` with a
+share of subjects (``Recipe``s), which it rebuilds and runs as one joint schedule, writing each
+test's result back as its verdict is final, then ``done``; ``stop`` (or the end of stdin) ends it.
+
+The protocol has a descriptor of its own: what a subject prints goes to stderr, not into the
+results. A heartbeat line every second tells the host the process is alive while a long test
+(a fuzz search) holds results back.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import random
+import sys
+import threading
+import traceback
+from collections.abc import Mapping
+from typing import IO
+from typing import Any
+
+from ..processes import BEAT_S
+from ..processes import Recipe
+from ..processes import subject_record
+from ..processes import write_message
+
+
+def main() -> int:
+    # The protocol's own descriptor: fd 1 then points at stderr, so a subject's prints (and a
+    # library's logging to stdout) cannot break a line of it.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    # What every share needs, imported before the host's first word: a worker started ahead
+    # (``rstck.processes.spare``) does it while the host still collects.
+    importlib.import_module("..engine", __package__)
+    importlib.import_module(".fuzz.verify", __package__)
+    lock = threading.Lock()
+    stop = threading.Event()
+    threading.Thread(target=_beat, args=(out, lock, stop), name="rs-tck-heartbeat", daemon=True).start()
+    state: dict[str, Any] = {}
+    try:
+        for line in sys.stdin.buffer:
+            message = json.loads(line)
+            op = message.get("op")
+            if op == "hello":
+                state = _hello(message)
+                write_message(out, lock, {"op": "ready"})
+            elif op == "run":
+                _run_share(state, [Recipe.from_json(r) for r in message["subjects"]], out, lock)
+                write_message(out, lock, {"op": "done"})
+            elif op == "stop":
+                break
+    finally:
+        stop.set()
+        out.flush()
+    return 0
+
+
+def _beat(out: IO[bytes], lock: threading.Lock, stop: threading.Event) -> None:
+    while not stop.wait(BEAT_S):
+        try:
+            write_message(out, lock, {"op": "beat"})
+        except (OSError, ValueError):  # the host went away
+            os._exit(0)
+
+
+def _hello(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The run as the host has it: its import path, settings, rule selection, seed."""
+    from ..settings import from_json
+
+    for entry in reversed(message.get("sys_path", [])):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    if message.get("seed") is not None:  # RS_TCK_SEED: a subject's randomness takes the host's path
+        random.seed(int(message["seed"]))
+    settings = from_json(message["settings"], frozenset(message.get("explicit", ())))
+    return {"settings": settings, "rules": list(message.get("rules", ())),
+            "skip_rules": list(message.get("skip_rules", ()))}
+
+
+def _run_share(state: Mapping[str, Any], recipes: list[Recipe], out: IO[bytes], lock: threading.Lock) -> None:
+    """Rebuild each subject; run those rebuilt as one joint schedule, each result written back."""
+    from ..engine import Run
+    from ..engine import joint
+
+    parts: list[tuple[Run, list[Any]]] = []
+    keys: list[tuple[str, str]] = []
+    for recipe in recipes:
+        try:
+            run = rebuild(recipe, state["settings"], state["rules"], state["skip_rules"])
+            by_id = {t.test_id: t for t in run.tests}
+            missing = [t for t in recipe.tests if t not in by_id]
+            if missing:
+                raise LookupError(f"no test {missing[0]} in its verification here")
+        except BaseException as exc:  # the host runs it itself
+            why = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            write_message(out, lock, {"op": "unbuilt", "key": recipe.key, "why": why})
+            continue
+        parts.append((run, [by_id[t] for t in recipe.tests]))
+        keys += [(recipe.key, t) for t in recipe.tests]
+    if not parts:
+        return
+    runs = [run for run, tests in parts for _t in tests]
+    schedule = joint(parts) if len(parts) > 1 else parts[0][0].schedule(parts[0][1])
+    for (key, test), run, result in zip(keys, runs, schedule.results(), strict=True):
+        write_message(out, lock, {"op": "result", "key": key, "test": test, "result": run.present(result).to_json()})
+
+
+def rebuild(recipe: Recipe, settings: Any, rules: list[str], skip_rules: list[str]) -> Any:
+    """The subject's ``Run``, made here as the host made it: the same module, attribute, declaration."""
+    from .. import pytest as declarations
+    from ..engine import declared_run
+    from ..subjects import default_resolve
+    from ..verifications import VERIFICATIONS
+
+    obj: Any = importlib.import_module(recipe.module)
+    for part in recipe.attr.split("."):
+        obj = getattr(obj, part)
+    declaration = declarations.declaration_of(obj, recipe.attr.rpartition(".")[2] if recipe.declared else None)
+    failed: Any = default_resolve(recipe.failed, "failed_publisher") if recipe.failed else None
+    if declaration is not None:
+        declaration.check()
+        obj = declaration.subject
+        if isinstance(obj, str):
+            obj = default_resolve(obj, recipe.kind)
+        if failed is None and declaration.failed is not None:
+            failed = declaration.failed
+            if isinstance(failed, str):
+                failed = default_resolve(failed, "failed_publisher")
+    subject = subject_record(recipe.kind, obj, failed, recipe.spec, VERIFICATIONS[recipe.kind].load_subject)
+    return declared_run(recipe.kind, subject, settings, declaration, rules=rules, skip_rules=skip_rules)
+
+if __name__ == "__main__":
+    code = main()
+    sys.stderr.flush()
+    # Threads a subject leaked must not keep the worker alive once the host is done with it.
+    os._exit(code)

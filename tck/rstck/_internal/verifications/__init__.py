@@ -1,0 +1,3 @@
+"""The private modules behind ``rstck.verifications``, its front door."""
+
+from __future__ import annotations
