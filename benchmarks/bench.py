@@ -50,7 +50,6 @@ from typing import Any
 
 from rstck._internal.environment import Environment
 from rstck.api import MAX_DEMAND
-from rstck.engine import run_verification
 from rstck.manual import ManualPublisher
 from rstck.probe import ProbeSubscriber
 from rstck.reference import failed_publisher
@@ -58,6 +57,7 @@ from rstck.reference import identity_processor
 from rstck.reference import range_publisher
 from rstck.reference import sync_subscriber
 from rstck.reference import sync_whitebox_subscriber
+from rstck.run_api import run_verification
 from rstck.settings import Settings
 from rstck.subjects import ProcessorSubject
 from rstck.subjects import PublisherSubject

@@ -43,7 +43,7 @@ def _preload() -> None:
     """Import here what every mutant's process needs, so each fork starts warm."""
     import rstck._internal.fuzz.search
     import rstck._internal.fuzz.verify
-    import rstck.engine  # noqa: F401
+    import rstck.run_api  # noqa: F401
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:

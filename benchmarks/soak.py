@@ -34,7 +34,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rstck.engine import run_verification
 from rstck.reference import async_range_publisher
 from rstck.reference import async_subscriber
 from rstck.reference import async_whitebox_subscriber
@@ -44,6 +43,7 @@ from rstck.reference import range_publisher
 from rstck.reference import sync_subscriber
 from rstck.reference import sync_whitebox_subscriber
 from rstck.results import TestResult
+from rstck.run_api import run_verification
 from rstck.settings import Settings
 from rstck.subjects import ProcessorSubject
 from rstck.subjects import PublisherSubject

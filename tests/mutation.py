@@ -4,7 +4,7 @@ The kit is measured the way it measures subjects: every reference module (``rstc
 is conforming, so a one-token change to it that alters what a rule governs must make some
 required test fail. A mutant is built from the module's AST (no mutation tool: the operators
 are few and must be stable across runs), loaded under a module name of its own (the installed
-source is never touched) and run through ``rstck.engine.run_verification`` for the kinds the
+source is never touched) and run through ``rstck.run_api.run_verification`` for the kinds the
 module's factories are subjects of. Each mutant runs in a process of its own with a deadline,
 because a mutant may hang or crash.
 
@@ -350,7 +350,7 @@ def verdict(file: str, source: str, *, fuzz: bool, label: str = "") -> Iterator[
 
     Stops at the first killing result: the kit has caught the mutant, the rest would be waste.
     """
-    from rstck.engine import run_verification
+    from rstck.run_api import run_verification
     from rstck.settings import Settings
 
     try:

@@ -15,10 +15,10 @@ from typing import Protocol
 
 import pluggy
 import pytest
-from rstck.engine import Run
 from rstck.results import Level
 from rstck.results import RunResults
 from rstck.results import TestResult
+from rstck.run_api import Run
 from rstck.settings import Settings
 
 

@@ -12,7 +12,7 @@ plugins, the campaign and users may import (what a test a user adds through
 
 - ``rstck`` these names (``python -m rstck`` is the command line; its module is no import)
 - ``rstck.api`` the Reactive Streams interfaces a subject implements
-- ``rstck.engine`` the run API: ``Run`` (select the tests, apply the subject's declared
+- ``rstck.run_api`` the run API: ``Run`` (select the tests, apply the subject's declared
   settings, schedule, results and their document), ``run_verification``, ``Schedule``
 - ``rstck.pytest`` verifications declared in a library's tests (one subject each), which the
   pytest host collects; it imports no test framework
@@ -55,9 +55,6 @@ if TYPE_CHECKING:
     from .api import Publisher
     from .api import Subscriber
     from .api import Subscription
-    from .engine import Run
-    from .engine import run_publisher_verification
-    from .engine import run_verification
     from .errors import NotVerified
     from .errors import RuleViolation
     from .errors import SetupError
@@ -65,6 +62,9 @@ if TYPE_CHECKING:
     from .results import TestResult
     from .rules import RULES
     from .rules import Rule
+    from .run_api import Run
+    from .run_api import run_publisher_verification
+    from .run_api import run_verification
     from .settings import Settings
     from .subjects import ProcessorSubject
     from .subjects import PublisherSubject
@@ -76,16 +76,16 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 #: Where each public name lives: loaded on first use, so that importing one module of the
-#: core (``rstck._internal.runner``, ``rstck.probe``) does not load the verifications and the engine.
+#: core (``rstck._internal.one_test``, ``rstck.probe``) does not load the verifications and the engine.
 _LAZY = {
     "MAX_DEMAND": "api",
     "Processor": "api",
     "Publisher": "api",
     "Subscriber": "api",
     "Subscription": "api",
-    "Run": "engine",
-    "run_publisher_verification": "engine",
-    "run_verification": "engine",
+    "Run": "run_api",
+    "run_publisher_verification": "run_api",
+    "run_verification": "run_api",
     "NotVerified": "errors",
     "RuleViolation": "errors",
     "SetupError": "errors",

@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("rsocket")
 
-from rstck.engine import run_verification
 from rstck.results import TestResult
+from rstck.run_api import run_verification
 from rstck.settings import Settings
 from rstck.subjects import SubscriberSubject
 from rstck_plugins.adapters.rsocket import ADAPTER as RSOCKET

@@ -15,9 +15,9 @@ from typing import Any
 
 import html5lib
 import pytest
-from rstck.engine import run_verification
-from rstck.engine import select
 from rstck.results import document
+from rstck.run_api import run_verification
+from rstck.run_api import select
 from rstck.subjects import load_publisher_subject
 from rstck.verifications import VERIFICATIONS
 from rstck_plugins.campaign import cli

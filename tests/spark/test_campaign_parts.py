@@ -17,10 +17,10 @@ from typing import Any
 import html5lib
 import jsonschema
 import pytest
-from rstck.engine import run_verification
-from rstck.engine import select
 from rstck.results import RunResults
 from rstck.results import document
+from rstck.run_api import run_verification
+from rstck.run_api import select
 from rstck.subjects import load_publisher_subject
 from rstck.verifications import VERIFICATIONS
 from rstck_plugins.campaign import cli

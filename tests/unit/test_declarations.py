@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 import rstck.pytest as rs
-from rstck.engine import Run
 from rstck.errors import SetupError
 from rstck.reference import range_publisher
 from rstck.results import Level
 from rstck.results import Outcome
 from rstck.results import TestResult
 from rstck.results import Verdict
+from rstck.run_api import Run
 from rstck_plugins.reports import baseline
 
 

@@ -15,8 +15,8 @@ def _schedule_log(bodies: list[tuple[str, Any]], concurrency: int = 1,
                   settings: Settings | None = None) -> tuple[list[TestResult], list[tuple[str, str, float]]]:
     """Run ``bodies`` (level, body(ctx, log)) through a Schedule; every body logs what it does."""
     from rstck.contexts import Context
-    from rstck.engine import Schedule
     from rstck.registry import TckTest
+    from rstck.run_api import Schedule
 
     log: list[tuple[str, str, float]] = []
     lock = threading.Lock()
@@ -158,8 +158,8 @@ def test_a_fuzz_search_starts_before_the_rule_tests_and_no_result_is_handed_back
     result meanwhile (pytest parses source to report, and so may Hypothesis on the search's
     thread: CPython 3.11 does not allow both at once)."""
     from rstck.contexts import Context
-    from rstck.engine import Schedule
     from rstck.registry import TckTest
+    from rstck.run_api import Schedule
 
     log: list[tuple[str, str, float]] = []
 
@@ -228,8 +228,8 @@ class _CancelBlocks:
 
 
 def test_a_block_on_one_path_leaves_the_other_tests_their_verdicts_until_it_is_systematic() -> None:
-    from rstck.engine import BLOCKS_TO_STOP
-    from rstck.engine import run_verification
+    from rstck.run_api import BLOCKS_TO_STOP
+    from rstck.run_api import run_verification
     from rstck.subjects import PublisherSubject
 
     settings = Settings(timeout=0.3, no_signal_window=0.02, no_fuzz=True, skip_stochastic=True)

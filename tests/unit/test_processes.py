@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from rstck.engine import Run
 from rstck.processes import Pool
 from rstck.processes import Recipe
 from rstck.processes import shares
 from rstck.reference import range_publisher
+from rstck.run_api import Run
 from rstck.settings import Settings
 
 
@@ -93,8 +93,8 @@ def test_a_result_crosses_the_process_boundary_whole() -> None:
     test sees the traces and evidence of a pytest run cross too)."""
     import dataclasses
 
-    from rstck.engine import run_verification
     from rstck.results import TestResult
+    from rstck.run_api import run_verification
 
     from tests.broken.publishers import IgnoresRequestZero
     from tests.broken.publishers import factory

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rstck.engine import run_verification
 from rstck.errors import SetupError
 from rstck.reference import IdentityProcessor
 from rstck.reference import identity_processor
+from rstck.run_api import run_verification
 from rstck.settings import Settings
 from rstck.subjects import ProcessorSubject
 from rstck.subjects import PublisherSubject

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from rstck.engine import run_verification
+from rstck.run_api import run_verification
 from rstck.settings import Settings
 
 from ..conforming import real_designs

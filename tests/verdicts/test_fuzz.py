@@ -27,7 +27,7 @@ from rstck._internal.fuzz.scenario import decode
 from rstck._internal.fuzz.scenario import encode
 from rstck._internal.fuzz.search import Budget
 from rstck._internal.fuzz.search import Outcome
-from rstck._internal.runner import run_test
+from rstck._internal.one_test import run_test
 from rstck._internal.verifications._racing import aggressive_switching
 from rstck.reference import async_range_publisher
 from rstck.reference import async_subscriber
@@ -297,8 +297,8 @@ def test_replay_tokens_round_trip_and_bad_ones_are_named() -> None:
 
 
 def test_a_damaged_token_stops_a_run_before_any_test_while_settings_keep_it_as_text() -> None:
-    from rstck.engine import run_verification
     from rstck.fuzz import check_replay
+    from rstck.run_api import run_verification
 
     settings = Settings(fuzz_replay="rsfz1-publisher-AAAA")  # the token's format is the fuzzer's
     with pytest.raises(ReplayError, match="the token is damaged"):
@@ -424,7 +424,7 @@ def test_a_search_without_an_example_database_imports_no_part_of_hypothesis() ->
     """The seeds are the kit's own unless ``--rs-fuzz-db`` asks for Hypothesis' database: a
     default run pays neither its import nor its engine (a fresh process, as a user's)."""
     code = ("import sys\n"
-            "from rstck.engine import run_verification\n"
+            "from rstck.run_api import run_verification\n"
             "from rstck.reference import range_publisher\n"
             "from rstck.settings import Settings\n"
             "from rstck.subjects import PublisherSubject\n"

@@ -23,8 +23,8 @@ import pytest
 from rstck._internal.environment import Environment
 from rstck._internal.watching import all_busy_in_subjects_code
 from rstck._internal.watching import runs_code_of
-from rstck.engine import run_verification
 from rstck.manual import ManualPublisher
+from rstck.run_api import run_verification
 from rstck.settings import Settings
 from rstck.subjects import SubscriberSubject
 from rstck.subjects import WhiteboxSubject

@@ -12,8 +12,8 @@ import threading
 import time
 from typing import Any
 
-from rstck.engine import run_verification
 from rstck.reference import async_range_publisher
+from rstck.run_api import run_verification
 from rstck.settings import Settings
 from rstck.subjects import PublisherSubject
 
@@ -130,7 +130,7 @@ class _Trickle:
 
 def test_a_slow_but_steady_publisher_is_not_accused_of_losing_demand() -> None:
     """300 elements at 3 ms each take three times the 0.3 s timeout: that is not a stall."""
-    from rstck.engine import run_publisher_verification
+    from rstck.run_api import run_publisher_verification
     from rstck.subjects import PublisherSubject
 
     # max_elements leaves out the 3.8 tests of thousands of elements (minutes at 3 ms each).

@@ -12,15 +12,15 @@ import weakref
 from typing import Any
 
 import pytest
-from rstck._internal.runner import run_test
+from rstck._internal.one_test import run_test
 from rstck._internal.verifications import processor
 from rstck._internal.verifications import publisher
 from rstck._internal.verifications import subscriber_whitebox
-from rstck.engine import run_verification
 from rstck.reference import IdentityProcessor
 from rstck.reference import identity_processor
 from rstck.reference.processors import ProcessorShutDown
 from rstck.results import TestResult
+from rstck.run_api import run_verification
 from rstck.settings import Settings
 from rstck.subjects import ProcessorSubject
 from rstck.verifications import VERIFICATIONS

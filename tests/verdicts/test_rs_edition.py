@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from rstck._internal.contexts.rs_publisher import RsPublisherContext
-from rstck._internal.runner import run_test
+from rstck._internal.one_test import run_test
 from rstck.editions import EDITIONS
 from rstck.editions import check_tables
 from rstck.editions import rule_map_markdown
@@ -192,7 +192,7 @@ def test_jvm_results_keep_their_shape() -> None:
 
 
 def test_the_engine_runs_an_edition_without_pytest() -> None:
-    from rstck.engine import run_verification
+    from rstck.run_api import run_verification
 
     subject = PublisherSubject(conforming.async_range, conforming.failed, label="async")
     results = run_verification("publisher", subject, SETTINGS, rules=["1.11", "3.12"])

@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 from rstck._internal.environment import Environment
-from rstck._internal.runner import run_test
+from rstck._internal.one_test import run_test
 from rstck._internal.verifications import subscriber_blackbox
 from rstck._internal.verifications import subscriber_whitebox
-from rstck.engine import run_verification
 from rstck.manual import ManualPublisher
 from rstck.reference import AsyncSubscriber
 from rstck.reference import SerialSubscription
@@ -29,6 +28,7 @@ from rstck.reference import async_whitebox_subscriber
 from rstck.reference import sync_subscriber
 from rstck.reference import sync_whitebox_subscriber
 from rstck.results import TestResult
+from rstck.run_api import run_verification
 from rstck.settings import Settings
 from rstck.subjects import SubscriberSubject
 from rstck.subjects import WhiteboxSubject

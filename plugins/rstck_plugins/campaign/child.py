@@ -94,8 +94,8 @@ def main(argv: list[str]) -> int:
         if entry not in sys.path:
             sys.path.insert(0, entry)
 
-    from rstck.engine import Run
     from rstck.errors import SetupError
+    from rstck.run_api import Run
     from rstck.settings import Settings
 
     try:

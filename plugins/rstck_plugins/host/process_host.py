@@ -21,7 +21,6 @@ import sys
 from typing import Any
 
 import pytest
-from rstck.engine import joinable
 from rstck.processes import Pool
 from rstck.processes import Recipe
 from rstck.processes import cost_of
@@ -30,6 +29,7 @@ from rstck.processes import lost
 from rstck.processes import processes_for
 from rstck.processes import spare
 from rstck.results import TestResult
+from rstck.run_api import joinable
 
 from ..state import RsTckState
 from ..state import SubjectEntry

@@ -26,11 +26,6 @@ from _pytest._code.code import ReprTraceback
 from _pytest._code.code import TerminalRepr
 from rstck import editions
 from rstck.editions import DEFAULT as DEFAULT_EDITION
-from rstck.engine import Run
-from rstck.engine import Schedule
-from rstck.engine import declared_run
-from rstck.engine import joinable
-from rstck.engine import joint
 from rstck.errors import SetupError
 from rstck.fuzz import check_replay
 from rstck.registry import TckTest
@@ -40,6 +35,11 @@ from rstck.results import TestResult
 from rstck.results import Verdict
 from rstck.rules import RULES
 from rstck.rules import VALID_IDS
+from rstck.run_api import Run
+from rstck.run_api import Schedule
+from rstck.run_api import declared_run
+from rstck.run_api import joinable
+from rstck.run_api import joint
 from rstck.settings import KNOBS
 from rstck.settings import Settings
 from rstck.settings import metavar

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 from rstck import pytest as rstck_pytest
-from rstck.engine import settings_for
 from rstck.errors import SetupError
 from rstck.processes import subject_record
 from rstck.pytest import Declaration
+from rstck.run_api import settings_for
 from rstck.settings import Settings
 from rstck.subjects import FAILED_ROLE
 from rstck.subjects import smoke_check

@@ -37,7 +37,7 @@ def main() -> int:
     sys.stdout = sys.stderr
     # What every share needs, imported before the host's first word: a worker started ahead
     # (``rstck.processes.spare``) does it while the host still collects.
-    importlib.import_module("..engine", __package__)
+    importlib.import_module("..run_api", __package__)
     importlib.import_module(".fuzz.verify", __package__)
     lock = threading.Lock()
     stop = threading.Event()
@@ -85,8 +85,8 @@ def _hello(message: Mapping[str, Any]) -> dict[str, Any]:
 
 def _run_share(state: Mapping[str, Any], recipes: list[Recipe], out: IO[bytes], lock: threading.Lock) -> None:
     """Rebuild each subject; run those rebuilt as one joint schedule, each result written back."""
-    from ..engine import Run
-    from ..engine import joint
+    from ..run_api import Run
+    from ..run_api import joint
 
     parts: list[tuple[Run, list[Any]]] = []
     keys: list[tuple[str, str]] = []
@@ -114,7 +114,7 @@ def _run_share(state: Mapping[str, Any], recipes: list[Recipe], out: IO[bytes], 
 def rebuild(recipe: Recipe, settings: Any, rules: list[str], skip_rules: list[str]) -> Any:
     """The subject's ``Run``, made here as the host made it: the same module, attribute, declaration."""
     from .. import pytest as declarations
-    from ..engine import declared_run
+    from ..run_api import declared_run
     from ..subjects import default_resolve
     from ..verifications import VERIFICATIONS
 

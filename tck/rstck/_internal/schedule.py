@@ -25,9 +25,9 @@ from ..results import Level
 from ..results import TestResult
 from ..settings import Settings
 from .environment import Environment
+from .one_test import not_run
+from .one_test import run_test
 from .reach import waiting_for_results
-from .runner import not_run
-from .runner import run_test
 from .worker import spawn
 
 #: Tests that found the subject blocking its caller after which the rest are not run.

@@ -19,9 +19,9 @@ from ...evidence import cite
 from ...evidence import last_seq
 from ...matrix import EVERY_PUBLISHER_TEST
 from ...matrix import Cover
+from ...one_test import stall_limit
 from ...parity import Parity
 from ...parity import pub
-from ...runner import stall_limit
 from .._racing import aggressive_switching
 from ._common import _BOUNDARY_LENGTHS
 from ._common import VERIFICATION

@@ -19,10 +19,10 @@ from ...evidence import last_seq
 from ...evidence import seqs
 from ...matrix import EVERY_PUBLISHER_TEST
 from ...matrix import Cover
+from ...one_test import stall_limit
 from ...parity import SAME_UNTESTED
 from ...parity import Parity
 from ...parity import pub
-from ...runner import stall_limit
 from ...trace import Trace
 from ...trace import short_repr
 from ...worker import Worker

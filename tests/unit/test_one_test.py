@@ -14,7 +14,7 @@ from rstck.settings import Settings
 
 
 def _run(subscription: type, rule: str, **settings: Any) -> list[TestResult]:
-    from rstck.engine import run_publisher_verification
+    from rstck.run_api import run_publisher_verification
     from rstck.subjects import PublisherSubject
 
     from tests.broken.publishers import factory
@@ -120,7 +120,7 @@ def test_an_included_test_keeps_its_name_and_rule_and_runs_on_the_view_given() -
 
 
 def test_a_setup_error_is_a_failure_citing_no_rule() -> None:
-    from rstck.engine import run_publisher_verification
+    from rstck.run_api import run_publisher_verification
     from rstck.subjects import PublisherSubject
 
     def factory(n: int) -> object:
@@ -138,8 +138,8 @@ def test_a_starved_process_is_not_taken_for_a_blocking_subject(monkeypatch: pyte
     subject's silence. A request that truly never returns is still caught."""
     import time as real_time
 
-    from rstck._internal import runner
-    from rstck.engine import run_publisher_verification
+    from rstck._internal import one_test as runner
+    from rstck.run_api import run_publisher_verification
     from rstck.subjects import PublisherSubject
 
     class SlowRequest:
@@ -248,7 +248,7 @@ def _overrunning(violate: bool) -> Any:
 
 
 def test_a_test_stopped_at_its_time_limit_is_inconclusive_not_a_rule_failure() -> None:
-    from rstck._internal.runner import run_test
+    from rstck._internal.one_test import run_test
     from rstck.contexts import Context
 
     result = run_test(_overrunning(False), Context, Settings(timeout=0.2, test_limit=0.5))
@@ -265,7 +265,7 @@ def test_a_test_stopped_at_its_time_limit_is_inconclusive_not_a_rule_failure() -
 
 
 def test_a_violation_seen_before_the_time_limit_stays_the_verdict() -> None:
-    from rstck._internal.runner import run_test
+    from rstck._internal.one_test import run_test
     from rstck.contexts import Context
 
     result = run_test(_overrunning(True), Context, Settings(timeout=0.2, test_limit=0.5))
