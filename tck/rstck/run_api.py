@@ -144,7 +144,7 @@ def _as_subject(cls: type[Any], subject: Any) -> Any:
     by name, rather than failing every test on a rule."""
     if isinstance(subject, cls):
         return subject
-    if callable(subject) and not isinstance(subject, type) and not hasattr(subject, "ROLE"):
+    if callable(subject) and not hasattr(subject, "ROLE"):  # a class is a factory too; a record is not
         return cls(factory=subject)
     raise SetupError(f"expected a {cls.__name__} or its factory (a callable) for this verification, "
                      f"got {type(subject).__name__}: {subject!r:.80}")

@@ -7,8 +7,10 @@ import pytest
 from rstck import Run
 from rstck import run_verification
 from rstck.errors import SetupError
+from rstck.reference import IdentityProcessor
 from rstck.reference import range_publisher
 from rstck.settings import Settings
+from rstck.subjects import ProcessorSubject
 from rstck.subjects import PublisherSubject
 
 FAST = Settings(timeout=0.5, no_signal_window=0.05, gc_window=1.0, stochastic_iterations=10, no_fuzz=True)
@@ -55,6 +57,10 @@ def test_a_bare_factory_is_its_kinds_record_and_anything_else_is_refused_by_name
     assert results
     assert all(r.outcome.value in ("passed", "skipped") for r in results), [r.message for r in results]
     assert Run("publisher", range_publisher, FAST).label == "range_publisher"
+    # A processor class is its own factory (``factory() -> Processor``), as the loaders take it.
+    assert isinstance(Run("processor", IdentityProcessor, FAST).subject, ProcessorSubject)
+    with pytest.raises(SetupError, match="got type"):
+        Run("publisher", PublisherSubject, FAST)
     with pytest.raises(SetupError, match=r"expected a PublisherSubject or its factory .* got int"):
         Run("publisher", 42, FAST)
     with pytest.raises(SetupError, match="expected a ProcessorSubject"):
