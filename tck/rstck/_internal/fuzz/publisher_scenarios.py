@@ -7,6 +7,7 @@ docstring for what a scenario can do and the rules the verdict rests on.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -63,8 +64,15 @@ def sizes_for(settings: Settings, *, empty: bool = True) -> list[int]:
 def generator(settings: Settings, *, subscribers: int, failed: bool,
               empty: bool = True) -> Callable[[random.Random], Scenario]:
     """Scenarios ``(n, actions in on_subscribe, actions from on_next #i, steps)`` for a subject
-    (``empty``: whether factory(0) is an empty stream; if not, no scenario uses it)."""
-    sizes = sizes_for(settings, empty=empty)
+    (``empty``: whether factory(0) is an empty stream; if not, no scenario uses it).
+
+    The same function for the same sizes and subscribers, so that ``search.expand`` makes
+    each seed's scenario once per process."""
+    return _generator(tuple(sizes_for(settings, empty=empty)), subscribers, failed)
+
+
+@functools.lru_cache(maxsize=64)
+def _generator(sizes: tuple[int, ...], subscribers: int, failed: bool) -> Callable[[random.Random], Scenario]:
     # Mostly longer than what is requested, so that a miscount shows as an extra element.
     middle = [k for k in sizes if 7 <= k <= 16] or sizes
 
@@ -165,9 +173,20 @@ def systematic(settings: Settings, steps: int) -> Iterator[Scenario]:
     non-positive request only ``AFTER_END`` is tried. A subscriber that raises (``RAISE_WHERE``)
     is one more letter.
     """
-    if steps <= 0:
-        return
-    n = min(SYSTEMATIC_N, settings.max_elements) if settings.can_complete else settings.max_elements
+    if steps > 0:
+        n = min(SYSTEMATIC_N, settings.max_elements) if settings.can_complete else settings.max_elements
+        yield from _systematic(n, steps) if steps <= 2 else _spell_all(n, steps)
+
+
+@functools.lru_cache(maxsize=16)
+def _systematic(n: int, steps: int) -> tuple[Scenario, ...]:
+    """``systematic``'s scenarios of stream size ``n``, spelled once per process (a library's
+    subjects share them); the thorough level, 3 steps, is spelled as it runs (a cut search
+    stops spelling too)."""
+    return tuple(_spell_all(n, steps))
+
+
+def _spell_all(n: int, steps: int) -> Iterator[Scenario]:
     actions: list[tuple[Any, ...]] = [("request", k, "here") for k in ALPHABET_DEMAND] + [("cancel", "here")]
     letters = [(where, action) for action in actions for where in WHERE]
     letters += [(where, RAISE) for where in RAISE_WHERE]

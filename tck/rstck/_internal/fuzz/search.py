@@ -12,6 +12,7 @@ search pays Hypothesis' import and engine (about 0.15 s of CPU a run).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import random
@@ -49,6 +50,14 @@ def seeds(count: int, derandomize: bool) -> list[int]:
     rng = random.Random(SEED_SAMPLE) if derandomize else random.SystemRandom()
     count = max(0, min(count, 1 << SEED_BITS))
     return [0, *rng.sample(range(1, 1 << SEED_BITS), count - 1)] if count else []
+
+
+@functools.lru_cache(maxsize=4096)
+def expand(generate: Callable[[random.Random], Scenario], seed: int) -> Scenario:
+    """The scenario ``generate`` makes of ``seed``, made once per process: the seeds are a fixed
+    sample, so the subjects of one run (a library's twenty publishers) share their expansions
+    (a generator of the same settings is the same function: ``publisher_scenarios.generator``)."""
+    return generate(random.Random(seed))
 
 
 def _seeded(bits: tuple[bool, ...]) -> random.Random:
@@ -192,7 +201,8 @@ def search(
     generated ones; None if all pass.
 
     ``systematic`` (every short scenario of a small alphabet, deterministic) runs first, batched
-    through ``screen``; it stops at the first failure, and the random search does not run.
+    through ``screen``; it stops at the first failure, and the random search does not run. The
+    generated scenarios are batched through ``screen`` too.
 
     Each generated example expands a seed (``seeds``; Hypothesis' with an example database)
     into a scenario with the weights the generator gives. A failure that does not repeat is
@@ -213,8 +223,10 @@ def search(
         unconfirmed = finding  # seen once and never again: no finding; the random search still runs
     explored = counts["runs"]
     failed_at: list[float] = []
-    explore = _explore_with_database if budget.database else _explore
-    found, race = explore(generate, execute, budget, start, counts, failed_at)
+    if budget.database:
+        found, race = _explore_with_database(generate, execute, budget, start, counts, failed_at)
+    else:
+        found, race = _explore(generate, execute, budget, start, counts, failed_at, screen)
     budget.ran = counts["runs"] - explored
     if found is None:
         return unconfirmed  # the caller says in the trace that it was seen once, unreported
@@ -249,20 +261,32 @@ def _confirmed(first: Outcome, candidates: Callable[[Scenario], Iterator[Scenari
 
 
 def _explore(generate: Callable[[random.Random], Scenario], execute: Callable[[Scenario], Outcome],
-             budget: Budget, start: float, counts: dict[str, int],
-             failed_at: list[float]) -> tuple[Outcome | None, bool]:
-    """The first failing generated scenario, and whether it was a race (its replay passed)."""
-    for seed in seeds(budget.examples, budget.derandomize):
+             budget: Budget, start: float, counts: dict[str, int], failed_at: list[float],
+             screen: Callable[[list[Scenario]], bool] | None = None) -> tuple[Outcome | None, bool]:
+    """The first failing generated scenario, and whether it was a race (its replay passed).
+
+    With ``screen`` the scenarios are screened ``BATCH`` at a time, as the systematic ones: a
+    batch that fails runs again one scenario at a time, in order, so the first that fails on
+    its own is the same scenario, found after the same count, as without batching.
+    """
+    pending = iter(seeds(budget.examples, budget.derandomize))
+    while True:
         if time.monotonic() - start > budget.explore_s:
             counts["skipped"] += 1  # out of time: the remaining examples are not run
             break
-        scenario = generate(random.Random(seed))
-        counts["runs"] += 1
-        outcome = execute(scenario)
-        if outcome.violation is not None:
-            failed_at.append(time.monotonic())
+        batch = [expand(generate, seed) for seed in itertools.islice(pending, BATCH if screen else 1)]
+        if not batch:
+            break
+        if screen is not None and screen(batch):
+            counts["runs"] += len(batch)
+            continue
+        for scenario in batch:
             counts["runs"] += 1
-            return outcome, execute(scenario).violation is None
+            outcome = execute(scenario)
+            if outcome.violation is not None:
+                failed_at.append(time.monotonic())
+                counts["runs"] += 1
+                return outcome, execute(scenario).violation is None
     return None, False
 
 

@@ -17,6 +17,7 @@ lost the update would wait forever: rule 2.1, shown against the one-by-one run.
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 from collections.abc import Callable
@@ -38,8 +39,10 @@ from .search import pick
 _SIZES = (0, 1, 2, 3, 5, 8, 20, 50)
 
 
+@functools.lru_cache(maxsize=2)
 def generator(*, whitebox: bool) -> Callable[[random.Random], Scenario]:
-    """Scenarios ``(n, steps)``: an upstream of n elements and what it (or the puppet) does."""
+    """Scenarios ``(n, steps)``: an upstream of n elements and what it (or the puppet) does
+    (the same function each time, so that ``search.expand`` makes each seed's once)."""
 
     def generate(rng: random.Random) -> Scenario:
         def via() -> str:
