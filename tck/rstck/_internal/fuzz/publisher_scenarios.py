@@ -392,7 +392,9 @@ def _name(index: int) -> str:
     return "probe" if index == 0 else f"sub{index + 1}"
 
 
+@functools.lru_cache(maxsize=1024)
 def action_text(action: tuple[Any, ...]) -> str:
+    """An action as the trace and the steps show it (cached: a few hundred distinct ones)."""
     if action == RAISE:
         return "raise (a failing subscriber)"
     call = f"request({demand_text(action[1])})" if action[0] == "request" else "cancel()"

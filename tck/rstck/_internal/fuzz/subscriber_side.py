@@ -98,7 +98,9 @@ def well_formed(scenario: Any) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=1024)
 def _step_text(step: tuple[Any, ...]) -> str:
+    """A step as the trace and the steps show it (cached: a few hundred distinct ones)."""
     kind = step[0]
     if kind == "send":
         where = " from another thread (waited for)" if step[2] == "thread" else ""
