@@ -9,16 +9,23 @@ needs. ``--ci`` derandomises as the ``CI`` profile does; ``--repeat N`` runs the
 times (random seeds) and reports how often it caught each case. ``--cost N`` measures the default
 budget before the systematic phase (no enumeration, the longer random scenarios of then) and
 now, alternately, N times each (the median), for each conforming publisher and processor.
+``--sides N`` measures the CPU seconds and wall time of one fuzz verification of each side (the
+reference publishers, the identity processor, the sync subscribers) in N rounds of a fresh
+process each; with ``--against DIR`` every round runs the kit of ``DIR`` (a ``tck`` folder of
+another version) too, alternately, for paired before/after figures.
 
     python benchmarks/fuzz.py --ci
     python benchmarks/fuzz.py --repeat 20
     python benchmarks/fuzz.py --cost 5
+    python benchmarks/fuzz.py --sides 6 --against /tmp/before/tck
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -150,13 +157,90 @@ def cost(repeat: int) -> None:
         print(f"| {label} | {median(times['before']):.2f} | {median(times['now']):.2f} | {ran} |", flush=True)
 
 
+#: The subjects of ``--sides``: one per side, the processor fuzzed as a publisher.
+SIDES = {
+    "publisher (range)": ("publisher", lambda: PublisherSubject(range_publisher)),
+    "publisher (async range)": ("publisher", lambda: PublisherSubject(async_range_publisher)),
+    "processor (identity)": ("processor", lambda: ProcessorSubject(identity_processor)),
+    "blackbox subscriber (sync)": ("subscriber_blackbox", lambda: SubscriberSubject(sync_subscriber)),
+    "whitebox subscriber (sync)": ("subscriber_whitebox", lambda: WhiteboxSubject(sync_whitebox_subscriber)),
+}
+
+
+def _cold() -> None:
+    """Forget what the fuzz modules made once per process (expansions, texts): each measured
+    run pays for them, as the only subject of a run does."""
+    import importlib
+
+    for name in ("search", "publisher_scenarios", "subscriber_side"):
+        module = importlib.import_module(f"rstck._internal.fuzz.{name}")
+        for value in vars(module).values():
+            if hasattr(value, "cache_clear") and getattr(value, "__module__", None) == module.__name__:
+                value.cache_clear()
+
+
+def sides_once(runs: int) -> dict[str, list[tuple[float, float]]]:
+    """``(CPU s, wall s)`` of ``runs`` fuzz verifications per side, after one to warm up."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for label, (verification, make) in SIDES.items():
+        subject = make()
+        run(verification, FUZZ[verification], subject, Settings())
+        rows = []
+        for _ in range(runs):
+            _cold()
+            cpu, wall = time.process_time(), time.monotonic()
+            result = run(verification, FUZZ[verification], subject, Settings())
+            assert result.outcome == "passed", result.message
+            rows.append((time.process_time() - cpu, time.monotonic() - wall))
+        out[label] = rows
+    return out
+
+
+def sides(rounds: int, against: str | None) -> None:
+    """Each side's fuzz verification, in ``rounds`` fresh processes (two per round with ``against``)."""
+    from statistics import median
+
+    kits = {"now": None, **({"before": against} if against else {})}
+    got: dict[str, dict[str, list[tuple[float, float]]]] = {kit: {} for kit in kits}
+    for _ in range(rounds):
+        for kit, path in kits.items():
+            env = dict(os.environ, PYTHONPATH=path) if path else os.environ.copy()
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+            proc = subprocess.run([sys.executable, __file__, "--sides-once", "3"], env=env, check=True,
+                                  capture_output=True, text=True)
+            for label, rows in json.loads(proc.stdout.splitlines()[-1]).items():
+                got[kit].setdefault(label, []).extend(rows)
+
+    def cell(rows: list[tuple[float, float]], i: int) -> str:
+        xs = [r[i] for r in rows]
+        return f"{median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})"
+
+    heads = [f"{what} {kit}" for what in ("CPU s", "wall s") for kit in kits]
+    print("| side | " + " | ".join(heads) + " |")
+    print("|---" * (len(heads) + 1) + "|")
+    for label in SIDES:
+        cells = [cell(got[kit][label], i) for i in (0, 1) for kit in kits]
+        print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ci", action="store_true", help="derandomise, as with CI set")
     parser.add_argument("--repeat", type=int, default=1, help="fuzz runs per broken case")
     parser.add_argument("--case", help="only the broken cases whose id contains this")
     parser.add_argument("--cost", type=int, default=0, help="measure the systematic phase's cost, N times")
+    parser.add_argument("--sides", type=int, default=0, help="CPU and wall of each side's fuzz verification, N rounds")
+    parser.add_argument("--against", help="with --sides: a tck folder of another version, run alternately")
+    parser.add_argument("--sides-once", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.sides_once:
+        print(json.dumps(sides_once(args.sides_once)))
+        return 0
+    if args.sides:
+        started = time.monotonic()
+        sides(args.sides, args.against)
+        print(f"\n(total {time.monotonic() - started:.0f} s, load avg {os.getloadavg()[0]:.2f})")
+        return 0
     if args.ci:
         os.environ["CI"] = "1"
     started = time.monotonic()

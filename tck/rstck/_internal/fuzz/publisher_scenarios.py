@@ -210,6 +210,11 @@ def _words(letters: list[tuple[str, tuple[Any, ...]]], length: int) -> Iterator[
             yield (*shorter, letter)
 
 
+#: The ``on_next`` index (or ``EVERY``, ``ON_ERROR``) a re-entrant letter's place stands for.
+_INDEX = {"on_next #1": 1, "on_next #1, another thread": 1, "on_next #k": SYSTEMATIC_K,
+          "every on_next": EVERY, "on_error": ON_ERROR}
+
+
 def _spelled(n: int, word: tuple[Any, ...]) -> Scenario | None:
     wheres = {where for where, _ in word}
     calls = {where for where, action in word if action != RAISE}
@@ -238,8 +243,7 @@ def _spelled(n: int, word: tuple[Any, ...]) -> Scenario | None:
         elif where == "on_subscribe":
             first.append(action)
         else:
-            index = {"on_next #1": 1, "on_next #1, another thread": 1, "on_next #k": SYSTEMATIC_K,
-                     "every on_next": EVERY, "on_error": ON_ERROR}[where]
+            index = _INDEX[where]
             made = (*action[:-1], "thread") if where.endswith("another thread") else action
             if (0, index, made) in reactions:
                 return None  # the same action twice at one place: a shorter scenario

@@ -686,7 +686,8 @@ def _distinct(elements: list[Any]) -> bool:
 
 
 def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
-           reference: Callable[[int], tuple[Any, ...] | None]) -> bool:
+           reference: Callable[[int], tuple[Any, ...] | None],
+           running: Callable[[Scenario], None] = lambda scenario: None) -> bool:
     """Whether every scenario passes, run one after another in one environment.
 
     The systematic search runs hundreds of short scenarios whose cost is mostly waiting: for
@@ -694,17 +695,20 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
     share one window, and the calls of every scenario are made before any is waited for. Their subscriptions are separate (a fresh
     publisher each), so each is judged on its own probes; a scenario's violation, or any
     problem a probe flagged, fails the batch, and the caller runs its scenarios one by one
-    to find (and report) the one that breaks a rule on its own.
+    to find (and report) the one that breaks a rule on its own. ``running`` is told which
+    scenario the calls are made for (a subject that blocks is reported with it).
     """
     runs = []
     try:
         for scenario in scenarios:
             run = PublisherScenario(ctx, env, scenario, reference)
             run.noting = False
+            running(scenario)
             if run.run_steps() is not None:
                 return False
             runs.append(run)
         for run in runs:  # an asynchronous publisher's deliveries overlap meanwhile
+            running(run.scenario)
             run.await_owed()
             if env.problems or not run.served():
                 return False  # a failure: the caller finds it alone, without waiting out the rest

@@ -93,7 +93,7 @@ def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
          candidates: Callable[[Scenario], Iterator[Scenario]],
          execute_in: Callable[[Any, Scenario], RuleViolation | None], render: Callable[[Scenario], list[str]],
          shape: Callable[[Scenario], bool], systematic: Iterable[Scenario] = (),
-         screen_in: Callable[[Any, list[Scenario]], bool] | None = None) -> None:
+         screen_in: Callable[[Any, list[Scenario], Callable[[Scenario], None]], bool] | None = None) -> None:
     settings = ctx.settings
     deselected(settings)
 
@@ -124,8 +124,15 @@ def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
         return
     def screen(batch: list[Scenario]) -> bool:
         assert screen_in is not None
+
+        def running(scenario: Scenario) -> None:
+            outer.on_stall = lambda stalled: _stalled(outer, side, scenario, stalled, render)
+
         with scenario_env(ctx) as env:
-            return screen_in(env, batch)
+            try:
+                return screen_in(env, batch, running)
+            finally:
+                outer.on_stall = None
 
     budget = _budget(settings)
     finding = search(generate, candidates, execute, budget, systematic,
@@ -222,8 +229,8 @@ def fuzz_publisher(ctx: Any) -> None:
         except RuleViolation as violation:
             return violation
 
-    def screen_in(env: Any, batch: list[Scenario]) -> bool:
-        return publisher_side.screen(ctx, env, batch, reference)
+    def screen_in(env: Any, batch: list[Scenario], running: Callable[[Scenario], None]) -> bool:
+        return publisher_side.screen(ctx, env, batch, reference, running)
 
     generate = publisher_side.generator(settings, subscribers=subscribers, failed=failed, empty=empty)
     _run(ctx, "publisher", generate, functools.partial(publisher_side.candidates, empty=empty), execute_in,
