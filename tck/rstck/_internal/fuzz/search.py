@@ -1,7 +1,9 @@
 """Driving the search: the systematic scenarios first, then generated ones; shrink the first
 failure, tell a race from a bug.
 
-The scenario interpreter is a plain function ``execute(scenario) -> Outcome``. Each generated
+The scenario interpreter is a plain function ``execute(scenario) -> Outcome``; a side that can
+run many scenarios side by side gives ``screen(batch) -> bool`` too, and both phases then screen
+``BATCH`` scenarios at a time, running one alone only when its batch failed. Each generated
 scenario expands from a 16-bit seed; the seeds are a fixed sample (the same scenarios on every
 run, locally and in CI) unless random ones are asked for. A failure is replayed once: one that
 does not repeat is a race, reported with a failure rate measured over replays. Hypothesis is
