@@ -705,6 +705,35 @@ def test_a_systematic_failure_that_does_not_repeat_is_a_race_and_the_random_sear
     assert budget.ran == 5  # not confirmed: the random search ran all the same
 
 
+def test_a_scenario_that_failed_in_its_batch_gets_the_chances_alone_a_race_needs() -> None:
+    """Screened, a race must be lost twice (in the batch, then alone): the scenario whose own
+    verdict failed in the batch runs alone again, and one failure there is a race, rated."""
+    from rstck.errors import RuleViolation
+
+    a, b = (4, (), (), (("request", 0, 1, "here"),)), (4, (), (), (("request", 0, 2, "here"),))
+    runs: dict[Any, int] = {a: 0, b: 0}
+
+    def execute(scenario: Any) -> Outcome:
+        runs[scenario] += 1
+        broke = scenario == b and runs[b] in (3, 5)  # its third run alone, then one replay of five
+        return Outcome(scenario, RuleViolation("1.3", "one thread at a time", "two") if broke else None)
+
+    def screen(batch: list[Any]) -> Any:
+        return fuzz_search.Screened(suspect=1)
+
+    budget = Budget(examples=5, shrink_s=1.0, derandomize=True)
+    finding = fuzz_search.search(lambda rng: (4, (), (), ()), lambda s: iter(()), execute, budget, [a, b], screen)
+    assert finding is not None
+    assert (finding.phase, finding.outcome.scenario, finding.examples) == ("systematic", b, 2)
+    assert finding.race == (1, fuzz_search.RACE_REPLAYS)
+    assert runs == {a: 1, b: 3 + fuzz_search.RACE_REPLAYS}
+    # Not named by the batch (a problem of the batch's own), it is let go: nothing is rerun.
+    runs.update({a: 0, b: 0})
+    assert fuzz_search.search(lambda rng: (4, (), (), ()), lambda s: iter(()), execute,
+                              Budget(examples=0, shrink_s=1.0), [a, b], lambda batch: fuzz_search.Screened()) is None
+    assert runs == {a: 1, b: 1}
+
+
 def test_a_subscriber_raising_at_its_last_element_is_owed_no_terminal_signal_to_wait_for() -> None:
     # The probe counts the element, then its on_next raises: the settle saw all it was owed and
     # waited out the whole timeout for an on_complete that a cancelled subscription never gets.

@@ -71,6 +71,8 @@ from .sandbox import call_on_thread
 from .sandbox import scenario_env
 from .scenario import Scenario
 from .scenario import demand_text
+from .search import Screened
+from .search import ScreenResult
 
 __all__ = ["EVERY", "FAILED", "LONG_SHARE", "LONG_STEPS", "_SIZES", "PublisherScenario", "candidates", "generator",
            "reference_sequence", "render", "screen", "size", "sizes_for", "systematic", "well_formed"]
@@ -450,7 +452,9 @@ class PublisherScenario:
             probe.request(1)
 
     def served(self) -> bool:
-        """Whether the first subscriber has what ``await_owed`` waited for (else it timed out)."""
+        """Whether the first subscriber has what ``await_owed`` waited for (else it timed out);
+        a stream paced by a fellow subscriber is not owed more (``_wait_owed``), as the verdict
+        has it: a batch failed on it only to run every scenario again alone."""
         n = self.scenario[0]
         probe = self.subs[0].probe if self.subs else None
         if probe is None or probe.subscription is None or probe.cancelled or self.subs[0].raised_at is not None:
@@ -458,7 +462,7 @@ class PublisherScenario:
         if self.subs[0].illegal_at is not None or n == FAILED:
             return probe.terminal is not None
         if not _owed_arrived(probe, n)():
-            return False
+            return self._held_back_by_another(self.subs[0])
         return not (n < MAX_DEMAND - 1 and probe.requested >= n and probe.terminal is None)
 
     def settle_quiet(self) -> bool:
@@ -690,7 +694,7 @@ def _distinct(elements: list[Any]) -> bool:
 
 def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
            reference: Callable[[int], tuple[Any, ...] | None],
-           running: Callable[[Scenario], None] = lambda scenario: None) -> bool:
+           running: Callable[[Scenario], None] = lambda scenario: None) -> ScreenResult:
     """Whether every scenario passes, run one after another in one environment.
 
     The systematic search runs hundreds of short scenarios whose cost is mostly waiting: for
@@ -702,8 +706,10 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
     scenario the calls are made for (a subject that blocks is reported with it). Each records
     into a trace of its own, as it would alone: one trace for the batch would run past its
     head, where every rare signal is pinned with the records before it (a tenth of the CPU).
+    A failed batch names the first scenario whose own verdict failed (``Screened``), if one did.
     """
-    runs, traces = [], []
+    runs: list[PublisherScenario] = []
+    traces: list[Trace] = []
     try:
         for scenario in scenarios:
             env.trace = Trace(env.settings.trace_keep)
@@ -711,15 +717,17 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
             run.noting = False
             running(scenario)
             if run.run_steps() is not None:
-                return False
+                return Screened(len(runs))
             runs.append(run)
             traces.append(env.trace)
-        for run, trace in zip(runs, traces, strict=True):  # an asynchronous publisher's deliveries overlap
+        for index, (run, trace) in enumerate(zip(runs, traces, strict=True)):  # deliveries overlap meanwhile
             env.trace = trace
             running(run.scenario)
             run.await_owed()
-            if env.problems or not run.served():
-                return False  # a failure: the caller finds it alone, without waiting out the rest
+            if env.problems:
+                return Screened()  # a failure: the caller finds it alone, without waiting out the rest
+            if not run.served():
+                return Screened(index)
         for run in runs:
             run._idle()
             run._flush()
@@ -727,9 +735,14 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
         waited = [run._idle() for run in runs]  # every one, not up to the first that waited
         if any(waited):
             quiet = False  # a re-entrant action began meanwhile: each is judged on its own wait
-        return not env.problems and all(run.verdict(quiet) is None for run in runs)
+        if env.problems:
+            return Screened()
+        for index, run in enumerate(runs):
+            if run.verdict(quiet) is not None:
+                return Screened(index)
+        return True
     except (RuleViolation, NotVerified, ProbeAbort):
-        return False
+        return Screened()
 
 
 def _owed_or_raised(sub: _Subscriber, n: int) -> Callable[[], bool]:

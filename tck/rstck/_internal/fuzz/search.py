@@ -111,6 +111,47 @@ class Budget:
     systematic_cut: bool = False
 
 
+@dataclass(frozen=True)
+class Screened:
+    """What a ``screen`` that failed a batch may say besides False: which scenario's own verdict
+    failed first (None: not one scenario's, say a problem no probe of its own flagged)."""
+
+    suspect: int | None = None
+
+    def __bool__(self) -> bool:
+        return False  # a failed batch, as False
+
+
+#: What a ``screen`` returns: True when every scenario of the batch passed.
+ScreenResult = bool | Screened
+
+
+def _alone(batch: list[Scenario], screened: ScreenResult, execute: Callable[[Scenario], Outcome],
+           counts: dict[str, int]) -> tuple[int, Outcome, bool] | None:
+    """The first scenario of a failed batch that fails on its own: ``(index, outcome, race)``.
+
+    Each runs alone, in order: the first that fails is the same one, after the same count, as
+    without batches. If none does, the scenario whose own verdict failed in the batch runs
+    alone again, up to ``RACE_REPLAYS`` times: a race it lost once in the batch needs that many
+    chances to show alone, as a scenario run alone first would have had (its replays), or
+    the batch would make a race less likely to be seen. Found so, it is a race.
+    """
+    for index, scenario in enumerate(batch):
+        counts["runs"] += 1
+        outcome = execute(scenario)
+        if outcome.violation is not None:
+            return index, outcome, False
+    suspect = screened.suspect if isinstance(screened, Screened) else None
+    if suspect is None or not 0 <= suspect < len(batch):
+        return None
+    for _ in range(RACE_REPLAYS):
+        counts["runs"] += 1
+        outcome = execute(batch[suspect])
+        if outcome.violation is not None:
+            return suspect, outcome, True
+    return None
+
+
 class _Failed(Exception):
     def __init__(self, outcome: Outcome) -> None:
         super().__init__(str(outcome.violation))
@@ -160,10 +201,11 @@ def _size(scenario: Scenario) -> tuple[int, str]:
 DATABASE_KEY = hashlib.sha384(b"rstck.fuzz.search").digest()
 
 
-def enumerate_first(systematic: Iterable[Scenario], screen: Callable[[list[Scenario]], bool],
+def enumerate_first(systematic: Iterable[Scenario], screen: Callable[[list[Scenario]], ScreenResult],
                     execute: Callable[[Scenario], Outcome], budget: Budget, deadline: float,
-                    counts: dict[str, int]) -> Outcome | None:
-    """The first failing scenario of ``systematic``, in its order; None if all pass.
+                    counts: dict[str, int]) -> tuple[Outcome, bool] | None:
+    """The first failing scenario of ``systematic``, in its order, and whether it was a race
+    (``_alone``); None if all pass.
 
     Scenarios are screened ``BATCH`` at a time (they share the quiet window that ends them);
     a batch that fails is run again one scenario at a time, and the first that fails on its
@@ -181,14 +223,14 @@ def enumerate_first(systematic: Iterable[Scenario], screen: Callable[[list[Scena
             return None
         budget.systematic_ran += len(batch)
         counts["runs"] += len(batch)
-        if screen(batch):
+        screened = screen(batch)
+        if screened:
             continue
-        for scenario in batch:
-            counts["runs"] += 1
-            outcome = execute(scenario)
-            if outcome.violation is not None:
-                budget.systematic_ran += batch.index(scenario) + 1 - len(batch)
-                return outcome
+        found = _alone(batch, screened, execute, counts)
+        if found is not None:
+            index, outcome, race = found
+            budget.systematic_ran += index + 1 - len(batch)
+            return outcome, race
 
 
 def search(
@@ -197,7 +239,7 @@ def search(
     execute: Callable[[Scenario], Outcome],
     budget: Budget,
     systematic: Iterable[Scenario] = (),
-    screen: Callable[[list[Scenario]], bool] | None = None,
+    screen: Callable[[list[Scenario]], ScreenResult] | None = None,
 ) -> Finding | None:
     """The shrunk first failure of the systematic scenarios, then of up to ``budget.examples``
     generated ones; None if all pass.
@@ -219,7 +261,7 @@ def search(
                             execute, budget, start + budget.explore_s, counts)
     unconfirmed: Finding | None = None
     if first is not None:
-        finding = _confirmed(first, candidates, execute, budget, start, counts)
+        finding = _confirmed(*first, candidates, execute, budget, start, counts)
         if finding.race is None or finding.race[0] > 0:
             return finding
         unconfirmed = finding  # seen once and never again: no finding; the random search still runs
@@ -244,13 +286,16 @@ def search(
     return finding
 
 
-def _confirmed(first: Outcome, candidates: Callable[[Scenario], Iterator[Scenario]],
+def _confirmed(first: Outcome, race: bool, candidates: Callable[[Scenario], Iterator[Scenario]],
                execute: Callable[[Scenario], Outcome], budget: Budget, start: float,
                counts: dict[str, int]) -> Finding:
-    """The systematic phase's failure, replayed: shrunk if it repeats, else its rate measured."""
+    """The systematic phase's failure, replayed: shrunk if it repeats, else (or if it was found
+    as a race) its rate measured."""
     found_after = time.monotonic() - start
-    counts["runs"] += 1
-    repeated = execute(first.scenario).violation is not None
+    repeated = False
+    if not race:
+        counts["runs"] += 1
+        repeated = execute(first.scenario).violation is not None
     shrunk, cut = shrink(first, candidates, execute, budget.shrink_s, counts) if repeated else (first, False)
     finding = Finding(outcome=shrunk, examples=budget.systematic_ran, runs=counts["runs"],
                       seconds_to_find=found_after, seconds=time.monotonic() - start, shrink_cut=cut,
@@ -264,7 +309,7 @@ def _confirmed(first: Outcome, candidates: Callable[[Scenario], Iterator[Scenari
 
 def _explore(generate: Callable[[random.Random], Scenario], execute: Callable[[Scenario], Outcome],
              budget: Budget, start: float, counts: dict[str, int], failed_at: list[float],
-             screen: Callable[[list[Scenario]], bool] | None = None) -> tuple[Outcome | None, bool]:
+             screen: Callable[[list[Scenario]], ScreenResult] | None = None) -> tuple[Outcome | None, bool]:
     """The first failing generated scenario, and whether it was a race (its replay passed).
 
     With ``screen`` the scenarios are screened ``BATCH`` at a time, as the systematic ones: a
@@ -279,16 +324,21 @@ def _explore(generate: Callable[[random.Random], Scenario], execute: Callable[[S
         batch = [expand(generate, seed) for seed in itertools.islice(pending, BATCH if screen else 1)]
         if not batch:
             break
-        if screen is not None and screen(batch):
-            counts["runs"] += len(batch)
-            continue
-        for scenario in batch:
+        if screen is None:
+            screened: ScreenResult = False  # each alone
+        else:
+            screened = screen(batch)
+            if screened:
+                counts["runs"] += len(batch)
+                continue
+        found = _alone(batch, screened, execute, counts)
+        if found is not None:
+            _index, outcome, race = found
+            failed_at.append(time.monotonic())
+            if race:
+                return outcome, True
             counts["runs"] += 1
-            outcome = execute(scenario)
-            if outcome.violation is not None:
-                failed_at.append(time.monotonic())
-                counts["runs"] += 1
-                return outcome, execute(scenario).violation is None
+            return outcome, execute(outcome.scenario).violation is None
     return None, False
 
 

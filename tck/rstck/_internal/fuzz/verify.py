@@ -29,6 +29,7 @@ from .search import RACE_REPLAYS
 from .search import Budget
 from .search import Finding
 from .search import Outcome
+from .search import ScreenResult
 from .search import search
 
 #: Seconds a fuzz verification may spend shrinking a failure before it reports the best so far.
@@ -93,7 +94,7 @@ def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
          candidates: Callable[[Scenario], Iterator[Scenario]],
          execute_in: Callable[[Any, Scenario], RuleViolation | None], render: Callable[[Scenario], list[str]],
          shape: Callable[[Scenario], bool], systematic: Iterable[Scenario] = (),
-         screen_in: Callable[[Any, list[Scenario], Callable[[Scenario], None]], bool] | None = None) -> None:
+         screen_in: Callable[[Any, list[Scenario], Callable[[Scenario], None]], ScreenResult] | None = None) -> None:
     settings = ctx.settings
     deselected(settings)
 
@@ -122,7 +123,7 @@ def _run(ctx: Any, side: str, generate: Callable[[random.Random], Scenario],
                 _report(ctx, side, outcome, render, None)
         ctx.env.trace.note(f"the replayed scenario passed {RACE_REPLAYS} runs")
         return
-    def screen(batch: list[Scenario]) -> bool:
+    def screen(batch: list[Scenario]) -> ScreenResult:
         assert screen_in is not None
 
         def running(scenario: Scenario) -> None:
@@ -229,7 +230,7 @@ def fuzz_publisher(ctx: Any) -> None:
         except RuleViolation as violation:
             return violation
 
-    def screen_in(env: Any, batch: list[Scenario], running: Callable[[Scenario], None]) -> bool:
+    def screen_in(env: Any, batch: list[Scenario], running: Callable[[Scenario], None]) -> ScreenResult:
         return publisher_side.screen(ctx, env, batch, reference, running)
 
     generate = publisher_side.generator(settings, subscribers=subscribers, failed=failed, empty=empty)
