@@ -12,12 +12,15 @@ now, alternately, N times each (the median), for each conforming publisher and p
 ``--sides N`` measures the CPU seconds and wall time of one fuzz verification of each side (the
 reference publishers, the identity processor, the sync subscribers) in N rounds of a fresh
 process each; with ``--against DIR`` every round runs the kit of ``DIR`` (a ``tck`` folder of
-another version) too, alternately, for paired before/after figures.
+another version) too, alternately, for paired before/after figures. ``--sessions N`` times whole
+``pytest --rs-...`` processes of each kind (wall, CPU, and the fuzz test's own duration) the
+same way.
 
     python benchmarks/fuzz.py --ci
     python benchmarks/fuzz.py --repeat 20
     python benchmarks/fuzz.py --cost 5
     python benchmarks/fuzz.py --sides 6 --against /tmp/before/tck
+    python benchmarks/fuzz.py --sessions 5 --against /tmp/before/tck
 """
 
 from __future__ import annotations
@@ -223,6 +226,56 @@ def sides(rounds: int, against: str | None) -> None:
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
 
 
+#: The whole processes of ``--sessions``: one per kind, as a user runs them.
+SESSIONS = {
+    "publisher + failed publisher": ["--rs-publisher=rstck.reference:range_publisher",
+                                     "--rs-failed-publisher=rstck.reference:failed_publisher"],
+    "sync blackbox subscriber": ["--rs-subscriber=rstck.reference:sync_subscriber"],
+    "sync whitebox subscriber": ["--rs-whitebox-subscriber=rstck.reference:sync_whitebox_subscriber"],
+    "identity processor": ["--rs-processor=rstck.reference:identity_processor"],
+}
+
+
+def sessions(rounds: int, against: str | None) -> None:
+    """Whole ``pytest`` processes of each kind in an empty directory, the kits in turn."""
+    import re
+    import resource
+    import tempfile
+    from statistics import median
+
+    kits = {"now": None, **({"before": against} if against else {})}
+    got: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    with tempfile.TemporaryDirectory() as empty:
+        for _ in range(rounds):
+            for label, args in SESSIONS.items():
+                for kit, path in kits.items():
+                    env = {k: v for k, v in os.environ.items() if not k.startswith("RS_TCK_")}
+                    env["PYTHONDONTWRITEBYTECODE"] = "1"
+                    if path:
+                        env["PYTHONPATH"] = path
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    wall = time.monotonic()
+                    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rN",
+                                           "--durations=0", *args], cwd=empty, env=env, capture_output=True, text=True,
+                                          check=False)
+                    wall = time.monotonic() - wall
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    if proc.returncode != 0:
+                        raise SystemExit(f"{label} ({kit}) exited {proc.returncode}:\n{proc.stdout[-2000:]}")
+                    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+                    found = re.search(r"([\d.]+)s call\s+\S+::fuzz", proc.stdout)
+                    got.setdefault((label, kit), []).append((wall, cpu, float(found.group(1)) if found else 0.0))
+    print("| kind | " + " | ".join(f"{kit}: wall / CPU s, fuzz test" for kit in kits) + " |")
+    print("|---" * (len(kits) + 1) + "|")
+    for label in SESSIONS:
+        cells = []
+        for kit in kits:
+            rows = got[(label, kit)]
+            cells.append(" / ".join(f"{median(r[i] for r in rows):.2f}" for i in (0, 1))
+                         + f", {median(r[2] for r in rows):.2f}")
+        print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ci", action="store_true", help="derandomise, as with CI set")
@@ -230,15 +283,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", help="only the broken cases whose id contains this")
     parser.add_argument("--cost", type=int, default=0, help="measure the systematic phase's cost, N times")
     parser.add_argument("--sides", type=int, default=0, help="CPU and wall of each side's fuzz verification, N rounds")
-    parser.add_argument("--against", help="with --sides: a tck folder of another version, run alternately")
+    parser.add_argument("--sessions", type=int, default=0, help="whole pytest processes of each kind, N rounds")
+    parser.add_argument("--against", help="with --sides/--sessions: a tck folder of another version, in turn")
     parser.add_argument("--sides-once", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.sides_once:
         print(json.dumps(sides_once(args.sides_once)))
         return 0
-    if args.sides:
+    if args.sides or args.sessions:
         started = time.monotonic()
-        sides(args.sides, args.against)
+        if args.sides:
+            sides(args.sides, args.against)
+        if args.sessions:
+            sessions(args.sessions, args.against)
         print(f"\n(total {time.monotonic() - started:.0f} s, load avg {os.getloadavg()[0]:.2f})")
         return 0
     if args.ci:
