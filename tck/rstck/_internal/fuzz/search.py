@@ -2,8 +2,9 @@
 failure, tell a race from a bug.
 
 The scenario interpreter is a plain function ``execute(scenario) -> Outcome``; a side that can
-run many scenarios side by side gives ``screen(batch) -> bool`` too, and both phases then screen
-``BATCH`` scenarios at a time, running one alone only when its batch failed. Each generated
+run many scenarios side by side gives ``screen(batch)`` too (True, or a falsy ``Screened``), and
+both phases then screen ``BATCH`` scenarios at a time, running one alone only when its batch
+failed. Each generated
 scenario expands from a 16-bit seed; the seeds are a fixed sample (the same scenarios on every
 run, locally and in CI) unless random ones are asked for. A failure is replayed once: one that
 does not repeat is a race, reported with a failure rate measured over replays. Hypothesis is
