@@ -269,8 +269,8 @@ class IdentityProcessor:
             for d in self._downstreams:
                 if d.subscriber is not None:
                     live = True
+                    wanted = max(wanted, d.wanted())
                     queued = len(d.queue)
-                    wanted = max(wanted, d.demand - queued)  # beyond its queue: d.wanted()
                     room = min(room, self._buffer_size - queued)
             n = min(wanted, room) - self._in_flight
             if not live or n <= 0:
