@@ -542,6 +542,7 @@ class StopsAfterAFullBuffer(IdentityProcessor):
     def on_next(self, element: Any) -> None:
         self.ahead = False
         super().on_next(element)
+        self._request_upstream()  # asks after each element, unless a request marked it "ahead"
 
     def _request_upstream(self) -> None:
         if not self.ahead:

@@ -99,6 +99,11 @@ class _Downstream:
             else:
                 self.complete = True
 
+    def enqueue_locked(self, element: Any) -> bool:
+        """Queue ``element`` and enter the drain (the caller holds the lock); True: run it."""
+        self.queue.append(element)
+        return self._enter_locked()
+
     def drain(self) -> None:
         with self._lock:
             if not self._enter_locked():
@@ -114,6 +119,7 @@ class _Downstream:
 
         Delivering frees room in the queue: once done, demand that the full buffer held back is
         asked of the upstream (else a request made while the queue was full is lost, rule 3.8).
+        Whoever delivers asks, whichever thread it is: ``on_next`` only queues and asks nothing.
         """
         delivered = False
         while True:
@@ -207,12 +213,15 @@ class IdentityProcessor:
             if self._ended is not None:
                 return  # in flight after cancel (rule 2.8) or after shut-down: dropped
             self._in_flight = max(0, self._in_flight - 1)
-            targets = [d for d in self._downstreams if d.subscriber is not None]
-            for downstream in targets:
-                downstream.queue.append(element)
-        for downstream in targets:
-            downstream.drain()
-        self._request_upstream()
+            # Queued and each drain entered in one critical section (the lock is shared); the
+            # drains this call owns run outside it. Queueing frees no room, so nothing more is
+            # asked upstream here: a drain that delivers asks for the room it freed.
+            owned = []
+            for downstream in self._downstreams:
+                if downstream.subscriber is not None and downstream.enqueue_locked(element):
+                    owned.append(downstream)
+        for downstream in owned:
+            downstream._run(1)
 
     def on_error(self, exc: BaseException) -> None:
         if exc is None:
@@ -252,13 +261,19 @@ class IdentityProcessor:
     def _request_upstream(self) -> None:
         with self._lock:
             upstream = self._upstream
-            live = [d for d in self._downstreams if d.subscriber is not None]
-            if upstream is None or self._ended is not None or not live:
+            if upstream is None or self._ended is not None:
                 return
-            wanted = max(d.wanted() for d in live)
-            room = min(self._buffer_size - len(d.queue) for d in live)
+            # One pass over the live subscribers: what the hungriest wants beyond its queue,
+            # and the room the fullest queue has (called for every element: kept lean).
+            wanted, room, live = 0, self._buffer_size, False
+            for d in self._downstreams:
+                if d.subscriber is not None:
+                    live = True
+                    wanted = max(wanted, d.wanted())
+                    queued = len(d.queue)
+                    room = min(room, self._buffer_size - queued)
             n = min(wanted, room) - self._in_flight
-            if n <= 0:
+            if not live or n <= 0:
                 return
             self._in_flight += n
         upstream.request(n)

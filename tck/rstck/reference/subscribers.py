@@ -63,7 +63,8 @@ class SerialSubscription:
             self._pending = min(MAX_DEMAND, self._pending + n)
             if not self._enter_locked():
                 return
-        self._drain()
+            call = self._take_locked()
+        self._drain(call)
 
     def cancel(self) -> None:
         with self._lock:
@@ -72,7 +73,8 @@ class SerialSubscription:
             self._cancel = True
             if not self._enter_locked():
                 return
-        self._drain()
+            call = self._take_locked()
+        self._drain(call)
 
     def close(self) -> None:
         """The stream ended: forget the subscription, make no more calls on it."""
@@ -89,15 +91,20 @@ class SerialSubscription:
         self._wip += 1
         return self._wip == 1
 
-    def _drain(self) -> None:
+    def _take_locked(self) -> tuple[Subscription | None, bool, int]:
+        """The next call to make: (subscription, cancel?, n), the pending demand taken."""
+        subscription, cancel, n = self._subscription, self._cancel, self._pending
+        self._pending = 0
+        if cancel:
+            self._subscription = None  # the cancel made next is the last call
+        return subscription, cancel, n
+
+    def _drain(self, call: tuple[Subscription | None, bool, int]) -> None:
+        """Make ``call``, then the calls left meanwhile, taken under the same lock that ends the
+        turn (one lock a call: a processor makes one for each element it relays)."""
         missed = 1
         while True:
-            with self._lock:
-                subscription, n = self._subscription, self._pending
-                self._pending = 0
-                cancel = self._cancel
-                if cancel:
-                    self._subscription = None  # the cancel below is the last call made
+            subscription, cancel, n = call
             if subscription is not None:
                 if cancel:
                     subscription.cancel()
@@ -108,6 +115,7 @@ class SerialSubscription:
                 missed = self._wip
                 if missed == 0:
                     return
+                call = self._take_locked()
 
 
 class _NoProbe:

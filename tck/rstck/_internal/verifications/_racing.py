@@ -4,6 +4,7 @@ the subscriber-side hunt that lands elements where a delivery loop gives up its 
 from __future__ import annotations
 
 import contextlib
+import dis
 import functools
 import sys
 import threading
@@ -322,6 +323,17 @@ def race(first: Callable[[], Any], second: Callable[[], Any], k: int, *, rule: s
 #: thread merely waiting its turn for the interpreter lock moves on sooner).
 _RIVAL_LOOK_S = 0.0002
 _RIVAL_STILL_LOOKS = 4
+#: Fewer for a rival standing at the entry of a ``with`` block (``with lock:``): it stands there
+#: only inside the lock's ``__enter__``, which returns at once unless the lock is held.
+_RIVAL_LOCK_LOOKS = 1
+_BEFORE_WITH = dis.opmap["BEFORE_WITH"]
+
+
+def _entering_with(frame: Any) -> bool:
+    """Whether ``frame`` is inside the ``__enter__`` of a ``with`` statement (CPython 3.11+)."""
+    code: bytes = frame.f_code.co_code
+    lasti: int = frame.f_lasti
+    return 0 <= lasti < len(code) and code[lasti] == _BEFORE_WITH
 
 
 def _hold(resume: threading.Event, limit: float, rival: int | None) -> None:
@@ -339,7 +351,7 @@ def _hold(resume: threading.Event, limit: float, rival: int | None) -> None:
             continue
         seen = (id(frame), frame.f_lasti)
         still = still + 1 if seen == last else 0
-        if still >= _RIVAL_STILL_LOOKS:
+        if still >= (_RIVAL_LOCK_LOOKS if still and _entering_with(frame) else _RIVAL_STILL_LOOKS):
             return  # waiting for a lock the paused thread holds: holding on gains nothing
         last = seen
 

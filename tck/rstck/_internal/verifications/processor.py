@@ -295,7 +295,7 @@ def stochastic_spec105_a_subscriber_joining_as_the_stream_ends_must_still_be_tol
 
             first, second = (join, end) if r % 2 == 0 else (end, join)
             _race(ctx, first, second, 1 + (r // 2) % JOIN_SWEEP, rule="1.5",
-                  what="subscribe() and cancel() to return promptly")
+                  what="subscribe() and cancel() to return promptly", watch_rival=True)
             joiner.expect_subscription()
             if not _told_or_served(ctx, upstream, joiner):
                 ctx.env.check()
