@@ -196,7 +196,9 @@ class Environment:
 
     @property
     def progress(self) -> int:
-        return self._progress
+        """Signals and calls so far, for a watch that looks for a change: the bumps, and the
+        trace's records (a probe's fast path records an element and bumps nothing)."""
+        return self._progress + self.trace.total
 
     # -- hooks for errors on foreign threads -------------------------------------------------
 
@@ -210,6 +212,8 @@ class Environment:
         _ROUTER.remove(self)
         self._installed = False
         self.closed = True
+        for probe in list(self.probes):
+            probe._fast_close()
 
     def owns(self, ident: int) -> bool:
         return ident in self.threads or ident == self.body_ident
