@@ -250,12 +250,15 @@ class Environment:
         Every call the TCK makes into a subject goes through here, so a subject that must be
         called on a particular thread or event loop can be served by replacing ``dispatch``.
         """
-        if threading.get_ident() != self.body_ident:
-            # ``calling`` marks only the verification thread's calls: a feeder's or a subject's
-            # thread skips the context manager (a feeder calls once per element).
+        if self.current_call is not None or threading.get_ident() != self.body_ident:
+            # Only the verification thread's outermost call is marked (``calling``, inlined: a
+            # test makes thousands of calls); a feeder's or a subject's thread just calls.
             return self.dispatch(fn, *args)
-        with self.calling(label):
+        self.current_call = (label, time.monotonic())
+        try:
             return self.dispatch(fn, *args)
+        finally:
+            self.current_call = None
 
     @staticmethod
     def _direct(fn: Callable[..., Any], *args: Any) -> Any:

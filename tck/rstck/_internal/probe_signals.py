@@ -681,9 +681,13 @@ class ProbeSignals:
             )
         raise ProbeAbort(f"{self.name}: cancel() has not run for {waited * 1000:.0f} ms")
 
-    def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any, shown: str | None = None) -> None:
+        """Make the call ``what`` (``fn(*args)``, shown as ``what(args)`` unless ``shown`` says
+        otherwise) through the environment; what it raises is judged here (3.15, 3.16)."""
+        if shown is None:
+            shown = f"{what}({', '.join(map(str, args))})"
         try:
-            self.env.invoke(f"{what}({', '.join(map(str, args))})", fn, *args)
+            self.env.invoke(shown, fn, *args)
         except ProbeAbort:
             pass  # our own flood guard unwinding through a synchronous publisher
         except Exception as exc:
@@ -692,7 +696,6 @@ class ProbeSignals:
                 self.env.trace.note(f"{what}() passed on the subscriber's failure: {short_repr(exc)}")
                 return
             rule = "3.16" if what == "request" else "3.15"
-            shown = f"{what}({', '.join(map(str, args))})"
             note = self.env.trace.note(f"{shown} raised {short_repr(exc)}")
             violation = RuleViolation(
                 rule,

@@ -85,7 +85,7 @@ class Trace:
 
     def __init__(self, keep: int = 100) -> None:
         self._keep = keep
-        # Plain tuples (seq, monotonic time, thread, actor, signal, detail, demand), or from a
+        # Plain tuples (seq, monotonic time, thread object, actor, signal, detail, demand), or from a
         # ``tail_sink`` writer (seq, monotonic time, (thread, actor, signal), detail, demand),
         # made into Records when read: adding is on every signal's path. A detail that is an
         # int is the element itself, shown with ``short_repr`` when read (ints are immutable:
@@ -104,12 +104,13 @@ class Trace:
 
     def log(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> int:
         """``add`` for the per-signal path: returns only the record's ``seq``."""
-        return int(self._append(actor, signal, detail, demand)[0])
+        seq: int = self._append(actor, signal, detail, demand)[0]
+        return seq
 
     def _append(self, actor: str, signal: str, detail: Any, demand: int | None) -> tuple[Any, ...]:
-        thread = threading.current_thread().name
+        # The thread itself: its name is read when the record is (``_record``).
         seq = next(self._seqs)
-        row = (seq, time.monotonic(), thread, actor, signal, detail, demand)
+        row = (seq, _monotonic(), _current_thread(), actor, signal, detail, demand)
         if seq < self._keep:
             self._head.append(row)
             return row
@@ -164,6 +165,7 @@ class Trace:
             seq, t, (thread, actor, signal), detail, demand = row
         else:
             seq, t, thread, actor, signal, detail, demand = row
+            thread = thread.name
         return Record(seq, t - self._t0, thread, actor, signal,
                       detail if type(detail) is str else short_repr(detail), demand)
 
@@ -243,6 +245,10 @@ HEAD_SHOWN = 5
 CITED_CONTEXT = 3
 TAIL_MIN = 10
 CITED_SHOWN = 12
+
+
+_monotonic = time.monotonic
+_current_thread = threading.current_thread
 
 
 def _seq_of(row: tuple[Any, ...]) -> int:
