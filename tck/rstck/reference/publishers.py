@@ -90,11 +90,11 @@ class _RangeSubscription:
             self._subscriber = None  # rules 1.6 and 3.13: cancelled, reference dropped
             return subscriber, None, error
         demand = self._demand
-        count = min(demand, limit)
+        if demand == 0:
+            return None
+        count = min(demand, limit)  # limit > 0
         if end is not None and end - first < count:
             count = end - first
-        if count == 0:
-            return None
         self._index = first + count
         if demand != MAX_DEMAND:  # MAX_DEMAND is unbounded: never counts down
             self._demand = demand - count
