@@ -196,9 +196,7 @@ class Environment:
 
     @property
     def progress(self) -> int:
-        """Signals and calls so far, for a watch that looks for a change: the bumps, and the
-        trace's records (a probe's fast path records an element and bumps nothing)."""
-        return self._progress + self.trace.total
+        return self._progress
 
     # -- hooks for errors on foreign threads -------------------------------------------------
 
@@ -251,9 +249,13 @@ class Environment:
         called on a particular thread or event loop can be served by replacing ``dispatch``.
         """
         if self.current_call is not None or threading.get_ident() != self.body_ident:
-            # Only the verification thread's outermost call is marked (``calling``, inlined: a
-            # test makes thousands of calls); a feeder's or a subject's thread just calls.
+            # Only the verification thread's outermost call is marked (``calling``); a
+            # feeder's or a subject's thread just calls.
             return self.dispatch(fn, *args)
+        if type(self).calling is not Environment.calling:  # marked elsewhere (a fuzz scenario's)
+            with self.calling(label):
+                return self.dispatch(fn, *args)
+        # ``calling``, inlined: a test makes thousands of calls.
         self.current_call = (label, time.monotonic())
         try:
             return self.dispatch(fn, *args)

@@ -320,8 +320,8 @@ class ProbeSignals:
                 self.signals += 1
                 if self.keep_elements:
                     self.elements.append(element)
-                # No env.bump(): each record counts as progress (``Environment.progress``).
-                seq = self._fast_seq = next(self._fast_seqs)
+                # env.bump(): the watchdog only looks for a change, and every seq is new.
+                seq = self._fast_seq = self.env._progress = next(self._fast_seqs)
                 self._fast_append((seq, monotonic(), self._fast_key,
                                    element if type(element) is int else short_repr(element), before))
                 self._fast_inside = False
