@@ -85,7 +85,7 @@ class Trace:
 
     def __init__(self, keep: int = 100) -> None:
         self._keep = keep
-        # Plain tuples (seq, monotonic time, thread object, actor, signal, detail, demand), or from a
+        # Plain tuples (seq, monotonic time, thread, actor, signal, detail, demand), or from a
         # ``tail_sink`` writer (seq, monotonic time, (thread, actor, signal), detail, demand),
         # made into Records when read: adding is on every signal's path. A detail that is an
         # int is the element itself, shown with ``short_repr`` when read (ints are immutable:
@@ -108,9 +108,9 @@ class Trace:
         return seq
 
     def _append(self, actor: str, signal: str, detail: Any, demand: int | None) -> tuple[Any, ...]:
-        # The thread itself: its name is read when the record is (``_record``).
+        # The name now: a pooled thread takes the name of each job it runs.
         seq = next(self._seqs)
-        row = (seq, _monotonic(), _current_thread(), actor, signal, detail, demand)
+        row = (seq, _monotonic(), _current_thread().name, actor, signal, detail, demand)
         if seq < self._keep:
             self._head.append(row)
             return row
@@ -165,7 +165,6 @@ class Trace:
             seq, t, (thread, actor, signal), detail, demand = row
         else:
             seq, t, thread, actor, signal, detail, demand = row
-            thread = thread.name
         return Record(seq, t - self._t0, thread, actor, signal,
                       detail if type(detail) is str else short_repr(detail), demand)
 
