@@ -53,10 +53,14 @@ class ProbeSubscriber(ProbeSignals):
 
     def request(self, n: int) -> None:
         """Request ``n`` through the subscription, counting the demand as the probe sees it."""
-        subscription = self._require_subscription("request")
-        self._after_on_subscribe("request", n)
+        subscription = self.subscription
+        if subscription is None:
+            subscription = self._require_subscription("request")
+        if self.subscribing is not None:
+            self._after_on_subscribe("request", n)
         with self._lock:
-            if self._fast_owner not in (None, get_ident()):
+            owner = self._fast_owner
+            if owner is not None and owner != get_ident():
                 self._fast_end()
             if n > 0 and not self._cancelled and self.terminal is None:
                 self.demand = min(MAX_DEMAND, self.demand + n)
@@ -66,22 +70,19 @@ class ProbeSubscriber(ProbeSignals):
                 # which the test judges; it is not an element nobody asked for (1.1).
                 self.requested_after_cancel = True
             demand = self.demand
-        self.call_seq = self.env.trace.log(self.name, "request", str(n), demand)
-        self._call("request", self._request_now(subscription), n)
+        shown = str(n)
+        self.call_seq = self.env.trace.log(self.name, "request", shown, demand)
+        self._call("request", self._request_now, subscription, n, shown=f"request({shown})")
 
-    def _request_now(self, subscription: Subscription) -> Callable[[int], None]:
-        """``subscription.request`` that counts itself running (``requesting``) while it runs."""
-
-        def request(n: int) -> None:
+    def _request_now(self, subscription: Subscription, n: int) -> None:
+        """``subscription.request(n)``, counted as running (``requesting``) while it runs."""
+        with self._lock:
+            self._requesting += 1
+        try:
+            subscription.request(n)
+        finally:
             with self._lock:
-                self._requesting += 1
-            try:
-                subscription.request(n)
-            finally:
-                with self._lock:
-                    self._requesting -= 1
-
-        return request
+                self._requesting -= 1
 
     @property
     def requesting(self) -> bool:
@@ -99,7 +100,7 @@ class ProbeSubscriber(ProbeSignals):
         if self.cancel_seq is None:
             self.cancel_seq = self.call_seq
             self.cancel_queued_at = monotonic()
-        self._call("cancel", self._cancel_now(subscription))
+        self._call("cancel", self._cancel_now(subscription), shown="cancel()")
 
     def _cancel_now(self, subscription: Subscription) -> Callable[[], None]:
         """``subscription.cancel`` that notes when it began to run, and how late, if it was late."""

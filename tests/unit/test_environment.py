@@ -39,3 +39,27 @@ def test_environment_restores_previous_hooks() -> None:
     with Environment(Settings()):
         assert threading.excepthook is not before
     assert threading.excepthook is before
+
+
+def test_a_call_into_the_subject_is_marked_for_the_watchdog_where_the_environment_says() -> None:
+    """``invoke`` marks the verification thread's outermost call (what the watchdog reads), and a
+    nested environment that marks its calls in the outer one (a fuzz scenario's) is obeyed."""
+    from rstck._internal.fuzz.sandbox import ScenarioEnvironment
+
+    outer = Environment(Settings())
+    outer.body_ident = threading.get_ident()
+    seen: list[object] = []
+
+    def call(env: Environment) -> None:
+        seen.append((outer.current_call or ("",))[0])
+        seen.append(env.current_call if env is not outer else None)
+
+    outer.invoke("request(1)", call, outer)
+    nested = ScenarioEnvironment(outer)
+    nested.invoke("request(2)", call, nested)
+    assert seen == ["request(1)", None, "request(2)", None]
+    assert outer.current_call is None
+    off_thread = threading.Thread(target=outer.invoke, args=("request(3)", call, outer))
+    off_thread.start()
+    off_thread.join()
+    assert seen[-2:] == ["", None]  # another thread's call is not the verification's

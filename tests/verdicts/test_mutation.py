@@ -92,9 +92,10 @@ def test_a_stale_mutant_is_refused_rather_than_applied_elsewhere() -> None:
 
 
 def test_a_demand_arithmetic_mutant_of_the_range_publisher_is_killed() -> None:
-    """``self._demand + n`` -> ``-``: requested elements never come; the kit says so, on a rule."""
+    """``demand - count`` -> ``+``: the demand never runs out, elements come beyond it; the kit
+    says so, on a rule."""
     source = mutation.reference_source("publishers.py")
-    line = 1 + source.splitlines().index("            self._demand = min(self._demand + n, MAX_DEMAND)")
+    line = 1 + source.splitlines().index("            self._demand = demand - count")
     (mutant,) = [m for m in mutation.mutants(source, "publishers.py")
                  if m.line == line and m.operator == "arithmetic"]
     outcome = mutation.evaluate(mutation.Job("publishers.py", source, mutant, fuzz=False), deadline=120)

@@ -314,7 +314,7 @@ class ProbeSignals:
             # for this mark, so one of the two always sees the other (rule 1.3).
             self._fast_inside = True
             before = self.demand
-            if self._fast_owner == me and before > 0 and element is not None and not self.env.closed:
+            if self._fast_owner == me and before > 0 and element is not None:
                 if before < MAX_DEMAND:
                     self.demand = before - 1
                 self.signals += 1
@@ -547,8 +547,9 @@ class ProbeSignals:
         first, and sees whether ``me`` was inside: rule 1.3), the pause (no race possible: none
         asked for, or only ``me`` signalled on the verification's thread), the hook, the flood
         limits (nothing beyond demand yet). A publisher that calls on_subscribe on the caller's
-        thread and on_next on its own (every asynchronous one) takes it too, once ``me`` is known. Its trace rows go straight to the tail, so
-        it waits until the trace's head is full.
+        thread and on_next on its own (every asynchronous one) takes it too, once ``me`` is
+        known. Its trace rows go straight to the tail, so it waits until the trace's head is
+        full; the end of the verification closes it (``_fast_close``).
         """
         if (self._on_next_hook is not None or self._racy or me not in self._threads
                 or self.subscription is None or self.terminal is not None or self._cancelled
@@ -560,6 +561,14 @@ class ProbeSignals:
         self._fast_seqs, self._fast_append = sink
         self._fast_key = (threading.current_thread().name, self.name, "on_next")
         self._fast_owner = me
+        if self.env.closed:  # closed meanwhile: ``_fast_close`` may have run before the line above
+            self._fast_owner = None
+
+    def _fast_close(self) -> None:
+        """The verification ended (``Environment.uninstall``): the next signal takes the full
+        path, which stops the publisher (``ProbeAbort``). An element on the fast path right
+        now is still counted, as one that came a moment earlier would have been."""
+        self._fast_owner = None
 
     def _fast_end(self) -> int | None:
         """Close the fast path (lock held); returns its owner if that thread was inside it.
@@ -672,9 +681,13 @@ class ProbeSignals:
             )
         raise ProbeAbort(f"{self.name}: cancel() has not run for {waited * 1000:.0f} ms")
 
-    def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any, shown: str | None = None) -> None:
+        """Make the call ``what`` (``fn(*args)``, shown as ``what(args)`` unless ``shown`` says
+        otherwise) through the environment; what it raises is judged here (3.15, 3.16)."""
+        if shown is None:
+            shown = f"{what}({', '.join(map(str, args))})"
         try:
-            self.env.invoke(f"{what}({', '.join(map(str, args))})", fn, *args)
+            self.env.invoke(shown, fn, *args)
         except ProbeAbort:
             pass  # our own flood guard unwinding through a synchronous publisher
         except Exception as exc:
@@ -683,7 +696,6 @@ class ProbeSignals:
                 self.env.trace.note(f"{what}() passed on the subscriber's failure: {short_repr(exc)}")
                 return
             rule = "3.16" if what == "request" else "3.15"
-            shown = f"{what}({', '.join(map(str, args))})"
             note = self.env.trace.note(f"{shown} raised {short_repr(exc)}")
             violation = RuleViolation(
                 rule,

@@ -104,12 +104,13 @@ class Trace:
 
     def log(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> int:
         """``add`` for the per-signal path: returns only the record's ``seq``."""
-        return int(self._append(actor, signal, detail, demand)[0])
+        seq: int = self._append(actor, signal, detail, demand)[0]
+        return seq
 
     def _append(self, actor: str, signal: str, detail: Any, demand: int | None) -> tuple[Any, ...]:
-        thread = threading.current_thread().name
+        # The name now: a pooled thread takes the name of each job it runs.
         seq = next(self._seqs)
-        row = (seq, time.monotonic(), thread, actor, signal, detail, demand)
+        row = (seq, _monotonic(), _current_thread().name, actor, signal, detail, demand)
         if seq < self._keep:
             self._head.append(row)
             return row
@@ -243,6 +244,10 @@ HEAD_SHOWN = 5
 CITED_CONTEXT = 3
 TAIL_MIN = 10
 CITED_SHOWN = 12
+
+
+_monotonic = time.monotonic
+_current_thread = threading.current_thread
 
 
 def _seq_of(row: tuple[Any, ...]) -> int:

@@ -2,7 +2,8 @@
 
 They exist so the TCK's own tests have known-good subjects (every verification must pass on
 them) and so users have a worked example of the rules. Correctness beats speed throughout:
-each element is handed out under a lock, and no lock is ever held while calling a subscriber.
+the demand is taken under a lock, a run of elements at a time, no lock is ever held while
+calling a subscriber, and a cancel stops a run between two elements.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def _null_subscriber() -> TypeError:
 _RAISED = "%r violated rule 2.13 by raising from %s; its subscription is cancelled"
 
 
+#: What one emission step delivers: to whom, a run of elements (None: the terminal signal), and
+#: the error the stream ends with (None with no elements: on_complete).
+_Run = tuple[Subscriber[int], range | None, BaseException | None]
+
+
 class _RangeSubscription:
     """State and emission step shared by the synchronous and asynchronous range subscriptions.
 
@@ -68,45 +74,54 @@ class _RangeSubscription:
             # Saturate instead of overflowing: MAX_DEMAND means unbounded (rule 3.17).
             self._demand = min(self._demand + n, MAX_DEMAND)
 
-    def _emit_one(self) -> bool:
-        """Deliver at most one signal; ``False`` when there is nothing to deliver right now.
+    def _take_locked(self, limit: int) -> _Run | None:
+        """What to deliver next, taken off the state (caller holds the lock): a run of at most
+        ``limit`` elements the demand allows, or the terminal signal; ``None`` when there is nothing.
 
-        The decision and the bookkeeping happen under the lock, the call happens outside it,
-        so a re-entrant ``request``/``cancel`` from the subscriber can never deadlock.
+        The demand is taken a run at a time: the calls happen outside the lock (a re-entrant
+        ``request``/``cancel`` from the subscriber can never deadlock), and ``_deliver`` looks
+        for a cancel or a pending error between two elements of the run.
         """
-        with self._lock:
-            subscriber = self._subscriber
-            if subscriber is None:
-                return False
-            error = self._error
-            element = self._index
-            terminal = error is not None or element == self._end
-            if terminal:
-                self._subscriber = None  # rules 1.6 and 3.13: cancelled, reference dropped
-            elif self._demand == 0:
-                return False
-            else:
-                self._index = element + 1
-                if self._demand != MAX_DEMAND:  # MAX_DEMAND is unbounded: never counts down
-                    self._demand -= 1
-        if error is not None:
-            signal = "on_error"
-        elif terminal:
-            signal = "on_complete"
-        else:
-            signal = "on_next"
+        subscriber = self._subscriber
+        if subscriber is None:
+            return None
+        first, end, error = self._index, self._end, self._error
+        if error is not None or first == end:
+            self._subscriber = None  # rules 1.6 and 3.13: cancelled, reference dropped
+            return subscriber, None, error
+        demand = self._demand
+        if demand == 0:
+            return None
+        count = min(demand, limit)  # limit > 0
+        if end is not None and end - first < count:
+            count = end - first
+        self._index = first + count
+        if demand != MAX_DEMAND:  # MAX_DEMAND is unbounded: never counts down
+            self._demand = demand - count
+        return subscriber, range(first, first + count), None
+
+    def _deliver(self, run: _Run) -> None:
+        """Signal what ``_take_locked`` took. A cancel or a rule 3.9 error that arrives during a
+        run stops it (the rest is not delivered); a subscriber that raises is cancelled and
+        logged, never passed to the caller (rule 2.13)."""
+        subscriber, elements, error = run
+        signal = "on_next"
         try:
-            if error is not None:
+            if elements is not None:
+                on_next = subscriber.on_next
+                for element in elements:
+                    if self._subscriber is None or self._error is not None:
+                        return
+                    on_next(element)
+            elif error is not None:
+                signal = "on_error"
                 subscriber.on_error(error)
-            elif terminal:
-                subscriber.on_complete()
             else:
-                subscriber.on_next(element)
-                return True
+                signal = "on_complete"
+                subscriber.on_complete()
         except Exception:
             self.cancel()
             logger.warning(_RAISED, subscriber, signal, exc_info=True)
-        return False
 
     def cancel(self) -> None:
         """Stop signalling and forget the subscriber; idempotent and thread-safe (rule 3.5)."""
@@ -142,19 +157,23 @@ class _SyncRangeSubscription(_RangeSubscription):
             self._wip += 1
             if self._wip != 1:
                 return
-        self._drain()
+            run = self._take_locked(MAX_DEMAND)
+        self._drain(run)
 
-    def _drain(self) -> None:
-        """Emit until demand runs out, then loop again for any work that arrived meanwhile."""
+    def _drain(self, run: _Run | None) -> None:
+        """Deliver ``run`` (taken under the lock with the turn to drain), then every run the
+        demand allows, then loop again for any work that arrived meanwhile."""
         missed = 1
         while True:
-            while self._emit_one():
-                pass
+            if run is not None:
+                self._deliver(run)
             with self._lock:
-                self._wip -= missed
-                missed = self._wip
-                if missed == 0:
-                    return
+                run = self._take_locked(MAX_DEMAND)
+                if run is None:
+                    self._wip -= missed
+                    missed = self._wip
+                    if missed == 0:
+                        return
 
 
 class RangePublisher:
@@ -194,7 +213,7 @@ class RangePublisher:
             subscription.cancel()
             logger.warning(_RAISED, subscriber, "on_subscribe", exc_info=True)
             return
-        subscription._drain()
+        subscription._drain(None)
 
     def __repr__(self) -> str:
         count = "MAX_DEMAND" if self._count >= MAX_DEMAND else str(self._count)
@@ -278,9 +297,17 @@ class _AsyncRangeSubscription(_RangeSubscription):
                 except Exception:
                     self.cancel()
                     logger.warning(_RAISED, subscriber, "on_subscribe", exc_info=True)
-        for _ in range(_BATCH):
-            if not self._emit_one():
+        budget = _BATCH
+        while budget > 0:
+            with self._lock:
+                run = self._take_locked(budget)
+            if run is None:
                 break
+            self._deliver(run)
+            elements = run[1]
+            if elements is None:
+                break
+            budget -= len(elements)
         with self._lock:
             if not self._has_work_locked():
                 self._scheduled = False
