@@ -389,10 +389,14 @@ def jvm_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+#: A busy loop that ends with the process that started it, even one killed without cleaning up.
+BURN = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    for _ in range(100_000): pass\n"
+
+
 def start_load(n: int) -> list[subprocess.Popen[bytes]]:
     """``n`` busy-looping processes, as ``benchmarks/soak.py --load`` starts: a loaded machine, for
     the figures to say how each side bears sharing the cores. End them with ``end_load``."""
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    return [subprocess.Popen([sys.executable, "-c", BURN, str(os.getpid())]) for _ in range(n)]
 
 
 def end_load(burners: list[subprocess.Popen[bytes]]) -> None:
