@@ -75,7 +75,7 @@ class Recipe:
     failed: str | None = None
     #: The test ids to run, in the host's order.
     tests: tuple[str, ...] = ()
-    #: Expected cost (see ``KIND_COST``), to deal shares of equal cost.
+    #: Expected cost (see ``KIND_COST``), to cut shares by cost (``shares``).
     cost: float = 1.0
 
     def to_json(self) -> dict[str, Any]:

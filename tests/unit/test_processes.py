@@ -1,4 +1,4 @@
-"""The pool of worker processes (``rstck.processes``): shares of equal cost, and every wait bounded."""
+"""The pool of worker processes (``rstck.processes``): shares cut by cost, large first, and every wait bounded."""
 
 from __future__ import annotations
 
