@@ -14,7 +14,9 @@ with ``--rs-no-fuzz``, with ``PYTHONDONTWRITEBYTECODE=1`` and with bytecode writ
 command run in turn so the machine's load falls on all alike (wall and CPU time, medians); and
 what the kit adds to a pytest run of a project that does not use it (the same run with the
 kit's and Hypothesis' entry points disabled, paired); with ``--jvm``, each kind beside the JVM TCK
-class its targets are anchored to, run by a command of the user's, in turn;
+class its targets are anchored to, run by a command of the user's, in turn (wall and CPU of both,
+the ratios of each, the load average); with ``--load N``, all of it on a machine kept busy by N
+busy-looping processes;
 
 and for the probe: ``on_next`` recorded per second in a bulk test (unbounded demand on the
 synchronous range publisher) next to a bare counting subscriber on the same publisher, and
@@ -22,7 +24,7 @@ the memory such a run holds at its peak at two stream lengths (each in a fresh p
 
     python benchmarks/bench.py [--repeat 3] [--json out.json] [--elements 1000000]
     python benchmarks/bench.py --only-processes --process-repeat 7
-    python benchmarks/bench.py --only-processes --jvm '/path/run-testng-class {cls}' --jvm-only
+    python benchmarks/bench.py --only-processes --jvm 'java -cp CP RunLibrary {cls}' --jvm-only [--load 2]
 
 These are benchmarks, not tests: the numbers depend on the machine and on its load, which is
 printed with them.
@@ -304,6 +306,8 @@ def unrelated(repeat: int) -> dict[str, Any]:
     return report
 
 
+#: TestNG's exit status bits: 1 a test failed, 2 some were skipped, 4 failed within a success percentage.
+TESTNG_STATUS = 7
 #: The JVM TCK class each kit command is compared with (``--jvm``): the anchors of the targets.
 JVM_CLASSES: dict[str, list[str]] = {
     "publisher": ["org.reactivestreams.tck.RangePublisherTest",
@@ -316,16 +320,21 @@ JVM_CLASSES: dict[str, list[str]] = {
 
 def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
     """Each kit command beside the JVM TCK class it is anchored to, taken in turn, with bytecode
-    not written (as the targets are stated); the ratio is kit / JVM per round, then the median.
+    not written (as the targets are stated): wall and CPU of each (the child's ``wait4`` usage: the
+    JVM's every thread, pytest and any worker process it waited for), and the ratios kit / JVM of
+    each round's walls and CPU, then their medians, with the load average beside each run.
 
     ``runner`` is a command that runs one TestNG class, ``{cls}`` standing for its name (the
     JVM TCK built from its own sources; its build is not part of this repository). TestNG's exit
-    status is a bit mask: 1 means a test failed, 2 that some were skipped (as these classes do).
+    status is a bit mask: 1 means a test failed (its timing tests, under load: the round counts and
+    the row says in how many rounds), 2 that some were skipped (as these classes do).
     """
     pairs = [(kind, mode, cls) for kind, classes in JVM_CLASSES.items() for mode in MODES for cls in classes]
     jvm = {cls: shlex.split(runner.replace("{cls}", cls)) for *_, cls in pairs}
-    kit: dict[tuple[str, str, str], list[float]] = {pair: [] for pair in pairs}
-    java: dict[tuple[str, str, str], list[float]] = {pair: [] for pair in pairs}
+    kit: dict[tuple[str, str, str], list[tuple[float, float]]] = {pair: [] for pair in pairs}
+    java: dict[tuple[str, str, str], list[tuple[float, float]]] = {pair: [] for pair in pairs}
+    loads: dict[tuple[str, str, str], list[float]] = {pair: [] for pair in pairs}
+    failed: dict[tuple[str, str, str], int] = dict.fromkeys(pairs, 0)
     with tempfile.TemporaryDirectory() as project:
         for kind, mode, cls in pairs:  # once each first: caches made, the JVM's files read
             timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=False)
@@ -333,21 +342,81 @@ def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
         for _ in range(repeat):
             for pair in pairs:
                 kind, mode, cls = pair
-                kit[pair].append(kit_run(kind, mode, project, bytecode=False)[0])
-                wall, _cpu, code = _timed(jvm[cls], None, None)
-                if code < 0 or code & 1:
-                    raise SystemExit(f"{' '.join(jvm[cls])} exited {code}: a JVM test failed or it did not run")
-                java[pair].append(wall)
+                kit[pair].append(kit_run(kind, mode, project, bytecode=False))
+                wall, cpu, code = _timed(jvm[cls], None, None)
+                if code < 0 or code & ~TESTNG_STATUS:
+                    raise SystemExit(f"{' '.join(jvm[cls])} exited {code}: it did not run")
+                # A JVM timing test that fails under load still ran its class: the round counts, noted.
+                failed[pair] += code & 1
+                java[pair].append((wall, cpu))
+                loads[pair].append(os.getloadavg()[0])
     rows = []
     for pair in pairs:
         kind, mode, cls = pair
-        ratio = statistics.median(k / j for k, j in zip(kit[pair], java[pair], strict=True))
-        row = {"kind": kind, "mode": mode, "jvm_class": cls, "kit_wall_s_median": statistics.median(kit[pair]),
-               "jvm_wall_s_median": statistics.median(java[pair]), "ratio_median": ratio}
+        k, j = kit[pair], java[pair]
+        row: dict[str, Any] = {
+            "kind": kind, "mode": mode, "jvm_class": cls,
+            **_sided("kit", k), **_sided("jvm", j),
+            "wall_ratio_median": statistics.median(a[0] / b[0] for a, b in zip(k, j, strict=True)),
+            "cpu_ratio_median": statistics.median(a[1] / b[1] for a, b in zip(k, j, strict=True)),
+            "loadavg_1m_min": round(min(loads[pair]), 2), "loadavg_1m_max": round(max(loads[pair]), 2),
+            "jvm_rounds_failed": failed[pair],
+            "rounds": [{"kit_wall_s": a[0], "kit_cpu_s": a[1], "jvm_wall_s": b[0], "jvm_cpu_s": b[1],
+                        "loadavg_1m": round(load, 2)} for a, b, load in zip(k, j, loads[pair], strict=True)],
+        }
         rows.append(row)
-        print(f"  {kind:<10} {mode:<8} kit {row['kit_wall_s_median']:6.3f} s  {cls.rsplit('.', 2)[-2]}."
-              f"{cls.rsplit('.', 1)[-1]:<30} {row['jvm_wall_s_median']:6.3f} s  ratio {ratio:.2f}", flush=True)
+        name = f"{cls.rsplit('.', 2)[-2]}.{cls.rsplit('.', 1)[-1]}"
+        print(f"  {kind:<9} {mode:<7} {name:<34} " + "  ".join(
+            f"{side} wall {row[f'{side}_wall_s_median']:.2f} s ({row[f'{side}_wall_s_min']:.2f}-"
+            f"{row[f'{side}_wall_s_max']:.2f}) cpu {row[f'{side}_cpu_s_median']:.2f} s "
+            f"({row[f'{side}_cpu_s_min']:.2f}-{row[f'{side}_cpu_s_max']:.2f})" for side in ("kit", "jvm"))
+            + f"  ratio wall {row['wall_ratio_median']:.2f} cpu {row['cpu_ratio_median']:.2f}"
+            f"  load {row['loadavg_1m_min']:.1f}-{row['loadavg_1m_max']:.1f}"
+            + (f"  JVM failed a test in {failed[pair]} round(s)" if failed[pair] else ""), flush=True)
     return rows
+
+
+def _sided(side: str, runs: list[tuple[float, float]]) -> dict[str, float]:
+    """``_summary`` of one side's ``(wall, cpu)`` runs, its keys prefixed (the load is kept per round)."""
+    summary = _summary([w for w, _ in runs], [c for _, c in runs])
+    return {f"{side}_{key}": value for key, value in summary.items() if key != "loadavg_1m"}
+
+
+def jvm_table(rows: list[dict[str, Any]]) -> str:
+    """The paired figures as a Markdown table, for docs/benchmarks.md."""
+    def span(row: dict[str, Any], key: str) -> str:
+        return f"{row[f'{key}_median']:.2f} s ({row[f'{key}_min']:.2f}-{row[f'{key}_max']:.2f})"
+    header = ("| kit command | mode | JVM class | kit wall | kit CPU | JVM wall | JVM CPU | wall ratio | CPU ratio "
+              "| load | JVM rounds failed |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        cls = row["jvm_class"].rsplit(".", 2)
+        lines.append(f"| {row['kind']} | {row['mode']} | {cls[-2]}.{cls[-1]} | {span(row, 'kit_wall_s')} | "
+                     f"{span(row, 'kit_cpu_s')} | {span(row, 'jvm_wall_s')} | {span(row, 'jvm_cpu_s')} | "
+                     f"{row['wall_ratio_median']:.2f} | {row['cpu_ratio_median']:.2f} | "
+                     f"{row['loadavg_1m_min']:.1f}-{row['loadavg_1m_max']:.1f} | {row['jvm_rounds_failed']} |")
+    return "\n".join(lines)
+
+
+#: A busy loop that ends with the process that started it, even one killed without cleaning up.
+BURN = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    for _ in range(100_000): pass\n"
+
+
+def start_load(n: int) -> list[subprocess.Popen[bytes]]:
+    """``n`` busy-looping processes, as ``benchmarks/soak.py --load`` starts: a loaded machine, for
+    the figures to say how each side bears sharing the cores. End them with ``end_load``."""
+    return [subprocess.Popen([sys.executable, "-c", BURN, str(os.getpid())]) for _ in range(n)]
+
+
+def end_load(burners: list[subprocess.Popen[bytes]]) -> None:
+    for proc in burners:
+        proc.terminate()
+    for proc in burners:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
 
 
 # -- the probe -----------------------------------------------------------------------------------
@@ -460,13 +529,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time each kind beside its JVM TCK class, run by COMMAND ({cls}: the "
                         "class), in turn; with --only-processes")
     parser.add_argument("--jvm-only", action="store_true", help="with --jvm: only the paired JVM figures")
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="N busy-looping processes for the whole run: figures on a loaded machine")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
-    report: dict[str, Any] = {"machine": machine()}
+    burners = start_load(args.load)
+    try:
+        return _run(args, burners)
+    finally:
+        end_load(burners)
+
+
+def _run(args: argparse.Namespace, burners: list[subprocess.Popen[bytes]]) -> int:
+    report: dict[str, Any] = {"machine": machine() | {"burners": len(burners)}}
     print(f"machine: {report['machine']}", flush=True)
     if args.jvm:
-        print("paired with the JVM TCK (no bytecode written; ratio kit / JVM, median of rounds):", flush=True)
+        print("paired with the JVM TCK (no bytecode written; ratios kit / JVM, medians of the rounds'):", flush=True)
         report["jvm"] = jvm_paired(args.process_repeat, args.jvm)
+        print(jvm_table(report["jvm"]), flush=True)
     if not args.skip_processes and not args.jvm_only:
         print("whole processes (pytest, a user's command):", flush=True)
         if not args.skip_unrelated:

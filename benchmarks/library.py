@@ -162,12 +162,13 @@ def main(argv: list[str] | None = None) -> int:
                 alt, alt_cpu = kit(root, "test_many.py", extra + args.alt_args.split())
                 row |= {"alt_wall_s": alt, "alt_cpu_s": alt_cpu, "ratio_alt_one": alt / one}
             if args.jvm:
-                wall, _cpu, code = timed(args.jvm.replace("{classes}", classes).split(), root)
+                wall, jvm_cpu, code = timed(args.jvm.replace("{classes}", classes).split(), root)
                 if code < 0:
                     raise SystemExit(f"the JVM run exited {code}")
                 # TestNG's status is a bit mask: 2, skipped tests (as RangePublisherTest has); 1, a
                 # failed one (its timing tests, under load): the round counts, the failure is noted.
-                row |= {"jvm_wall_s": wall, "ratio_kit_jvm": many / wall, "jvm_failed": float(code & 1)}
+                row |= {"jvm_wall_s": wall, "jvm_cpu_s": jvm_cpu, "ratio_kit_jvm": many / wall,
+                        "ratio_kit_jvm_cpu": many_cpu / jvm_cpu, "jvm_failed": float(code & 1)}
             rounds.append(row)
             row["load"] = os.getloadavg()[0]
             print(f"round {n + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()), flush=True)

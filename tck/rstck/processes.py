@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import signal
 import subprocess
@@ -76,7 +75,7 @@ class Recipe:
     failed: str | None = None
     #: The test ids to run, in the host's order.
     tests: tuple[str, ...] = ()
-    #: Expected cost (see ``KIND_COST``), to deal shares of equal cost.
+    #: Expected cost (see ``KIND_COST``), to cut shares by cost (``shares``).
     cost: float = 1.0
 
     def to_json(self) -> dict[str, Any]:
@@ -112,34 +111,34 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def shares(recipes: Sequence[Recipe], workers: int, at_once: int) -> list[list[Recipe]]:
-    """The recipes cut into shares of about equal cost, in the host's order, at most ``at_once`` each.
+#: A share is cut to about this fraction of the cost not yet cut, per worker: the first shares
+#: large (their subjects' windows overlap in one joint schedule), the next ones smaller, the last
+#: ones single subjects, so the workers, dealt shares as they free up, end within about one
+#: subject of each other ("guided" dealing; docs/benchmarks.md, "Packing the twenty").
+GUIDE = 2
 
-    There are at least as many shares as ``at_once`` allows, rounded up to a multiple of the
-    workers, so that dealing them as workers free up ends with the workers about even. Each
-    share keeps consecutive subjects, so the host, reporting in its own order, meets results
+
+def shares(recipes: Sequence[Recipe], workers: int, at_once: int) -> list[list[Recipe]]:
+    """The recipes cut into shares, in the host's order, at most ``at_once`` each, each about the
+    cost not yet cut over ``GUIDE * workers``: large first, single subjects last.
+
+    Each share keeps consecutive subjects, so the host, reporting in its own order, meets results
     as they come.
     """
-    if not recipes:
-        return []
-    count = math.ceil(len(recipes) / at_once)
-    count = min(len(recipes), math.ceil(count / workers) * workers)
     out: list[list[Recipe]] = []
     left = sum(r.cost for r in recipes)
     current: list[Recipe] = []
-    for index, recipe in enumerate(recipes):
-        if current:
-            shares_left = max(1, count - len(out))  # the current one included
-            spent = sum(r.cost for r in current)
-            # Close the share when it is full, when it has its part of the cost, or when the
-            # subjects left are just enough for the shares left.
-            if len(current) >= at_once or (shares_left > 1 and (
-                    spent + recipe.cost / 2 > left / shares_left or len(recipes) - index < shares_left)):
-                out.append(current)
-                left -= spent
-                current = []
+    spent = 0.0
+    for recipe in recipes:
+        # Close the share when it is full, or when this subject would take it past its part.
+        if current and (len(current) >= at_once or spent + recipe.cost / 2 > left / (GUIDE * workers)):
+            out.append(current)
+            left -= spent
+            current, spent = [], 0.0
         current.append(recipe)
-    out.append(current)
+        spent += recipe.cost
+    if current:
+        out.append(current)
     return out
 
 

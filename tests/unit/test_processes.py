@@ -1,4 +1,4 @@
-"""The pool of worker processes (``rstck.processes``): shares of equal cost, and every wait bounded."""
+"""The pool of worker processes (``rstck.processes``): shares cut by cost, large first, and every wait bounded."""
 
 from __future__ import annotations
 
@@ -19,12 +19,16 @@ def _recipe(key: str, cost: float = 1.0) -> Recipe:
     return Recipe(key, "publisher", "mod", key, False, f"mod:{key}", None, ("t",), cost)
 
 
-def test_shares_keep_the_order_and_even_out_over_the_workers() -> None:
+def test_shares_keep_the_order_large_first_single_subjects_last_and_even_out_over_the_workers() -> None:
     twenty = [_recipe(f"s{i}") for i in range(20)]
     cut = shares(twenty, 2, 4)
     assert [r.key for share in cut for r in share] == [r.key for r in twenty]
-    assert len(cut) % 2 == 0
     assert all(1 <= len(share) <= 4 for share in cut)
+    # Large shares first (their windows overlap), single subjects last (the workers end together).
+    sizes = [len(share) for share in cut]
+    assert sizes == sorted(sizes, reverse=True)
+    assert sizes[0] == 4
+    assert sizes[-2:] == [1, 1]
     # Dealt as workers free up, the shares of four processors (4 each) and eight publishers end even.
     mixed = [_recipe(f"p{i}", 4.0) for i in range(4)] + [_recipe(f"q{i}") for i in range(8)]
     loads = [0.0, 0.0]
@@ -35,6 +39,8 @@ def test_shares_keep_the_order_and_even_out_over_the_workers() -> None:
     for share in cut:
         loads[loads.index(min(loads))] += sum(r.cost for r in share)
     assert loads == [10.0, 10.0]
+    # A share never takes more than at once allows.
+    assert all(len(share) == 1 for share in shares(twenty, 2, 1))
 
 
 def test_one_process_per_subject_at_most() -> None:
