@@ -54,6 +54,9 @@ KIND_COST = {"publisher": 1.0, "subscriber_blackbox": 0.5, "subscriber_whitebox"
 #: A worker that says nothing (not even its heartbeat, sent every ``BEAT_S``) this long is hung.
 HANG_S = 60.0
 BEAT_S = 1.0
+#: A worker not yet ready (still importing: a cold bytecode cache on a loaded machine takes
+#: seconds) is hung only after this long, or ``hang_s`` if that is longer.
+START_S = 60.0
 #: The module a worker runs as.
 WORKER_MODULE = "rstck._internal.process_worker"
 
@@ -421,8 +424,9 @@ class Pool:
         for worker in self._workers:
             if worker.gone or worker.ended_by:
                 continue
-            if now - worker.heard > self.hang_s:
-                worker.ended_by = f"hung: nothing heard from it for {self.hang_s:.0f} s"
+            silent = self.hang_s if worker.ready else max(self.hang_s, START_S)
+            if now - worker.heard > silent:
+                worker.ended_by = f"hung: nothing heard from it for {silent:.0f} s"
             elif worker.share and now - worker.progressed > self.result_s:
                 worker.ended_by = f"no result for {self.result_s:.0f} s"
             else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -76,6 +77,26 @@ def test_a_hung_worker_is_killed_and_its_tests_say_why(module: Path) -> None:
         other = pool.result("fine", test, timeout=60.0)
         assert not isinstance(other, str | None)
         assert other.outcome == "passed"
+    finally:
+        pool.close()
+
+
+def test_a_worker_still_starting_is_not_taken_for_hung(module: Path, tmp_path: Path) -> None:
+    """Importing is not hanging: a worker that takes longer than ``hang_s`` to start (a cold
+    bytecode cache on a loaded machine) still runs its share; only ``START_S`` bounds its start."""
+    slow = tmp_path / "slow_start"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text("import time\ntime.sleep(3.0)\n")
+    test = Run("publisher", range_publisher).tests[1].test_id
+    fine = Recipe("fine", "publisher", "stuckmod", "fine", False, "stuckmod:fine", None, (test,))
+    hello = {"sys_path": [str(module), *sys.path], "settings": Settings(no_fuzz=True).to_json()}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(slow), os.environ.get("PYTHONPATH")]))}
+    pool = Pool([fine], hello, 1, 1, hang_s=1.0, env=env)
+    pool.start()
+    try:
+        answer = pool.result("fine", test, timeout=60.0)
+        assert not isinstance(answer, str | None), answer
+        assert answer.outcome == "passed"
     finally:
         pool.close()
 
