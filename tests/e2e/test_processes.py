@@ -198,12 +198,23 @@ def _traces(root: Path) -> list[list[Any]]:
 
 
 def test_a_run_that_reads_no_trace_and_one_whose_hook_reads_them_report_as_one_process(
-        library: pytest.Pytester) -> None:
+        library: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a results file, HTML report or result hook of its own, a worker keeps passing
     results' traces to itself; JUnit, the terminal and the verdicts are those of one process. A
     conftest's ``rstck_result`` that reads them gets each passing result's trace, as in one process."""
+    from rstck_plugins.host import process_host
+
+    decided: list[bool] = []
+    decide = process_host.reads_passing_traces
+
+    def spy(config: pytest.Config, state: Any) -> bool:
+        decided.append(decide(config, state))
+        return decided[-1]
+
+    monkeypatch.setattr(process_host, "reads_passing_traces", spy)
     root = library.path
     dealt = library.runpytest(RULES, "--rs-processes=2", "--junitxml=dealt.xml")
+    assert decided == [False]  # the terminal table and JUnit read no trace: the workers keep them
     alone = library.runpytest(RULES, "--rs-processes=1", "--junitxml=alone.xml")
     dealt.stdout.fnmatch_lines(["rs-tck: 8 subjects in 2 worker processes"])
     assert dealt.parseoutcomes() == alone.parseoutcomes()
@@ -213,6 +224,7 @@ def test_a_run_that_reads_no_trace_and_one_whose_hook_reads_them_report_as_one_p
     (root / "tests" / "conftest.py").write_text(READS_TRACES)
     library.runpytest(RULES, "--rs-processes=2", "--rs-no-fuzz").stdout.fnmatch_lines(["rs-tck: 8 subjects in 2*"])
     dealt_traces = _traces(root)
+    assert decided == [False, True]
     library.runpytest(RULES, "--rs-processes=1", "--rs-no-fuzz")
     alone_traces = _traces(root)
     # The same passing results, each with its trace (its records vary in number from run to run).

@@ -38,8 +38,6 @@ from rstck.processes import spare
 from rstck.results import TestResult
 from rstck.run_api import joinable
 
-from ..reports.baseline import BaselinePlugin
-from ..reports.terminal import TerminalSummary
 from ..state import RsTckState
 from ..state import SubjectEntry
 from ..state import state_key
@@ -140,8 +138,9 @@ def result_of(item: Any) -> TestResult | None:
     return result
 
 
-#: The kit's own result hooks that never read a trace: the terminal table, the baseline gate.
-TRACE_BLIND = (TerminalSummary, BaselinePlugin)
+#: The kit's own result hooks that never read a trace, by the names the reports register them
+#: under: the terminal table, the baseline gate.
+TRACE_BLIND = frozenset({"rs-tck-terminal-summary", "rs-tck-baseline"})
 
 
 def reads_passing_traces(config: pytest.Config, state: RsTckState) -> bool:
@@ -151,7 +150,7 @@ def reads_passing_traces(config: pytest.Config, state: RsTckState) -> bool:
         return True
     hooks = state.hooks.hook
     impls = hooks.rstck_result.get_hookimpls() + hooks.rstck_run_finished.get_hookimpls()
-    return any(not isinstance(impl.plugin, TRACE_BLIND) for impl in impls)
+    return any(impl.plugin_name not in TRACE_BLIND for impl in impls)
 
 
 def _may_deal(config: pytest.Config, state: RsTckState) -> bool:
