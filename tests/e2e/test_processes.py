@@ -115,6 +115,7 @@ def test_subjects_in_worker_processes_give_the_verdicts_files_and_junit_of_one_p
     complete = json.loads((root / "dealt.json").read_text())["results"]
     assert [sorted(r) for r in complete] == [sorted(r) for r in json.loads((root / "alone.json").read_text())["results"]]
     assert all(r["failures"][0]["evidence"] and r["trace"] for r in complete if r["outcome"] == "failed")
+    assert all(bool(r["trace"]) == (r["trace_total"] > 0) for r in complete if r["outcome"] == "passed")
 
 
 def test_a_subject_a_worker_cannot_import_runs_in_the_pytest_process(library: pytest.Pytester) -> None:
@@ -169,3 +170,64 @@ def test_under_xdist_its_workers_are_the_only_processes(library: pytest.Pytester
     assert result.ret == 1
     assert "worker processes" not in result.stdout.str()
     assert len(_pids(library.path)) == 2
+
+
+#: A third party's result hook that reads each passing result's trace, as a reporter of its own may.
+READS_TRACES = '''
+import json
+
+
+def rstck_result(result):
+    if result.outcome == "passed":
+        with open("traces.jsonl", "a") as out:
+            out.write(json.dumps([result.key, result.test, len(result.trace), result.trace_total]) + "\\n")
+'''
+
+
+def _table(lines: list[str]) -> list[str]:
+    """The terminal's table by subject: from its title to the next section's rule."""
+    start = next(i for i, line in enumerate(lines) if "rs-tck conformance by subject" in line)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("="))
+    return lines[start:end]
+
+
+def _traces(root: Path) -> list[list[Any]]:
+    lines = (root / "traces.jsonl").read_text().splitlines()
+    (root / "traces.jsonl").unlink()
+    return sorted(json.loads(line) for line in lines)
+
+
+def test_a_run_that_reads_no_trace_and_one_whose_hook_reads_them_report_as_one_process(
+        library: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a results file, HTML report or result hook of its own, a worker keeps passing
+    results' traces to itself; JUnit, the terminal and the verdicts are those of one process. A
+    conftest's ``rstck_result`` that reads them gets each passing result's trace, as in one process."""
+    from rstck_plugins.host import process_host
+
+    decided: list[bool] = []
+    decide = process_host.reads_passing_traces
+
+    def spy(config: pytest.Config, state: Any) -> bool:
+        decided.append(decide(config, state))
+        return decided[-1]
+
+    monkeypatch.setattr(process_host, "reads_passing_traces", spy)
+    root = library.path
+    dealt = library.runpytest(RULES, "--rs-processes=2", "--junitxml=dealt.xml")
+    assert decided == [False]  # the terminal table and JUnit read no trace: the workers keep them
+    alone = library.runpytest(RULES, "--rs-processes=1", "--junitxml=alone.xml")
+    dealt.stdout.fnmatch_lines(["rs-tck: 8 subjects in 2 worker processes"])
+    assert dealt.parseoutcomes() == alone.parseoutcomes()
+    assert dealt.ret == alone.ret == 1
+    assert _junit(root / "dealt.xml") == _junit(root / "alone.xml")
+    assert _table(dealt.outlines) == [*_table(alone.outlines), "rs-tck: 8 subjects in 2 worker processes"]
+    (root / "tests" / "conftest.py").write_text(READS_TRACES)
+    library.runpytest(RULES, "--rs-processes=2", "--rs-no-fuzz").stdout.fnmatch_lines(["rs-tck: 8 subjects in 2*"])
+    dealt_traces = _traces(root)
+    assert decided == [False, True]
+    library.runpytest(RULES, "--rs-processes=1", "--rs-no-fuzz")
+    alone_traces = _traces(root)
+    # The same passing results, each with its trace (its records vary in number from run to run).
+    assert [r[:2] for r in dealt_traces] == [r[:2] for r in alone_traces]
+    assert all((kept > 0) == (total > 0) for _k, _t, kept, total in dealt_traces)
+    assert sum(kept for *_r, kept, _total in dealt_traces) > 0

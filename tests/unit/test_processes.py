@@ -12,6 +12,7 @@ from rstck.processes import Pool
 from rstck.processes import Recipe
 from rstck.processes import shares
 from rstck.reference import range_publisher
+from rstck.results import TestResult
 from rstck.run_api import Run
 from rstck.settings import Settings
 
@@ -134,3 +135,30 @@ def test_a_result_crosses_the_process_boundary_whole() -> None:
         assert read == dataclasses.replace(result, duration_s=round(result.duration_s, 6),
                                            started_at=round(result.started_at, 6),
                                            finished_at=round(result.finished_at, 6))
+
+
+def test_a_host_that_reads_no_passing_trace_gets_none_and_every_failure_whole(tmp_path: Path) -> None:
+    """``passing_traces`` false in the hello: a passing result comes back without its records but
+    with their count; a failed one with its trace; a host that says nothing gets every trace."""
+    (tmp_path / "tracemod.py").write_text(
+        "from tests.broken.publishers import IgnoresRequestZero, factory\nbroken = factory(IgnoresRequestZero)\n")
+    tests = tuple(t.test_id for t in Run("publisher", range_publisher, rules=["sanity", "1.9", "3.9"]).tests)
+    recipe = Recipe("broken", "publisher", "tracemod", "broken", False, "tracemod:broken", None, tests)
+    for says, kept in ((False, False), (None, True)):
+        hello = {"sys_path": [str(tmp_path), *sys.path], "settings": Settings(no_fuzz=True).to_json()}
+        if says is not None:
+            hello["passing_traces"] = says
+        pool = Pool([recipe], hello, 1, 1)
+        pool.start()
+        try:
+            results = [pool.result("broken", t, timeout=60.0) for t in tests]
+        finally:
+            pool.close()
+        assert all(isinstance(r, TestResult) for r in results), results
+        done = [r for r in results if isinstance(r, TestResult)]
+        passed = [r for r in done if r.outcome == "passed"]
+        failed = [r for r in done if r.outcome == "failed"]
+        assert passed
+        assert failed
+        assert all(r.trace_total > 0 and bool(r.trace) == kept for r in passed)
+        assert all(r.trace and r.trace_total >= len(r.trace) for r in failed)

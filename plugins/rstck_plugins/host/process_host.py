@@ -11,6 +11,13 @@ conftest resolve, or an adapter wraps (``--rs-adapter``), a declaration pytest i
 name a worker cannot import, and any subject a worker fails to rebuild (it says so, and the
 subject's tests run here). A run whose ``rstck_modify_tests`` hooks change the tests runs every
 subject here: those hooks, and what they add, belong to this process.
+
+A passing result's trace (nearly all of what a worker sends: some 16 MB for twenty publishers)
+comes back only when something in this process may read it (``reads_passing_traces``): a results
+file or HTML report, or an ``rstck_result`` / ``rstck_run_finished`` hook other than the kit's
+terminal table and baseline gate, which never read one. Otherwise its encoding, its transfer and
+its decoding would cost CPU for no reader; its ``trace_total`` always comes back, and a result
+that did not pass always comes whole.
 """
 
 from __future__ import annotations
@@ -80,7 +87,8 @@ class ProcessHost:
         s = self.state.settings
         hello = {"sys_path": list(sys.path), "settings": s.to_json(), "explicit": sorted(s.explicit),
                  "rules": self.state.rules, "skip_rules": self.state.skip_rules,
-                 "seed": os.environ.get("RS_TCK_SEED") or None}
+                 "seed": os.environ.get("RS_TCK_SEED") or None,
+                 "passing_traces": reads_passing_traces(config, self.state)}
         limit = max(s.test_limit for s in (self.state.runs[r.key].settings for r in recipes))
         pool = Pool(recipes, hello, workers, s.subjects_at_once, result_s=max(120.0, 4 * limit))
         config.stash[pool_key] = pool
@@ -128,6 +136,21 @@ def result_of(item: Any) -> TestResult | None:
         return None
     result: TestResult = run.present(lost(item.test, run.label, answer)) if isinstance(answer, str) else answer
     return result
+
+
+#: The kit's own result hooks that never read a trace, by the names the reports register them
+#: under: the terminal table, the baseline gate.
+TRACE_BLIND = frozenset({"rs-tck-terminal-summary", "rs-tck-baseline"})
+
+
+def reads_passing_traces(config: pytest.Config, state: RsTckState) -> bool:
+    """Whether anything in this process may read the trace of a passing result: a file the run
+    writes (results, HTML, pytest-reportlog's log), or any result hook but the kit's trace-blind ones."""
+    if state.report_files or getattr(config.option, "report_log", None):
+        return True
+    hooks = state.hooks.hook
+    impls = hooks.rstck_result.get_hookimpls() + hooks.rstck_run_finished.get_hookimpls()
+    return any(impl.plugin_name not in TRACE_BLIND for impl in impls)
 
 
 def _may_deal(config: pytest.Config, state: RsTckState) -> bool:

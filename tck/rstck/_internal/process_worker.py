@@ -1,7 +1,8 @@
 """A worker process of a run of several subjects: ``python -m rstck._internal.process_worker``.
 
 It reads the host's messages on stdin, one JSON object a line (``rstck.processes``): first
-``hello`` (the host's ``sys.path``, the run's settings and rule selection), then ``run`` with a
+``hello`` (the host's ``sys.path``, the run's settings and rule selection, whether it reads the
+traces of passing results), then ``run`` with a
 share of subjects (``Recipe``s), which it rebuilds and runs as one joint schedule, writing each
 test's result back as its verdict is final, then ``done``; ``stop`` (or the end of stdin) ends it.
 
@@ -27,6 +28,7 @@ from ..processes import BEAT_S
 from ..processes import Recipe
 from ..processes import subject_record
 from ..processes import write_message
+from ..results import Outcome
 
 
 def main() -> int:
@@ -70,7 +72,8 @@ def _beat(out: IO[bytes], lock: threading.Lock, stop: threading.Event) -> None:
 
 
 def _hello(message: Mapping[str, Any]) -> dict[str, Any]:
-    """The run as the host has it: its import path, settings, rule selection, seed."""
+    """The run as the host has it: its import path, settings, rule selection, seed, and whether
+    it reads passing results' traces (a host that does not say does)."""
     from ..settings import from_json
 
     for entry in reversed(message.get("sys_path", [])):
@@ -80,7 +83,8 @@ def _hello(message: Mapping[str, Any]) -> dict[str, Any]:
         random.seed(int(message["seed"]))
     settings = from_json(message["settings"], frozenset(message.get("explicit", ())))
     return {"settings": settings, "rules": list(message.get("rules", ())),
-            "skip_rules": list(message.get("skip_rules", ()))}
+            "skip_rules": list(message.get("skip_rules", ())),
+            "passing_traces": bool(message.get("passing_traces", True))}
 
 
 def _run_share(state: Mapping[str, Any], recipes: list[Recipe], out: IO[bytes], lock: threading.Lock) -> None:
@@ -107,8 +111,13 @@ def _run_share(state: Mapping[str, Any], recipes: list[Recipe], out: IO[bytes], 
         return
     runs = [run for run, tests in parts for _t in tests]
     schedule = joint(parts) if len(parts) > 1 else parts[0][0].schedule(parts[0][1])
+    traces = state.get("passing_traces", True)
     for (key, test), run, result in zip(keys, runs, schedule.results(), strict=True):
-        write_message(out, lock, {"op": "result", "key": key, "test": test, "result": run.present(result).to_json()})
+        shown = run.present(result)
+        data = shown.to_json()
+        if not traces and shown.outcome == Outcome.PASSED:
+            data["trace"] = []  # nothing reads it there; its length stays in trace_total
+        write_message(out, lock, {"op": "result", "key": key, "test": test, "result": data})
 
 
 def rebuild(recipe: Recipe, settings: Any, rules: list[str], skip_rules: list[str]) -> Any:
