@@ -4,8 +4,9 @@ In one process the subjects' CPU (the fuzz searches, the long streams) runs on o
 interpreter's lock held by one thread at a time; a run of twenty publishers then takes about
 twenty times one's CPU on that core. Here whole subjects go to ``N`` worker processes
 (``python -m rstck._internal.process_worker``), each running its share as one joint schedule, as the
-pytest process would (``rstck.run_api.joint``), and handing each test's result back, complete,
-as JSON lines. The host reports them as its own.
+pytest process would (``rstck.run_api.joint``), and handing each test's result back as JSON
+lines, complete but for a passing test's trace when nothing in the run reads those (the hello's
+``passing_traces``). The host reports them as its own.
 
 A worker rebuilds each subject as the host loaded it, from a ``Recipe``: the module to import
 (with the host's ``sys.path``), the attribute (a declaration, a factory or a subject record), the
