@@ -169,3 +169,46 @@ def test_under_xdist_its_workers_are_the_only_processes(library: pytest.Pytester
     assert result.ret == 1
     assert "worker processes" not in result.stdout.str()
     assert len(_pids(library.path)) == 2
+
+
+#: A subject whose module marks it expected to fail: pytest's skipping plugin reads the mark in
+#: the call phase and its report (XFAIL where it fails, XPASS where it passes).
+MARKED = '''
+import pytest
+import rstck.pytest as rs
+
+import mylib
+
+pytestmark = pytest.mark.xfail(reason="marked by its module")
+
+test_marked = rs.publisher_verification(mylib.broken_publisher, id="marked")
+'''
+
+
+def _summary(result: pytest.RunResult) -> list[str]:
+    """The lines ``-rA`` lists, and the verdict line without its time."""
+    lines = [line for line in result.stdout.lines if line.startswith(("PASSED", "SKIPPED", "FAILED", "ERROR", "XFAIL", "XPASS"))]
+    return [*lines, result.stdout.lines[-1].rsplit(" in ", 1)[0]]
+
+
+def test_worker_results_report_as_one_process_does_under_rA_x_lf_and_a_skip_mark(library: pytest.Pytester) -> None:
+    """Items whose results came from workers go through pytest's protocol without capture: every
+    consumer of their reports (``-rA``, ``-x``, ``--lf``, JUnit, a user's skip mark) sees a run in one process."""
+    root = library.path
+    (root / "tests" / "test_marked.py").write_text(MARKED)
+    seen: dict[str, list[Any]] = {}
+    for mode in ("2", "1"):
+        full = library.runpytest(RULES, f"--rs-processes={mode}", "-rA", f"--junitxml=full{mode}.xml")
+        lastfailed = json.loads((root / ".pytest_cache" / "v" / "cache" / "lastfailed").read_text())
+        again = library.runpytest(RULES, f"--rs-processes={mode}", "--lf", "-rA")
+        stopped = library.runpytest(RULES, f"--rs-processes={mode}", "-x", "-rA", f"--junitxml=x{mode}.xml")
+        seen[mode] = [_summary(full), full.ret, lastfailed, _summary(again), again.ret, _summary(stopped),
+                      stopped.ret, _junit(root / f"full{mode}.xml"), _junit(root / f"x{mode}.xml")]
+        if mode == "2":
+            full.stdout.fnmatch_lines(["rs-tck: 9 subjects in 2 worker processes"])
+    assert seen["2"] == seen["1"]
+    full_lines, _, lastfailed, _, _, stopped_lines, stopped_ret, *_ = seen["2"]
+    assert any(line.startswith("XFAIL") and "marked by its module" in line for line in full_lines)
+    assert any(line.startswith("XPASS") and "test_marked" in line for line in full_lines)
+    assert lastfailed and all("test_broken" in nodeid for nodeid in lastfailed)
+    assert stopped_ret == 1 and len([line for line in stopped_lines if line.startswith("FAILED")]) == 1
