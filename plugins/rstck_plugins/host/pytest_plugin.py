@@ -390,7 +390,11 @@ def _scheduled(item: RsTckItem) -> TestResult:
     config, name = item.config, item.key
     state = config.stash[state_key]
     run = state.runs[name]
-    dealt = item.stash.get(dealt_key, None) or process_host.result_of(item)  # run by a worker, or None
+    dealt = item.stash.get(dealt_key, None)  # taken as its protocol started
+    if dealt is None:
+        dealt = process_host.result_of(item)  # run by a worker process (see process_host), or None
+    else:
+        del item.stash[dealt_key]
     if dealt is not None:
         return _identified(state, name, dealt, owned=True)
     if hasattr(config, "workerinput") and not getattr(config.option, "loadgroup", False):
