@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -231,3 +232,52 @@ def test_a_run_that_reads_no_trace_and_one_whose_hook_reads_them_report_as_one_p
     assert [r[:2] for r in dealt_traces] == [r[:2] for r in alone_traces]
     assert all((kept > 0) == (total > 0) for _k, _t, kept, total in dealt_traces)
     assert sum(kept for *_r, kept, _total in dealt_traces) > 0
+
+
+#: A subject whose module marks it expected to fail: pytest's skipping plugin reads the mark in
+#: the call phase and its report (XFAIL where it fails, XPASS where it passes).
+MARKED = '''
+import pytest
+import rstck.pytest as rs
+
+import mylib
+
+pytestmark = pytest.mark.xfail(reason="marked by its module")
+
+test_marked = rs.publisher_verification(mylib.broken_publisher, id="marked")
+'''
+
+
+def _summary(result: pytest.RunResult) -> list[str]:
+    """The progress lines, the short summary ``-rA`` lists, and the verdict line, without times and
+    addresses (the failures' traces hold them)."""
+    lines = result.stdout.lines
+    start = next(k for k, line in enumerate(lines) if "short test summary info" in line)
+    progress = [line for line in lines[:start] if line.startswith("tests/")]
+    summary = [re.sub(r"[\d.]+ ms|0x[0-9a-f]+", "_", line) for line in lines[start:-1] if "worker processes" not in line]
+    return [*progress, *summary, lines[-1].rsplit(" in ", 1)[0]]
+
+
+def test_worker_results_report_as_one_process_does_under_rA_x_lf_and_a_skip_mark(library: pytest.Pytester) -> None:
+    """Items whose results came from workers go through pytest's protocol without capture: every
+    consumer of their reports (``-rA``, ``-x``, ``--lf``, JUnit, a user's skip mark) sees a run in one process."""
+    root = library.path
+    (root / "tests" / "test_marked.py").write_text(MARKED)
+    seen: dict[str, list[Any]] = {}
+    for mode in ("2", "1"):
+        full = library.runpytest(RULES, f"--rs-processes={mode}", "-rA", f"--junitxml=full{mode}.xml")
+        lastfailed = json.loads((root / ".pytest_cache" / "v" / "cache" / "lastfailed").read_text())
+        again = library.runpytest(RULES, f"--rs-processes={mode}", "--lf", "-rA")
+        stopped = library.runpytest(RULES, f"--rs-processes={mode}", "-x", "-rA", f"--junitxml=x{mode}.xml")
+        seen[mode] = [_summary(full), full.ret, lastfailed, _summary(again), again.ret, _summary(stopped),
+                      stopped.ret, _junit(root / f"full{mode}.xml"), _junit(root / f"x{mode}.xml")]
+        if mode == "2":
+            full.stdout.fnmatch_lines(["rs-tck: 9 subjects in 2 worker processes"])
+    assert seen["2"] == seen["1"]
+    full_lines, _, lastfailed, _, _, stopped_lines, stopped_ret, *_ = seen["2"]
+    assert any(line.startswith("XFAIL") and "marked by its module" in line for line in full_lines)
+    assert any(line.startswith("XPASS") and "test_marked" in line for line in full_lines)
+    assert lastfailed
+    assert all("test_broken" in nodeid for nodeid in lastfailed)
+    assert stopped_ret == 1
+    assert len([line for line in stopped_lines if line.startswith("FAILED")]) == 1

@@ -16,9 +16,11 @@ import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
+from typing import Literal
 
 import pluggy
 import pytest
+from _pytest import runner
 from _pytest._code.code import ReprEntryNative
 from _pytest._code.code import ReprExceptionInfo
 from _pytest._code.code import ReprFileLocation
@@ -334,14 +336,14 @@ class RsTckItem(pytest.Item):
         self.key = key
         state = self.config.stash[state_key]
         rule = getattr(test, "own_rule", None) or test.rule_id or "sanity"  # an edition's own id
+        level = str(test.level)
         self.user_properties += [
-            ("rs_rule", rule), ("rs_level", str(test.level)), ("rs_verification", test.verification),
-            ("rs_subject", key),
+            ("rs_rule", rule), ("rs_level", level), ("rs_verification", test.verification), ("rs_subject", key),
         ]
-        self.add_marker(pytest.mark.rs_tck(rule=rule, level=str(test.level), verification=test.verification))
+        self.add_marker(_mark("rs_tck", rule=rule, level=level, verification=test.verification))
         if self.config.pluginmanager.hasplugin("timeout"):  # absent under `-p no:timeout`
             limit = state.runs[key].settings.test_limit
-            self.add_marker(pytest.mark.timeout(limit + BACKSTOP_MARGIN_S, method="signal"))
+            self.add_marker(_mark("timeout", limit + BACKSTOP_MARGIN_S, method="signal"))
 
     def runtest(self) -> None:
         result = _with_replay_command(self, _scheduled(self))
@@ -361,6 +363,19 @@ class RsTckItem(pytest.Item):
         return self.key, None, f"{self.key}::{self.test.test_id}"
 
 
+#: The marks items carry, made once for each set of arguments: items share them, as a module's
+#: ``pytestmark`` is shared by its tests (a run of twenty subjects makes 1,320 items).
+_marks: dict[tuple[Any, ...], pytest.MarkDecorator] = {}
+
+
+def _mark(name: str, *args: Any, **kwargs: Any) -> pytest.MarkDecorator:
+    key = (name, args, tuple(sorted(kwargs.items())))
+    mark = _marks.get(key)
+    if mark is None:
+        mark = _marks[key] = getattr(pytest.mark, name)(*args, **kwargs)
+    return mark
+
+
 #: Per verification: its schedule, and each not yet reported item's index in it.
 schedules_key = pytest.StashKey[dict[str, tuple[Schedule, dict[str, int]]]]()
 
@@ -375,9 +390,13 @@ def _scheduled(item: RsTckItem) -> TestResult:
     config, name = item.config, item.key
     state = config.stash[state_key]
     run = state.runs[name]
-    dealt = process_host.result_of(item)  # run by a worker process (see process_host), or None
+    dealt = item.stash.get(dealt_key, None)  # taken as its protocol started
+    if dealt is None:
+        dealt = process_host.result_of(item)  # run by a worker process (see process_host), or None
+    else:
+        del item.stash[dealt_key]
     if dealt is not None:
-        return _identified(state, name, dealt)
+        return _identified(state, name, dealt, owned=True)
     if hasattr(config, "workerinput") and not getattr(config.option, "loadgroup", False):
         return _identified(state, name, run.run_one(item.test))
     schedules = config.stash.setdefault(schedules_key, {})
@@ -431,10 +450,19 @@ def _bucket(state: RsTckState, key: str) -> str:
     return f"{joinables.index(key) // state.settings.subjects_at_once}"
 
 
-def _identified(state: RsTckState, key: str, result: TestResult) -> TestResult:
-    """The result with its subject's id, when the subject has one (see ``SubjectEntry.named``)."""
+def _identified(state: RsTckState, key: str, result: TestResult, owned: bool = False) -> TestResult:
+    """The result with its subject's id, when the subject has one (see ``SubjectEntry.named``).
+
+    A result read from a worker's message (``owned``) is this item's alone: it takes the id in
+    place, without the copy a shared result needs.
+    """
     entry = state.entries.get(key)
-    return dataclasses.replace(result, subject_id=key) if entry is not None and entry.named else result
+    if entry is None or not entry.named or result.subject_id == key:
+        return result
+    if owned:
+        result.subject_id = key
+        return result
+    return dataclasses.replace(result, subject_id=key)
 
 
 def replay_prefix(config: pytest.Config, key: str | None = None) -> list[str]:
@@ -759,6 +787,88 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             where = item.config.invocation_params.dir / _skip_anchor(item.nodeid, result)
             report.longrepr = (str(where), None, report.longrepr[2])
     return report
+
+
+#: A worker process's result for the item, taken as its protocol starts (``pytest_runtest_protocol``).
+dealt_key = pytest.StashKey[TestResult]()
+#: The phase hooks of pytest's protocol, and the phase each one runs.
+PHASES = (("setup", "pytest_runtest_setup"), ("call", "pytest_runtest_call"), ("teardown", "pytest_runtest_teardown"))
+#: The plugins whose phase hooks capture what the pytest process prints and logs during a phase.
+CAPTURING = ("capturemanager", "logging-plugin")
+#: The plugins known to implement the phase hooks: pytest's own, pytest-timeout and Hypothesis.
+KNOWN_PHASE_PLUGINS = frozenset({"runner", "skipping", "threadexception", "unraisableexception", "timeout",
+                                 "hypothesispytest", *CAPTURING})
+#: The phase hooks without the capturing plugins, or None when the run keeps pytest's whole protocol.
+phase_hooks_key = pytest.StashKey[tuple[Any, ...] | None]()
+
+
+def _uncaptured_phases(config: pytest.Config) -> tuple[Any, ...] | None:
+    """The three phase hooks without capture, when nothing else is lost by leaving it out.
+
+    Only pytest's own plugins (and pytest-timeout's, Hypothesis') may implement the phase hooks:
+    a conftest's or another plugin's could print or log, which capture would have kept out of
+    the terminal. Another plugin's ``pytest_runtest_protocol`` (pytest-rerunfailures), pdb and
+    ``--setup-show``/``--setup-only`` keep the whole protocol too.
+    """
+    if phase_hooks_key in config.stash:
+        return config.stash[phase_hooks_key]
+    pm = config.pluginmanager
+    option = config.option
+    plain = not any(getattr(option, name, False) for name in ("usepdb", "setupshow", "setuponly", "setupplan"))
+    for _when, name in PHASES:
+        plain = plain and all(i.plugin_name in KNOWN_PHASE_PLUGINS for i in getattr(pm.hook, name).get_hookimpls())
+    plain = plain and all(i.wrapper or i.hookwrapper or i.plugin_name == "runner" or i.function is pytest_runtest_protocol
+                          for i in pm.hook.pytest_runtest_protocol.get_hookimpls())
+    capturing = [p for p in (pm.get_plugin(n) for n in CAPTURING) if p is not None]
+    hooks = tuple(pm.subset_hook_caller(name, capturing) for _when, name in PHASES) if plain else None
+    config.stash[phase_hooks_key] = hooks
+    return hooks
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """An item whose result a worker process sent runs pytest's protocol without capture.
+
+    The pytest process runs none of its test: capturing its output and logs for each of the
+    three phases (global capture suspended and resumed, a logging handler entered and left) only
+    costs time, for 1,320 items of twenty subjects a third of what this process spends. Every
+    phase still runs its hooks but those two plugins' (a user's skip and xfail marks, the setup
+    and teardown of the item's nodes), and reports through ``pytest_runtest_makereport`` and
+    ``pytest_runtest_logreport`` as ``runtestprotocol`` does: the terminal, ``-x``, ``--lf``,
+    JUnit and the kit's results read the same reports. A result made here (a subject the worker
+    handed back) takes the whole protocol.
+    """
+    if not isinstance(item, RsTckItem):
+        return None
+    hooks = _uncaptured_phases(item.config)
+    if hooks is None:
+        return None
+    dealt = process_host.result_of(item)
+    if dealt is None:
+        return None
+    item.stash[dealt_key] = dealt
+    ihook = item.ihook
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    reraise = runner.get_reraise_exceptions(item.config)
+    setup, call, teardown = hooks
+    if _phase(item, ihook, "setup", setup, reraise):
+        _phase(item, ihook, "call", call, reraise)
+    if item.session.shouldfail or item.session.shouldstop:
+        nextitem = None  # as runtestprotocol: tear everything down to report its errors
+    _phase(item, ihook, "teardown", teardown, reraise, nextitem=nextitem)
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def _phase(item: pytest.Item, ihook: Any, when: Literal["setup", "call", "teardown"], hook: Any,
+           reraise: tuple[type[BaseException], ...], **kwds: Any) -> bool:
+    """One phase as ``_pytest.runner.call_and_report`` runs it, through ``hook``; whether it passed."""
+    call = pytest.CallInfo.from_call(lambda: hook(item=item, **kwds), when=when, reraise=reraise)
+    report: pytest.TestReport = ihook.pytest_runtest_makereport(item=item, call=call)
+    ihook.pytest_runtest_logreport(report=report)
+    if runner.check_interactive_exception(call, report):
+        ihook.pytest_exception_interact(node=item, call=call, report=report)
+    return report.passed
 
 
 @pytest.hookimpl(wrapper=True)
