@@ -849,7 +849,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     item.stash[dealt_key] = dealt
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    reraise = runner.get_reraise_exceptions(item.config)
+    reraise = _reraised(item.config)
     setup, call, teardown = hooks
     if _phase(item, ihook, "setup", setup, reraise):
         _phase(item, ihook, "call", call, reraise)
@@ -858,6 +858,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     _phase(item, ihook, "teardown", teardown, reraise, nextitem=nextitem)
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+def _reraised(config: pytest.Config) -> tuple[type[BaseException], ...]:
+    """What a phase lets through, as ``_pytest.runner`` decides it (its helper is pytest 9's; 8.4
+    computes the same in ``call_and_report``)."""
+    helper = getattr(runner, "get_reraise_exceptions", None)
+    if helper is not None:
+        return tuple(helper(config))
+    if config.getoption("usepdb", False):
+        return (pytest.exit.Exception,)
+    return (pytest.exit.Exception, KeyboardInterrupt)
 
 
 def _phase(item: pytest.Item, ihook: Any, when: Literal["setup", "call", "teardown"], hook: Any,
