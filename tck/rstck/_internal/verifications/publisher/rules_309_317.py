@@ -271,6 +271,32 @@ def _subscribe_then_cancel(
     return ref, probe.received
 
 
+def _still_held(ctx: PublisherContext, ref: weakref.ref[ProbeSubscriber], collected: threading.Event) -> list[str] | None:
+    """None once the probe is collected within the GC window; else what holds it (empty: nothing
+    the collector can see).
+
+    A reference the collector cannot see is a frame still running on another thread (a local
+    of a delivery that has not returned yet: a starved thread on a loaded machine), so that case
+    gets one more window: "eventually" (3.13) is not "by the first deadline". A reference that
+    outlives both is reported.
+    """
+    for window in (1, 2):
+        deadline = time.monotonic() + ctx.settings.gc_window
+        while ref() is not None and time.monotonic() < deadline:
+            gc.collect()
+            collected.wait(min(0.05, max(0.0, deadline - time.monotonic())))
+        probe = ref()
+        if probe is None:
+            return None
+        holders = [short_repr(h, 60) for h in gc.get_referrers(probe) if not isinstance(h, type(gc.get_referrers))][:3]
+        del probe
+        if holders or window == 2:
+            return holders
+        ctx.env.trace.note("3.13: the cancelled probe is held by nothing the collector sees (a frame still "
+                           "running on another thread?): waiting one more GC window")
+    return None
+
+
 @tck_test(
     "3.13", "required",
     parity=Parity(pub("required_spec313_cancelMustMakeThePublisherEventuallyDropAllReferencesToTheSubscriber"), "same"),
@@ -290,12 +316,8 @@ def required_spec313_cancel_must_make_the_publisher_eventually_drop_all_referenc
     publisher = ctx.publisher(3)
     collected = threading.Event()
     ref, received = _subscribe_then_cancel(ctx, publisher, collected)
-    deadline = time.monotonic() + ctx.settings.gc_window
-    while ref() is not None and time.monotonic() < deadline:
-        gc.collect()
-        collected.wait(min(0.05, max(0.0, deadline - time.monotonic())))
-    if ref() is not None:
-        holders = [short_repr(h, 60) for h in gc.get_referrers(ref()) if not isinstance(h, type(gc.get_referrers))][:3]
+    holders = _still_held(ctx, ref, collected)
+    if holders is not None:
         raise RuleViolation(
             "3.13",
             f"the cancelled subscriber to be garbage-collectable within {ctx.settings.gc_window * 1000:.0f} ms",
@@ -330,11 +352,7 @@ def required_spec313_cancel_from_inside_on_next_must_make_the_publisher_drop_all
     publisher = ctx.publisher(3)
     collected = threading.Event()
     ref, received = _subscribe_then_cancel(ctx, publisher, collected, inside=True)
-    deadline = time.monotonic() + ctx.settings.gc_window
-    while ref() is not None and time.monotonic() < deadline:
-        gc.collect()
-        collected.wait(min(0.05, max(0.0, deadline - time.monotonic())))
-    if ref() is not None:
+    if _still_held(ctx, ref, collected) is not None:
         raise RuleViolation(
             "3.13",
             f"the subscriber, cancelled from inside on_next, to be garbage-collectable within "
