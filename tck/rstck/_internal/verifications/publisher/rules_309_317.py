@@ -309,8 +309,9 @@ def required_spec313_cancel_must_make_the_publisher_eventually_drop_all_referenc
 ) -> None:
     """After cancel() the subscriber must become garbage: only a weakref is kept by the TCK.
 
-    The check collects garbage and waits on the weakref's callback, up to the GC window.
-    If this fails, check that cancel() clears the subscription's reference to its
+    The check collects garbage and waits on the weakref's callback, up to the GC window (one
+    more when nothing the collector can see holds it: a frame still running on a starved
+    thread). If this fails, check that cancel() clears the subscription's reference to its
     subscriber, and that no registry, queue or closure of the publisher keeps it.
     """
     publisher = ctx.publisher(3)
