@@ -433,6 +433,8 @@ class ManualPublisher:
         self._mutex = threading.RLock()
         self._cond = threading.Condition(self._mutex)
         self._listeners: list[Listener] = []
+        #: Feeder threads delivering to a subscription now (``unreachable``).
+        self._feeding = 0
 
     def __repr__(self) -> str:
         return f"ManualPublisher({self.name!r})"
@@ -480,6 +482,8 @@ class ManualPublisher:
         if self.fail_on_subscribe is not None:
             self._terminate(subscription, "on_error", self.fail_on_subscribe, None)
         elif self.count is not None and not self.inline and index == 0:
+            with self._mutex:
+                self._feeding += 1
             spawn(partial(self._feed, subscription), f"rs-tck:{self.name}-feeder")
         return subscription
 
@@ -657,8 +661,10 @@ class ManualPublisher:
                         sub.working()
                         quiet_for = now - max(sub.ended_at, sub.last_call_at, sub.worked_at)
                         step = min(quiet - quiet_for, _WORK_POLL_S)
-                        if quiet_for >= quiet:
-                            sub.idle = True  # the backlog is worked off: any request now is unexplained
+                        if quiet_for >= quiet or self.unreachable():
+                            # The backlog is worked off (or nothing but the TCK could work on
+                            # it): any request now is unexplained.
+                            sub.idle = True
                     if sub.idle:
                         if on_loop:
                             step = remaining  # the loop runs the subject's callbacks: the whole watch
@@ -675,7 +681,8 @@ class ManualPublisher:
 
     def settle(self, *, subscription: ManualSubscription | None = None,
                window: float | None = None, limit: float | None = None, idle: bool = True) -> bool:
-        """Return once a whole window passes with no request or cancel; False if never.
+        """Return once a whole window passes with no request or cancel; False if never. With
+        ``idle``, at once when nothing but the TCK could make one (``unreachable``).
 
         The subscriber is then idle (see ``ManualSubscription._late``) until it is sent or asked
         for something, or calls again, unless one of its threads was seen in its code during
@@ -696,7 +703,7 @@ class ManualPublisher:
                 worked = False
                 while sub.calls == seen:
                     left = until - time.monotonic()
-                    if left <= 0:
+                    if left <= 0 or (idle and not worked and self.unreachable()):
                         break
                     self._cond.wait_for(_changed(sub, seen), min(left, _WORK_POLL_S) if idle else left)
                     worked = (idle and sub.working()) or worked
@@ -705,6 +712,14 @@ class ManualPublisher:
                     return True
                 if time.monotonic() >= deadline:
                     return False
+
+    def unreachable(self) -> bool:
+        """Whether nothing but the TCK's own calls could reach the subscriber now, so a window
+        waiting for one of its calls would wait for nothing: no feeder of this upstream runs,
+        no event loop runs the subject's callbacks, and every other live thread is the kit's
+        own or waits in it for results (``rstck._internal.reach``). A subscriber with a thread
+        of its own (a worker, a timer, a pool's) keeps every window whole."""
+        return (not self._feeding and self.env.settings.loop != "asyncio" and nothing_else_runs())
 
     def wait_sent(self, count: int, *, subscription: ManualSubscription | None = None,
                   timeout: float | None = None) -> bool:
@@ -903,6 +918,13 @@ class ManualPublisher:
 
     def _feed(self, sub: ManualSubscription) -> None:
         """Feeder thread: one element per unit of demand, then the end signal."""
+        try:
+            self._feed_all(sub)
+        finally:
+            with self._mutex:
+                self._feeding -= 1
+
+    def _feed_all(self, sub: ManualSubscription) -> None:
         count = self.count if self.count is not None else 0
         limit = self.env.settings.test_limit
         def ready() -> bool:

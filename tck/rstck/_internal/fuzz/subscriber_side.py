@@ -29,6 +29,7 @@ from ...manual import ManualPublisher
 from ...manual import ManualSubscription
 from ..environment import Environment
 from ..one_test import stall_limit
+from ..reach import nothing_else_runs
 from .sandbox import call_on_thread
 from .sandbox import scenario_env
 from .scenario import Scenario
@@ -182,6 +183,7 @@ class SubscriberScenario:
         self.timeout = settings.timeout
         self.window = max(0.002, settings.no_signal_window / 20)
         self.blocked_s = stall_limit(settings) + 1.0
+        self.on_loop = settings.loop == "asyncio"
         self.stage: Any = None
 
     def _start(self, n: int) -> tuple[_Upstream, ManualSubscription]:
@@ -205,6 +207,11 @@ class SubscriberScenario:
 
     def execute(self) -> RuleViolation | None:
         n, steps = self.scenario
+        # The search's turn is given up between scenarios: a scenario of a subscriber without
+        # threads waits out no window, and the rule tests it runs beside would otherwise wait
+        # for the whole search before their first call (their windows then no longer overlap it).
+        with self.env.aside():
+            pass
         self.env.trace.note(f"step 1: subscribe to an upstream of {n} element(s)")
         upstream, sub = self._start(n)
         for number, step in enumerate(steps, 2):
@@ -232,7 +239,10 @@ class SubscriberScenario:
             # An interleaving, not a verdict (the settle at the end waits whole windows and the
             # timeout): a subscriber still working after this short a window meets the next step,
             # and is not taken for idle (a request of its backlog after the end is no 2.4 breach).
-            upstream.settle(subscription=sub, window=self.window / 4, limit=self.timeout, idle=False)
+            # A subscriber without a thread of its own (nor a loop the kit runs) has nothing to
+            # run meanwhile: the scenario's callers have returned, so the window would only wait.
+            if self.on_loop or not nothing_else_runs():
+                upstream.settle(subscription=sub, window=self.window / 4, limit=self.timeout, idle=False)
         elif kind in ("complete", "error"):
             with upstream._delivering:
                 if sub.terminal is None:
