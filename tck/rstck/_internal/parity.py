@@ -58,7 +58,8 @@ SAME_UNTESTED = "neither kit can observe it; both report it as untested"
 WAITS_TOO_WHY = (
     "the JVM test ends once the signal has returned; this one then watches a quiet window in which "
     "an exception on one of the subscriber's own threads (its asynchronous handling of the signal) "
-    "fails it too: the rule asks the subscriber to be prepared, not only to return."
+    "fails it too (a subscriber without a thread of its own has none to watch: the window ends at "
+    "once): the rule asks the subscriber to be prepared, not only to return."
 )
 
 

@@ -1,4 +1,4 @@
-"""Whether anything but the kit can still run a subject's code: when a closing watch may end.
+"""Whether anything but the kit can still run a subject's code: when a watch or a window may end.
 
 A 2.4 watch looks for requests a subscriber makes after its terminal signal, from a worker
 or a credit timer, for a second. A subscriber can only act later on a thread: one of its own
@@ -6,7 +6,8 @@ or a credit timer, for a second. A subscriber can only act later on a thread: on
 thread is anything but the kit's own (which call a subject only while a test drives it), and
 the subject's loop is not one the kit runs, nothing can make that request: waiting out the
 rest of the second would prove nothing more. Any other thread, whoever started it and
-whatever it waits on, keeps the watch going to its end.
+whatever it waits on, keeps the watch going to its end. A subscriber test's quiet window
+(``ManualPublisher.settle``) ends at once on the same look.
 """
 
 from __future__ import annotations
