@@ -1,4 +1,5 @@
-"""When a closing watch may end early: no thread but the kit's could still call the subject."""
+"""When a closing watch or a quiet window may end early: no thread but the kit's could still call
+the subject."""
 
 from __future__ import annotations
 
@@ -101,3 +102,48 @@ def test_the_watch_after_the_end_stops_soon_after_the_last_other_thread_does() -
         took = time.monotonic() - started
         other.join(5)
     assert busy_for * 0.9 <= took < 2 * quiet - 0.05, took  # looking only once a window: 2 * quiet
+
+
+def _settled_in(upstream: object) -> float:
+    started = time.monotonic()
+    assert upstream.settle()  # type: ignore[attr-defined]
+    return time.monotonic() - started
+
+
+def test_a_settle_ends_at_once_when_nothing_but_the_kit_could_call() -> None:
+    # A subscriber without a thread of its own can do nothing until the TCK signals it again;
+    # any other thread (its worker, a timer, a pool's) keeps the window whole.
+    from rstck._internal.environment import Environment
+    from rstck.manual import ManualPublisher
+    from rstck.settings import Settings
+
+    from tests.broken.subscribers import GoodSubscriber
+
+    window = 0.3
+    with Environment(Settings(timeout=1.0, no_signal_window=window)) as env:
+        upstream = ManualPublisher(env)
+        upstream.subscribe(GoodSubscriber())
+        alone = _settled_in(upstream)
+        assert upstream.subscription.idle  # nothing can be at work: a later request is unexplained
+        with thread("Thread-9"):
+            beside = _settled_in(upstream)
+    assert alone < window / 3 <= window * 0.9 <= beside, (alone, beside)
+
+
+def test_a_feeder_delivering_keeps_the_window_whole() -> None:
+    # The TCK's own feeder thread calls the subscriber: while it runs, a request may still come.
+    from rstck._internal.environment import Environment
+    from rstck.manual import ManualPublisher
+    from rstck.settings import Settings
+
+    from tests.broken.subscribers import NeverRequests
+
+    window = 0.3
+    with Environment(Settings(timeout=1.0, no_signal_window=window)) as env:
+        upstream = ManualPublisher(env, count=3)
+        upstream.subscribe(NeverRequests())  # the feeder waits for demand that never comes
+        try:
+            waited = _settled_in(upstream)
+        finally:
+            upstream.close()
+    assert waited >= window * 0.9, waited
