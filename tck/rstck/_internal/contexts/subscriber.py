@@ -92,7 +92,8 @@ class SubscriberContext(Context):
                             hint="check arguments for None first and raise TypeError", evidence=call)
 
     def second_subscription(self, subscriber: Any, upstream: ManualPublisher,
-                            other: ManualPublisher, rule: str, *, elsewhere: bool = False) -> bool:
+                            other: ManualPublisher, rule: str, *, elsewhere: bool = False,
+                            settle: bool = True) -> bool:
         """Offer ``subscriber`` a second subscription from ``other``: it must cancel that one and
         never request on it. Returns whether the subscriber still keeps its first one.
 
@@ -103,7 +104,10 @@ class SubscriberContext(Context):
         trace says so. One that cancels its first and keeps the second has adopted it, and that
         failure cites both records. ``elsewhere``: the second on_subscribe is made on a fresh TCK
         thread once the earlier signals returned (serial, as rule 1.3 allows), so that a
-        subscriber keeping its subscription per thread is seen adopting it.
+        subscriber keeping its subscription per thread is seen adopting it. ``settle``: a quiet
+        window follows, so that a first subscription cancelled a moment later counts as given up;
+        without it (a caller whose next step is legal either way, and ends on a closing window of
+        its own) only a cancel seen by then does.
         """
         first = upstream.subscription
         if first.cancelled:
@@ -124,7 +128,8 @@ class SubscriberContext(Context):
                                 f"second on_subscribe (#{second.subscribed_seq}) and kept the second: it "
                                 "adopted it", evidence=cite(second.subscribed_seq, gave_up),
                                 setting="timeout") from None
-        upstream.settle()
+        if settle:
+            upstream.settle()
         gave_up = first.cancelled_after(second.subscribed_seq)
         if gave_up is None:
             return True
