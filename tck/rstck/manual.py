@@ -696,6 +696,11 @@ class ManualPublisher:
         deadline = time.monotonic() + limit
         if idle:
             sub.watch()
+            if self.unreachable():
+                # Nothing to wait for: no turn given up (and waited for again behind the others).
+                with self._cond:
+                    sub.idle = True
+                return True
         with self.env.aside(), self._cond:
             while True:
                 seen = sub.calls

@@ -119,7 +119,7 @@ def test_a_settle_ends_at_once_when_nothing_but_the_kit_could_call() -> None:
 
     from tests.broken.subscribers import GoodSubscriber
 
-    window = 0.3
+    window = 0.8  # (what "at once" is measured against, with room for a loaded machine's pauses)
     with Environment(Settings(timeout=1.0, no_signal_window=window)) as env:
         upstream = ManualPublisher(env)
         upstream.subscribe(GoodSubscriber())
@@ -127,7 +127,7 @@ def test_a_settle_ends_at_once_when_nothing_but_the_kit_could_call() -> None:
         assert upstream.subscription.idle  # nothing can be at work: a later request is unexplained
         with thread("Thread-9"):
             beside = _settled_in(upstream)
-    assert alone < window / 3 <= window * 0.9 <= beside, (alone, beside)
+    assert alone < window / 2 <= window * 0.9 <= beside, (alone, beside)
 
 
 def test_a_feeder_delivering_keeps_the_window_whole() -> None:
