@@ -281,3 +281,39 @@ def test_worker_results_report_as_one_process_does_under_rA_x_lf_and_a_skip_mark
     assert all("test_broken" in nodeid for nodeid in lastfailed)
     assert stopped_ret == 1
     assert len([line for line in stopped_lines if line.startswith("FAILED")]) == 1
+
+
+#: A conftest that marks single kit items as users do: skip, a false skipif, and xfail.
+MARKS_ITEMS = '''
+import pytest
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid.endswith("[3.9]") and "::test_range::" in item.nodeid:
+            item.add_marker(pytest.mark.skip(reason="skipped by the library"))
+        elif item.nodeid.endswith("[1.9]") and "::collect::" not in item.nodeid:
+            item.add_marker(pytest.mark.skipif(True, reason="skipif by the library"))
+        elif item.nodeid.endswith("[2.5]"):
+            item.add_marker(pytest.mark.xfail(reason="xfail by the library", strict=False))
+'''
+
+
+def test_a_users_skip_and_xfail_marks_on_single_items_report_at_the_declaration(library: pytest.Pytester) -> None:
+    """pytest places a mark's skip at its item's ``reportinfo`` line: a declared subject's file and
+    line, a command-line subject's key. Both in one process and dealt to workers."""
+    (library.path / "conftest.py").write_text(MARKS_ITEMS)
+    line = next(k for k, text in enumerate(TEST_RS.splitlines(), start=1) if text.startswith("test_range ="))
+    seen = {}
+    for mode in ("2", "1"):
+        result = library.runpytest("tests", RULES, f"--rs-processes={mode}", "-rsxX",
+                                   "--rs-publisher=rstck.reference:range_publisher")
+        assert "INTERNALERROR" not in result.stdout.str()
+        # pytest folds a skip mark's reports by file, a skipif's by file and line
+        result.stdout.fnmatch_lines_random(["SKIPPED [[]4[]] tests/test_rs.py: skipped by the library",
+                                            f"SKIPPED [[]5[]] tests/test_rs.py:{line}: skipif by the library",
+                                            "SKIPPED [[]5[]] publisher:1: skipif by the library",
+                                            "XPASS *::test_probed::*[[]2.5[]] - xfail by the library"])
+        seen[mode] = _summary(result)
+        assert result.ret == 1  # the broken publisher still fails
+    assert seen["2"] == seen["1"]
