@@ -195,6 +195,9 @@ class _Slot:
     cause: str | None = None
     #: The worker could not rebuild the subject: the host runs it.
     fallback: bool = False
+    #: What the subject printed and logged in the worker while the test ran (``stdout``,
+    #: ``stderr``, ``log``), as pytest's capture would have given it to the test's item.
+    captured: dict[str, str] = field(default_factory=dict)
 
 
 def spare(env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -331,6 +334,7 @@ class Pool:
             slot = self._slots.get((message["key"], message["test"]))
             if slot is not None:
                 slot.result = TestResult.from_json(message["result"])
+                slot.captured = {k: v for k, v in message.get("captured", {}).items() if v}
             worker.progressed = time.monotonic()
         elif op == "unbuilt":
             recipe = next((r for r in worker.share or [] if r.key == message["key"]), None)
@@ -419,6 +423,12 @@ class Pool:
                     return f"no result from the worker processes within {timeout:.0f} s"
                 self._watch(now)
                 self._changed.wait(min(BEAT_S, deadline - now))
+
+    def captured(self, key: str, test: str) -> dict[str, str]:
+        """What the subject printed and logged in its worker while test ``test`` ran, by stream."""
+        with self._lock:
+            slot = self._slots.get((key, test))
+            return dict(slot.captured) if slot is not None else {}
 
     def _watch(self, now: float) -> None:
         # Called with the lock held: end a worker that hangs (its reader then reports the rest).

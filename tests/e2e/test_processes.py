@@ -317,3 +317,62 @@ def test_a_users_skip_and_xfail_marks_on_single_items_report_at_the_declaration(
         seen[mode] = _summary(result)
         assert result.ret == 1  # the broken publisher still fails
     assert seen["2"] == seen["1"]
+
+
+#: A subject that prints and logs, passing, and one that prints, logs and fails rule 1.9.
+NOISY = '''
+import logging
+import rstck.pytest as rs
+from rstck.reference import range_publisher
+
+
+def chatty(n):
+    print("chatty made", n)
+    return range_publisher(n)
+
+
+def noisy(n):
+    print("noisy made", n)
+    logging.getLogger("mylib").warning("noisy warns at %s", n)
+
+    class Publisher:
+        def subscribe(self, subscriber):
+            if subscriber is not None:  # subscribe(None) returns quietly: rule 1.9
+                range_publisher(n).subscribe(subscriber)
+    return Publisher()
+
+
+test_chatty = rs.publisher_verification(chatty, id="chatty")
+test_noisy = rs.publisher_verification(noisy, id="noisy")
+'''
+
+
+def _sections(result: pytest.RunResult) -> list[str]:
+    """The captured sections of the report, with their headers, in order."""
+    kept, inside = [], False
+    for line in result.stdout.lines:
+        if re.match(r"-+ Captured (stdout|stderr|log) call -+", line):
+            inside = True
+        elif line.startswith(("=", "_")) or re.match(r"-+ \w", line):
+            inside = False
+        if inside and line:
+            kept.append(line)
+    return kept
+
+
+def test_what_a_subject_prints_and_logs_in_a_worker_reaches_its_tests_report(pytester: pytest.Pytester) -> None:
+    """pytest gives a test what was printed and logged while it ran; a worker keeps the same and
+    sends it with the result: a failing subject's prints show under its failure, a passing one's
+    under ``-rP``, and nothing of one subject under another's."""
+    pytester.makepyfile(test_noisy=NOISY)
+    # in a child process: an in-process pytester run's capture would sit inside this run's
+    failing = pytester.runpytest_subprocess("--rs-rules=1.9", "--rs-processes=2")
+    passing = pytester.runpytest_subprocess("--rs-rules=1.9", "--rs-processes=2", "-rP")
+    assert failing.ret == 1
+    failing.stdout.fnmatch_lines(["rs-tck: 2 subjects in 2 worker processes"])
+    failed_sections = _sections(failing)
+    assert failed_sections[:2] == ["-" * 29 + " Captured stdout call " + "-" * 29, "noisy made 0"]
+    assert any(re.match(r"WARNING +mylib:test_noisy.py:\d+ noisy warns at 0", line) for line in failed_sections)
+    assert not any("chatty" in line for line in failed_sections)
+    passing.stdout.fnmatch_lines(["rs-tck: 2 subjects in 2 worker processes"])
+    assert any(line.startswith("chatty made") for line in _sections(passing))

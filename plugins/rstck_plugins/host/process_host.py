@@ -88,7 +88,8 @@ class ProcessHost:
         hello = {"sys_path": list(sys.path), "settings": s.to_json(), "explicit": sorted(s.explicit),
                  "rules": self.state.rules, "skip_rules": self.state.skip_rules,
                  "seed": os.environ.get("RS_TCK_SEED") or None,
-                 "passing_traces": reads_passing_traces(config, self.state)}
+                 "passing_traces": reads_passing_traces(config, self.state),
+                 "passing_output": reads_passing_output(config)}
         limit = max(s.test_limit for s in (self.state.runs[r.key].settings for r in recipes))
         pool = Pool(recipes, hello, workers, s.subjects_at_once, result_s=max(120.0, 4 * limit))
         config.stash[pool_key] = pool
@@ -136,6 +137,27 @@ def result_of(item: Any) -> TestResult | None:
         return None
     result: TestResult = run.present(lost(item.test, run.label, answer)) if isinstance(answer, str) else answer
     return result
+
+
+def add_captured(item: Any) -> None:
+    """Give the item what its subject printed and logged in the worker, as the sections pytest's
+    capture adds (``Captured stdout call``, ``Captured log call``)."""
+    pool = item.config.stash.get(pool_key, None)
+    if pool is None:
+        return
+    for name, text in pool.captured(item.key, item.test.test_id).items():
+        item.add_report_section("call", name, text)
+
+
+def reads_passing_output(config: pytest.Config) -> bool:
+    """Whether a passing test's captured output is shown anywhere: ``-rP``/``-rA``, JUnit's
+    ``junit_logging`` with passing tests logged, or pytest-reportlog's log."""
+    chars = getattr(config.option, "reportchars", "") or ""
+    if "P" in chars or "A" in chars or getattr(config.option, "report_log", None):
+        return True
+    if getattr(config.option, "xmlpath", None):
+        return bool(config.getini("junit_logging") != "no" and config.getini("junit_log_passing_tests"))
+    return False
 
 
 #: The kit's own result hooks that never read a trace, by the names the reports register them

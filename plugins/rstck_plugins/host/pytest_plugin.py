@@ -403,6 +403,7 @@ def _scheduled(item: RsTckItem) -> TestResult:
     else:
         del item.stash[dealt_key]
     if dealt is not None:
+        process_host.add_captured(item)
         return _identified(state, name, dealt, owned=True)
     if hasattr(config, "workerinput") and not getattr(config.option, "loadgroup", False):
         return _identified(state, name, run.run_one(item.test))
