@@ -42,7 +42,9 @@ def _null_subscriber() -> TypeError:
 #: Logged when a subscriber raises (rule 2.13). The exception must not reach the caller of
 #: ``request``/``subscribe`` (rules 1.9, 3.16) nor a pool worker, and ``on_error`` to a
 #: subscriber in an unknown state could only make things worse: so cancel, log and move on.
-_RAISED = "%r violated rule 2.13 by raising from %s; its subscription is cancelled"
+#: The line names the exception; its traceback comes with it when the logger is enabled for
+#: DEBUG (formatting one costs more than the signal: a TCK run makes hundreds of raises).
+_RAISED = "%r violated rule 2.13 by raising from %s (%r); its subscription is cancelled"
 
 
 #: What one emission step delivers: to whom, a run of elements (None: the terminal signal), and
@@ -119,9 +121,9 @@ class _RangeSubscription:
             else:
                 signal = "on_complete"
                 subscriber.on_complete()
-        except Exception:
+        except Exception as exc:
             self.cancel()
-            logger.warning(_RAISED, subscriber, signal, exc_info=True)
+            logger.warning(_RAISED, subscriber, signal, exc, exc_info=logger.isEnabledFor(logging.DEBUG))
 
     def cancel(self) -> None:
         """Stop signalling and forget the subscriber; idempotent and thread-safe (rule 3.5)."""
@@ -209,9 +211,10 @@ class RangePublisher:
         subscription = _SyncRangeSubscription(subscriber, self._start, self._end())
         try:
             subscriber.on_subscribe(subscription)
-        except Exception:
+        except Exception as exc:
             subscription.cancel()
-            logger.warning(_RAISED, subscriber, "on_subscribe", exc_info=True)
+            logger.warning(_RAISED, subscriber, "on_subscribe", exc,
+                           exc_info=logger.isEnabledFor(logging.DEBUG))
             return
         subscription._drain(None)
 
@@ -294,9 +297,10 @@ class _AsyncRangeSubscription(_RangeSubscription):
             if subscriber is not None:
                 try:
                     subscriber.on_subscribe(self)
-                except Exception:
+                except Exception as exc:
                     self.cancel()
-                    logger.warning(_RAISED, subscriber, "on_subscribe", exc_info=True)
+                    logger.warning(_RAISED, subscriber, "on_subscribe", exc,
+                                   exc_info=logger.isEnabledFor(logging.DEBUG))
         budget = _BATCH
         while budget > 0:
             with self._lock:
@@ -383,13 +387,15 @@ class FailedPublisher:
         exc = self._exc_factory()
         try:
             subscriber.on_subscribe(_NoopSubscription())
-        except Exception:
-            logger.warning(_RAISED, subscriber, "on_subscribe", exc_info=True)
+        except Exception as raised:
+            logger.warning(_RAISED, subscriber, "on_subscribe", raised,
+                           exc_info=logger.isEnabledFor(logging.DEBUG))
             return
         try:
             subscriber.on_error(exc)
-        except Exception:
-            logger.warning(_RAISED, subscriber, "on_error", exc_info=True)
+        except Exception as raised:
+            logger.warning(_RAISED, subscriber, "on_error", raised,
+                           exc_info=logger.isEnabledFor(logging.DEBUG))
 
     def __repr__(self) -> str:
         return f"FailedPublisher(exc_factory={self._exc_factory!r})"
