@@ -318,7 +318,7 @@ JVM_CLASSES: dict[str, list[str]] = {
 }
 
 
-def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
+def jvm_paired(repeat: int, runner: str, kinds: list[str] | None = None) -> list[dict[str, Any]]:
     """Each kit command beside the JVM TCK class it is anchored to, taken in turn, with bytecode
     not written (as the targets are stated): wall and CPU of each (the child's ``wait4`` usage: the
     JVM's every thread, pytest and any worker process it waited for), and the ratios kit / JVM of
@@ -329,7 +329,8 @@ def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
     status is a bit mask: 1 means a test failed (its timing tests, under load: the round counts and
     the row says in how many rounds), 2 that some were skipped (as these classes do).
     """
-    pairs = [(kind, mode, cls) for kind, classes in JVM_CLASSES.items() for mode in MODES for cls in classes]
+    pairs = [(kind, mode, cls) for kind, classes in JVM_CLASSES.items() if kinds is None or kind in kinds
+             for mode in MODES for cls in classes]
     jvm = {cls: shlex.split(runner.replace("{cls}", cls)) for *_, cls in pairs}
     kit: dict[tuple[str, str, str], list[tuple[float, float]]] = {pair: [] for pair in pairs}
     java: dict[tuple[str, str, str], list[tuple[float, float]]] = {pair: [] for pair in pairs}
@@ -518,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
                         metavar=("SMALL", "LARGE"), help="stream lengths for the tracemalloc comparison")
     parser.add_argument("--skip-classes", action="store_true")
     parser.add_argument("--process-repeat", type=int, default=5, help="runs per whole-process figure")
-    parser.add_argument("--kinds", nargs="+", choices=list(KINDS), help="whole processes of these kinds only")
+    parser.add_argument("--kinds", nargs="+", choices=list(KINDS), help="whole processes (and --jvm pairs) of these kinds only")
     parser.add_argument("--skip-unrelated", action="store_true",
                         help="no figure for a project that does not use the kit")
     parser.add_argument("--skip-processes", action="store_true")
@@ -545,7 +546,7 @@ def _run(args: argparse.Namespace, burners: list[subprocess.Popen[bytes]]) -> in
     print(f"machine: {report['machine']}", flush=True)
     if args.jvm:
         print("paired with the JVM TCK (no bytecode written; ratios kit / JVM, medians of the rounds'):", flush=True)
-        report["jvm"] = jvm_paired(args.process_repeat, args.jvm)
+        report["jvm"] = jvm_paired(args.process_repeat, args.jvm, args.kinds)
         print(jvm_table(report["jvm"]), flush=True)
     if not args.skip_processes and not args.jvm_only:
         print("whole processes (pytest, a user's command):", flush=True)
