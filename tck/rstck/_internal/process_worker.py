@@ -26,9 +26,9 @@ from typing import Any
 
 from ..processes import BEAT_S
 from ..processes import Recipe
-from ..processes import subject_record
 from ..processes import write_message
 from ..results import Outcome
+from ..subjects import subject_record
 
 
 def main() -> int:
