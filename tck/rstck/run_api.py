@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 
-from ._internal.one_test import run_test
+from ._internal.one_rule import run_test
 from ._internal.schedule import BLOCKS_TO_STOP
 from ._internal.schedule import LOOKAHEAD
 from ._internal.schedule import Schedule

@@ -25,8 +25,8 @@ from ..results import Level
 from ..results import TestResult
 from ..settings import Settings
 from .environment import Environment
-from .one_test import not_run
-from .one_test import run_test
+from .one_rule import not_run
+from .one_rule import run_test
 from .reach import waiting_for_results
 from .worker import spawn
 
