@@ -191,3 +191,22 @@ def test_a_run_of_one_kind_imports_no_other_kinds_tests_nor_the_unused_reports(
     assert contexts == {"base", context}
     assert "rstck_plugins.reports.html_report.page" not in loaded
     assert "rstck.processes" not in loaded
+
+
+def test_a_run_of_the_kit_freezes_what_lives_and_the_next_run_in_the_process_thaws_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is alive once a kit run's collection is over is left out of the collector's walks for
+    the rest of the process; a process that runs pytest again gets it back, not leaked."""
+    import gc
+
+    _no_kit_environment(monkeypatch)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--rs-subscriber=rstck.reference:sync_subscriber",
+                                          "--rs-rules=2.13", "--rs-no-fuzz")
+    assert result.ret == 0
+    assert pytest_entry._frozen
+    assert gc.get_freeze_count() > 1000
+    pytester.makepyfile(test_mine="def test_mine():\n    assert 1 + 1 == 2\n")
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert not pytest_entry._frozen
+    assert gc.get_freeze_count() == 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import importlib
 import os
 import random
@@ -696,28 +695,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         items.extend(_make_items(session, state.selectors))
     else:
         items.extend(_make_items(session, None, sources=("ini",)))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Before the tests of a run that has the kit's, leave what is alive now out of the cyclic
-    garbage collector's walks until the run ends (``gc.freeze``).
-
-    Modules, pytest's and the kit's machinery, the items: some forty thousand objects that live
-    to the end, which every full collection walks again, the test loop's own and the two pytest
-    runs at its end (its unraisable-exception plugin's), 7-20 ms each. What the tests make (the
-    subjects, probes, threads' state) is made after and collected as before, and a subject's
-    unraisable exception still reported. Everything is unfrozen as the run ends
-    (``config.add_cleanup``: after pytest's ``pytest_unconfigure`` collection, before its last,
-    which then collects what the start-up left, the smoke checks' garbage), so that a process
-    running pytest again, as pytester does, keeps nothing it would have freed.
-    """
-    config = session.config
-    if config.option.collectonly or config.stash.get(state_key, None) is None \
-            or not any(isinstance(item, RsTckItem) for item in session.items):
-        return
-    gc.freeze()
-    config.add_cleanup(gc.unfreeze)
 
 
 # -- subjects declared in test files (rstck.pytest) -------------------------------------------
