@@ -13,6 +13,7 @@ results. A heartbeat line every second tells the host the process is alive while
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -38,9 +39,17 @@ def main() -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     # What every share needs, imported before the host's first word: a worker started ahead
-    # (``rstck.processes.spare``) does it while the host still collects.
+    # (``rstck.processes.spare``) does it while the host still collects; every kind's tests, not
+    # knowing yet which it will run. Then what lives to the end is left out of the collector's
+    # walks (as the pytest host does after collecting).
     importlib.import_module("..run_api", __package__)
     importlib.import_module(".fuzz.verify", __package__)
+    from ..verifications import VERIFICATIONS
+
+    for verification in VERIFICATIONS.values():
+        verification.load()  # imports its tests and context
+    gc.collect()
+    gc.freeze()
     lock = threading.Lock()
     stop = threading.Event()
     threading.Thread(target=_beat, args=(out, lock, stop), name="rs-tck-heartbeat", daemon=True).start()
