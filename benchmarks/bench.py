@@ -10,8 +10,9 @@ identity processor):
 
 whole processes, as a user runs them: ``pytest --rs-...`` per kind (publisher with the failed
 publisher, sync blackbox and whitebox subscribers, identity processor), in the default mode and
-with ``--rs-no-fuzz``, with ``PYTHONDONTWRITEBYTECODE=1`` and with bytecode written, each
-command run in turn so the machine's load falls on all alike (wall and CPU time, medians); and
+with ``--rs-no-fuzz``, with ``PYTHONDONTWRITEBYTECODE=1`` (nothing new written; what the
+warm-up wrote is read, so only what pytest rewrites is compiled in each run) and with bytecode
+written, each command run in turn so the machine's load falls on all alike (wall and CPU time, medians); and
 what the kit adds to a pytest run of a project that does not use it (the same run with the
 kit's and Hypothesis' entry points disabled, paired); with ``--jvm``, each kind beside the JVM TCK
 class its targets are anchored to, run by a command of the user's, in turn (wall and CPU of both,
