@@ -33,7 +33,6 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -42,7 +41,6 @@ from dataclasses import field
 from typing import IO
 from typing import Any
 
-from .errors import SetupError
 from .registry import TckTest
 from .results import Level
 from .results import Outcome
@@ -144,20 +142,6 @@ def shares(recipes: Sequence[Recipe], workers: int, at_once: int) -> list[list[R
     if current:
         out.append(current)
     return out
-
-
-def subject_record(kind: str, obj: Any, failed: Any, spec: str, load_subject: Callable[..., Any]) -> Any:
-    """The subject record of ``obj`` (a factory or a record) with its failed publisher, made as the
-    host makes it (``load_subject``: the verification's own), so a worker's subject is the host's."""
-    if kind == "publisher":
-        return load_subject(spec, spec if failed is not None else None,
-                            resolve=lambda _spec, role: failed if role == "failed_publisher" else obj)
-    subject = load_subject(spec, resolve=lambda _spec, _role: obj)
-    if failed is not None:
-        if not callable(failed):
-            raise SetupError(f"{spec}: its failed publisher is not callable")
-        subject.failed_factory = failed
-    return subject
 
 
 def lost(test: TckTest, subject: str, cause: str) -> TestResult:

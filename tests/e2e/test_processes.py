@@ -376,3 +376,95 @@ def test_what_a_subject_prints_and_logs_in_a_worker_reaches_its_tests_report(pyt
     assert not any("chatty" in line for line in failed_sections)
     passing.stdout.fnmatch_lines(["rs-tck: 2 subjects in 2 worker processes"])
     assert any(line.startswith("chatty made") for line in _sections(passing))
+
+
+#: A conforming publisher whose registry of subscribers is made at import, added to in place and
+#: replaced by a copy on each removal; each registry refers to itself, so a replaced one is freed
+#: only by the cyclic collector. Whatever the kit does to the collector (``gc.freeze`` would
+#: leave the registry made at import, and the first subscriber in it, out of every collection),
+#: a cancelled subscriber must be found collectable (rule 3.13).
+REGISTRY_AT_IMPORT = '''
+import threading
+
+import rstck.pytest as rs
+from rstck.reference import range_publisher
+
+
+class Registry:
+    def __init__(self, subscribers):
+        self.subscribers = list(subscribers)
+        self.me = self
+
+
+class Hub:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.registry = Registry(())
+
+    def add(self, subscriber):
+        with self.lock:
+            self.registry.subscribers.append(subscriber)
+
+    def remove(self, subscriber):
+        with self.lock:
+            self.registry = Registry(s for s in self.registry.subscribers if s is not subscriber)
+
+
+HUB = Hub()
+
+
+class Tracked:
+    def __init__(self, inner, subscriber):
+        self.inner, self.subscriber = inner, subscriber
+
+    def request(self, n):
+        self.inner.request(n)
+
+    def cancel(self):
+        HUB.remove(self.subscriber)
+        self.inner.cancel()
+
+
+class Relay:
+    def __init__(self, downstream):
+        self.downstream = downstream
+
+    def on_subscribe(self, subscription):
+        self.downstream.on_subscribe(Tracked(subscription, self.downstream))
+
+    def on_next(self, element):
+        self.downstream.on_next(element)
+
+    def on_error(self, error):
+        HUB.remove(self.downstream)
+        self.downstream.on_error(error)
+
+    def on_complete(self):
+        HUB.remove(self.downstream)
+        self.downstream.on_complete()
+
+
+class Registered:
+    def __init__(self, n):
+        self.n = n
+
+    def subscribe(self, subscriber):
+        if subscriber is None:
+            raise TypeError("subscriber is None")
+        HUB.add(subscriber)
+        range_publisher(self.n).subscribe(Relay(subscriber))
+
+
+test_registered = rs.publisher_verification(Registered, id="registered")
+test_range = rs.publisher_verification(range_publisher, id="range")
+'''
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_registry_made_at_import_lets_a_cancelled_subscriber_go(pytester: pytest.Pytester, processes: str) -> None:
+    """Rule 3.13 is judged on what the subject holds, not on what the kit keeps from the
+    collector: in the pytest process and in a worker, the first subscriber of a registry made
+    at import is collected once cancelled."""
+    pytester.makepyfile(test_registry=REGISTRY_AT_IMPORT)
+    result = pytester.runpytest_subprocess("--rs-rules=3.13", f"--rs-processes={processes}")
+    result.assert_outcomes(passed=4)

@@ -12,7 +12,7 @@ import weakref
 from typing import Any
 
 import pytest
-from rstck._internal.one_test import run_test
+from rstck._internal.one_rule import run_test
 from rstck._internal.verifications import processor
 from rstck._internal.verifications import publisher
 from rstck._internal.verifications import subscriber_whitebox

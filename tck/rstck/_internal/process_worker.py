@@ -31,9 +31,9 @@ from typing import TextIO
 
 from ..processes import BEAT_S
 from ..processes import Recipe
-from ..processes import subject_record
 from ..processes import write_message
 from ..results import Outcome
+from ..subjects import subject_record
 
 
 def main() -> int:
@@ -44,9 +44,16 @@ def main() -> int:
     sys.stdout, sys.stderr = _Kept("<stdout>", sys.stderr), _Kept("<stderr>", sys.stderr)
     logging.getLogger().addHandler(_KeptLog())
     # What every share needs, imported before the host's first word: a worker started ahead
-    # (``rstck.processes.spare``) does it while the host still collects.
+    # (``rstck.processes.spare``) does it while the host still collects; every kind's tests, not
+    # knowing yet which it will run. Nothing is frozen out of the collector (``gc.freeze``): a
+    # frozen object that turns to garbage holding a subscriber would never let it go, and rule
+    # 3.13 would accuse a publisher of keeping what only the kit kept (tests/conforming).
     importlib.import_module("..run_api", __package__)
     importlib.import_module(".fuzz.verify", __package__)
+    from ..verifications import VERIFICATIONS
+
+    for verification in VERIFICATIONS.values():
+        verification.load()  # imports its tests and context
     lock = threading.Lock()
     stop = threading.Event()
     threading.Thread(target=_beat, args=(out, lock, stop), name="rs-tck-heartbeat", daemon=True).start()
