@@ -10,12 +10,14 @@ identity processor):
 
 whole processes, as a user runs them: ``pytest --rs-...`` per kind (publisher with the failed
 publisher, sync blackbox and whitebox subscribers, identity processor), in the default mode and
-with ``--rs-no-fuzz``, with ``PYTHONDONTWRITEBYTECODE=1`` and with bytecode written, each
-command run in turn so the machine's load falls on all alike (wall and CPU time, medians); and
+with ``--rs-no-fuzz``, with ``PYTHONDONTWRITEBYTECODE=1`` (nothing new written; what the
+warm-up wrote is read, so only what pytest rewrites is compiled in each run) and with bytecode
+written, each command run in turn so the machine's load falls on all alike (wall and CPU time, medians); and
 what the kit adds to a pytest run of a project that does not use it (the same run with the
 kit's and Hypothesis' entry points disabled, paired); with ``--jvm``, each kind beside the JVM TCK
 class its targets are anchored to, run by a command of the user's, in turn (wall and CPU of both,
-the ratios of each, the load average); with ``--load N``, all of it on a machine kept busy by N
+the ratios of each, the load average), the kit with bytecode written (``PYTHONDONTWRITEBYTECODE``
+unset, what a user has) and without (``=1``), each row labelled; with ``--load N``, all of it on a machine kept busy by N
 busy-looping processes;
 
 and for the probe: ``on_next`` recorded per second in a bulk test (unbounded demand on the
@@ -318,31 +320,40 @@ JVM_CLASSES: dict[str, list[str]] = {
 }
 
 
-def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
-    """Each kit command beside the JVM TCK class it is anchored to, taken in turn, with bytecode
-    not written (as the targets are stated): wall and CPU of each (the child's ``wait4`` usage: the
-    JVM's every thread, pytest and any worker process it waited for), and the ratios kit / JVM of
-    each round's walls and CPU, then their medians, with the load average beside each run.
+def jvm_paired(repeat: int, runner: str, kinds: list[str] | None = None) -> list[dict[str, Any]]:
+    """Each kit command beside the JVM TCK class it is anchored to, taken in turn, in both
+    bytecode modes: wall and CPU of each (the child's ``wait4`` usage: the JVM's every thread,
+    pytest and any worker process it waited for), and the ratios kit / JVM of each round's walls
+    and CPU, then their medians, with the load average beside each run.
+
+    ``bytecode written`` rows run the kit as a user has it (``PYTHONDONTWRITEBYTECODE`` unset:
+    Python reads and writes ``__pycache__``; the issue's protocol); ``no bytecode`` rows set
+    ``PYTHONDONTWRITEBYTECODE=1`` (the targets' statement): nothing new is written, what earlier
+    runs wrote is still read, so every module but those pytest rewrites (its plugins', and any
+    named as a test file) loads from bytecode, as from a wheel pip compiled at install. Each
+    kit run, in either mode, is paired with a JVM run of its own, taken right after it.
 
     ``runner`` is a command that runs one TestNG class, ``{cls}`` standing for its name (the
     JVM TCK built from its own sources; its build is not part of this repository). TestNG's exit
     status is a bit mask: 1 means a test failed (its timing tests, under load: the round counts and
     the row says in how many rounds), 2 that some were skipped (as these classes do).
     """
-    pairs = [(kind, mode, cls) for kind, classes in JVM_CLASSES.items() for mode in MODES for cls in classes]
-    jvm = {cls: shlex.split(runner.replace("{cls}", cls)) for *_, cls in pairs}
-    kit: dict[tuple[str, str, str], list[tuple[float, float]]] = {pair: [] for pair in pairs}
-    java: dict[tuple[str, str, str], list[tuple[float, float]]] = {pair: [] for pair in pairs}
-    loads: dict[tuple[str, str, str], list[float]] = {pair: [] for pair in pairs}
-    failed: dict[tuple[str, str, str], int] = dict.fromkeys(pairs, 0)
+    pairs = [(kind, mode, cls, bytecode) for bytecode in (True, False) for kind, classes in JVM_CLASSES.items()
+             if kind in (kinds or JVM_CLASSES) for mode in MODES for cls in classes]
+    jvm = {cls: shlex.split(runner.replace("{cls}", cls)) for _kind, _mode, cls, _bytecode in pairs}
+    kit: dict[tuple[str, str, str, bool], list[tuple[float, float]]] = {pair: [] for pair in pairs}
+    java: dict[tuple[str, str, str, bool], list[tuple[float, float]]] = {pair: [] for pair in pairs}
+    loads: dict[tuple[str, str, str, bool], list[float]] = {pair: [] for pair in pairs}
+    failed: dict[tuple[str, str, str, bool], int] = dict.fromkeys(pairs, 0)
     with tempfile.TemporaryDirectory() as project:
-        for kind, mode, cls in pairs:  # once each first: caches made, the JVM's files read
-            timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=False)
-            _timed(jvm[cls], None, None)
+        for kind, mode, _cls, bytecode in pairs:  # once each first: bytecode written, caches made
+            timed_process([*KINDS[kind], *MODES[mode]], project, bytecode=bytecode)
+        for argv in jvm.values():
+            _timed(argv, None, None)  # the JVM's files read
         for _ in range(repeat):
             for pair in pairs:
-                kind, mode, cls = pair
-                kit[pair].append(kit_run(kind, mode, project, bytecode=False))
+                kind, mode, cls, bytecode = pair
+                kit[pair].append(kit_run(kind, mode, project, bytecode=bytecode))
                 wall, cpu, code = _timed(jvm[cls], None, None)
                 if code < 0 or code & ~TESTNG_STATUS:
                     raise SystemExit(f"{' '.join(jvm[cls])} exited {code}: it did not run")
@@ -352,10 +363,10 @@ def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
                 loads[pair].append(os.getloadavg()[0])
     rows = []
     for pair in pairs:
-        kind, mode, cls = pair
+        kind, mode, cls, bytecode = pair
         k, j = kit[pair], java[pair]
         row: dict[str, Any] = {
-            "kind": kind, "mode": mode, "jvm_class": cls,
+            "kind": kind, "mode": mode, "jvm_class": cls, "bytecode": bytecode,
             **_sided("kit", k), **_sided("jvm", j),
             "wall_ratio_median": statistics.median(a[0] / b[0] for a, b in zip(k, j, strict=True)),
             "cpu_ratio_median": statistics.median(a[1] / b[1] for a, b in zip(k, j, strict=True)),
@@ -366,7 +377,7 @@ def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
         }
         rows.append(row)
         name = f"{cls.rsplit('.', 2)[-2]}.{cls.rsplit('.', 1)[-1]}"
-        print(f"  {kind:<9} {mode:<7} {name:<34} " + "  ".join(
+        print(f"  {kind:<9} {mode:<7} {_bytecode_label(bytecode):<16} {name:<34} " + "  ".join(
             f"{side} wall {row[f'{side}_wall_s_median']:.2f} s ({row[f'{side}_wall_s_min']:.2f}-"
             f"{row[f'{side}_wall_s_max']:.2f}) cpu {row[f'{side}_cpu_s_median']:.2f} s "
             f"({row[f'{side}_cpu_s_min']:.2f}-{row[f'{side}_cpu_s_max']:.2f})" for side in ("kit", "jvm"))
@@ -374,6 +385,11 @@ def jvm_paired(repeat: int, runner: str) -> list[dict[str, Any]]:
             f"  load {row['loadavg_1m_min']:.1f}-{row['loadavg_1m_max']:.1f}"
             + (f"  JVM failed a test in {failed[pair]} round(s)" if failed[pair] else ""), flush=True)
     return rows
+
+
+def _bytecode_label(bytecode: bool) -> str:
+    """How a row names its bytecode mode (``jvm_paired``)."""
+    return "bytecode written" if bytecode else "no bytecode"
 
 
 def _sided(side: str, runs: list[tuple[float, float]]) -> dict[str, float]:
@@ -386,12 +402,13 @@ def jvm_table(rows: list[dict[str, Any]]) -> str:
     """The paired figures as a Markdown table, for docs/benchmarks.md."""
     def span(row: dict[str, Any], key: str) -> str:
         return f"{row[f'{key}_median']:.2f} s ({row[f'{key}_min']:.2f}-{row[f'{key}_max']:.2f})"
-    header = ("| kit command | mode | JVM class | kit wall | kit CPU | JVM wall | JVM CPU | wall ratio | CPU ratio "
-              "| load | JVM rounds failed |")
-    lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|"]
+    header = ("| kit command | mode | bytecode | JVM class | kit wall | kit CPU | JVM wall | JVM CPU | wall ratio "
+              "| CPU ratio | load | JVM rounds failed |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         cls = row["jvm_class"].rsplit(".", 2)
-        lines.append(f"| {row['kind']} | {row['mode']} | {cls[-2]}.{cls[-1]} | {span(row, 'kit_wall_s')} | "
+        lines.append(f"| {row['kind']} | {row['mode']} | {_bytecode_label(row.get('bytecode', False))} | "
+                     f"{cls[-2]}.{cls[-1]} | {span(row, 'kit_wall_s')} | "
                      f"{span(row, 'kit_cpu_s')} | {span(row, 'jvm_wall_s')} | {span(row, 'jvm_cpu_s')} | "
                      f"{row['wall_ratio_median']:.2f} | {row['cpu_ratio_median']:.2f} | "
                      f"{row['loadavg_1m_min']:.1f}-{row['loadavg_1m_max']:.1f} | {row['jvm_rounds_failed']} |")
@@ -518,7 +535,8 @@ def main(argv: list[str] | None = None) -> int:
                         metavar=("SMALL", "LARGE"), help="stream lengths for the tracemalloc comparison")
     parser.add_argument("--skip-classes", action="store_true")
     parser.add_argument("--process-repeat", type=int, default=5, help="runs per whole-process figure")
-    parser.add_argument("--kinds", nargs="+", choices=list(KINDS), help="whole processes of these kinds only")
+    parser.add_argument("--kinds", nargs="+", choices=list(KINDS),
+                        help="whole processes (and --jvm pairs) of these kinds only")
     parser.add_argument("--skip-unrelated", action="store_true",
                         help="no figure for a project that does not use the kit")
     parser.add_argument("--skip-processes", action="store_true")
@@ -544,8 +562,8 @@ def _run(args: argparse.Namespace, burners: list[subprocess.Popen[bytes]]) -> in
     report: dict[str, Any] = {"machine": machine() | {"burners": len(burners)}}
     print(f"machine: {report['machine']}", flush=True)
     if args.jvm:
-        print("paired with the JVM TCK (no bytecode written; ratios kit / JVM, medians of the rounds'):", flush=True)
-        report["jvm"] = jvm_paired(args.process_repeat, args.jvm)
+        print("paired with the JVM TCK (both bytecode modes; ratios kit / JVM, medians of the rounds'):", flush=True)
+        report["jvm"] = jvm_paired(args.process_repeat, args.jvm, args.kinds)
         print(jvm_table(report["jvm"]), flush=True)
     if not args.skip_processes and not args.jvm_only:
         print("whole processes (pytest, a user's command):", flush=True)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rstck._internal.fuzz.publisher_side import size
 from rstck._internal.fuzz.scenario import decode
-from rstck._internal.one_test import run_test
+from rstck._internal.one_rule import run_test
 from rstck.reference import async_range_publisher
 from rstck.reference import async_subscriber
 from rstck.reference import async_whitebox_subscriber

@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 #: Where each public name lives: loaded on first use, so that importing one module of the
-#: core (``rstck._internal.one_test``, ``rstck.probe``) does not load the verifications and the engine.
+#: core (``rstck._internal.one_rule``, ``rstck.probe``) does not load the verifications and the engine.
 _LAZY = {
     "MAX_DEMAND": "api",
     "Processor": "api",

@@ -3,19 +3,50 @@
 A rule's test receives one of these and speaks to the subject only through it (fresh
 publishers and subscribed probes, TCK-driven upstreams, whitebox stages), so that every call
 is watched, traced and cleaned up the same way.
+
+Each name is imported from its private module when first asked for: a run of one kind of
+subject (a verification module importing its own context from here) loads no other kind's.
 """
 
 from __future__ import annotations
 
-from ._internal.contexts.base import Context
-from ._internal.contexts.base import TckFailure
-from ._internal.contexts.processor import ProcessorContext
-from ._internal.contexts.publisher import PublisherContext
-from ._internal.contexts.subscriber import BlackboxContext
-from ._internal.contexts.subscriber import SubscriberContext
-from ._internal.contexts.subscriber import WhiteboxContext
-from ._internal.contexts.subscriber import WhiteboxStage
-from ._internal.contexts.subscriber import WhiteboxStages
+from importlib import import_module
+from typing import TYPE_CHECKING
+from typing import Any
+
+if TYPE_CHECKING:
+    from ._internal.contexts.base import Context
+    from ._internal.contexts.base import TckFailure
+    from ._internal.contexts.processor import ProcessorContext
+    from ._internal.contexts.publisher import PublisherContext
+    from ._internal.contexts.subscriber import BlackboxContext
+    from ._internal.contexts.subscriber import SubscriberContext
+    from ._internal.contexts.subscriber import WhiteboxContext
+    from ._internal.contexts.subscriber import WhiteboxStage
+    from ._internal.contexts.subscriber import WhiteboxStages
+
+#: Each name's private module, under ``rstck._internal.contexts``.
+_MODULES = {
+    "BlackboxContext": "subscriber",
+    "Context": "base",
+    "ProcessorContext": "processor",
+    "PublisherContext": "publisher",
+    "SubscriberContext": "subscriber",
+    "TckFailure": "base",
+    "WhiteboxContext": "subscriber",
+    "WhiteboxStage": "subscriber",
+    "WhiteboxStages": "subscriber",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"._internal.contexts.{module}", __package__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BlackboxContext",

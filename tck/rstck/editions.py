@@ -213,7 +213,7 @@ class Edition:
 
 
 def _rule_lines(rule: Rule) -> str:
-    """The rule lines of a failure message as the runner writes them (``one_test._failure_lines``)."""
+    """The rule lines of a failure message as the runner writes them (``one_rule._failure_lines``)."""
     return f"rule    : {rule.id} ({rule.strength.value}) {rule.summary}\n  spec    : {rule.url}"
 
 

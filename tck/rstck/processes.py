@@ -33,7 +33,6 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -42,7 +41,6 @@ from dataclasses import field
 from typing import IO
 from typing import Any
 
-from .errors import SetupError
 from .registry import TckTest
 from .results import Level
 from .results import Outcome
@@ -146,20 +144,6 @@ def shares(recipes: Sequence[Recipe], workers: int, at_once: int) -> list[list[R
     return out
 
 
-def subject_record(kind: str, obj: Any, failed: Any, spec: str, load_subject: Callable[..., Any]) -> Any:
-    """The subject record of ``obj`` (a factory or a record) with its failed publisher, made as the
-    host makes it (``load_subject``: the verification's own), so a worker's subject is the host's."""
-    if kind == "publisher":
-        return load_subject(spec, spec if failed is not None else None,
-                            resolve=lambda _spec, role: failed if role == "failed_publisher" else obj)
-    subject = load_subject(spec, resolve=lambda _spec, _role: obj)
-    if failed is not None:
-        if not callable(failed):
-            raise SetupError(f"{spec}: its failed publisher is not callable")
-        subject.failed_factory = failed
-    return subject
-
-
 def lost(test: TckTest, subject: str, cause: str) -> TestResult:
     """The result of a test whose worker process ended (or was ended) before reporting it."""
     now = time.time()
@@ -195,6 +179,9 @@ class _Slot:
     cause: str | None = None
     #: The worker could not rebuild the subject: the host runs it.
     fallback: bool = False
+    #: What the subject printed and logged in the worker while the test ran (``stdout``,
+    #: ``stderr``, ``log``), as pytest's capture would have given it to the test's item.
+    captured: dict[str, str] = field(default_factory=dict)
 
 
 def spare(env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -331,6 +318,7 @@ class Pool:
             slot = self._slots.get((message["key"], message["test"]))
             if slot is not None:
                 slot.result = TestResult.from_json(message["result"])
+                slot.captured = {k: v for k, v in message.get("captured", {}).items() if v}
             worker.progressed = time.monotonic()
         elif op == "unbuilt":
             recipe = next((r for r in worker.share or [] if r.key == message["key"]), None)
@@ -419,6 +407,12 @@ class Pool:
                     return f"no result from the worker processes within {timeout:.0f} s"
                 self._watch(now)
                 self._changed.wait(min(BEAT_S, deadline - now))
+
+    def captured(self, key: str, test: str) -> dict[str, str]:
+        """What the subject printed and logged in its worker while test ``test`` ran, by stream."""
+        with self._lock:
+            slot = self._slots.get((key, test))
+            return dict(slot.captured) if slot is not None else {}
 
     def _watch(self, now: float) -> None:
         # Called with the lock held: end a worker that hangs (its reader then reports the rest).

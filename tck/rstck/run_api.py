@@ -11,18 +11,16 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from typing import Any
 
-from ._internal.environment import Environment
-from ._internal.one_test import run_test
+from ._internal.one_rule import run_test
 from ._internal.schedule import BLOCKS_TO_STOP
 from ._internal.schedule import LOOKAHEAD
 from ._internal.schedule import Schedule
 from ._internal.selection import _key
 from ._internal.selection import _not_verified
 from ._internal.selection import select
-from ._internal.verifications import publisher
-from .contexts import Context
 from .editions import EDITIONS
 from .editions import rule_ids as rule_ids_of
 from .errors import SetupError
@@ -34,6 +32,10 @@ from .results import document
 from .settings import Settings
 from .subjects import PublisherSubject
 from .verifications import for_edition
+
+if TYPE_CHECKING:
+    from ._internal.environment import Environment
+    from .contexts import Context
 
 #: What the hosts import from here: the one entry point, and the scheduler's names it runs through.
 __all__ = ["BLOCKS_TO_STOP", "LOOKAHEAD", "Run", "Schedule", "declared_run", "joinable", "joint", "run_publisher_verification",
@@ -179,7 +181,7 @@ def run_publisher_verification(
 ) -> list[TestResult]:
     """Run every selected publisher test against ``subject`` and return the results."""
     return run_verification(
-        publisher.VERIFICATION, subject, settings, rules=rules, skip_rules=skip_rules, on_result=on_result,
+        "publisher", subject, settings, rules=rules, skip_rules=skip_rules, on_result=on_result,
         concurrency=concurrency,
     )
 

@@ -486,3 +486,17 @@ def smoke_check_subject(
             f"{label} returned {type(value).__name__} {short_repr(value)}, which is not a "
             f"{protocol.__name__} (it lacks {', '.join(missing)})"
         )
+
+
+def subject_record(kind: str, obj: Any, failed: Any, spec: str, load_subject: Callable[..., Any]) -> Any:
+    """The subject record of ``obj`` (a factory or a record) with its failed publisher, made as the
+    host makes it (``load_subject``: the verification's own), so a worker's subject is the host's."""
+    if kind == "publisher":
+        return load_subject(spec, spec if failed is not None else None,
+                            resolve=lambda _spec, role: failed if role == "failed_publisher" else obj)
+    subject = load_subject(spec, resolve=lambda _spec, _role: obj)
+    if failed is not None:
+        if not callable(failed):
+            raise SetupError(f"{spec}: its failed publisher is not callable")
+        subject.failed_factory = failed
+    return subject

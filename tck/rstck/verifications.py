@@ -10,18 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
+from types import ModuleType
+from typing import TYPE_CHECKING
 from typing import Any
 
-from ._internal.environment import Environment
-from ._internal.verifications import processor
-from ._internal.verifications import publisher
-from ._internal.verifications import subscriber_blackbox
-from ._internal.verifications import subscriber_whitebox
-from .contexts import BlackboxContext
-from .contexts import Context
-from .contexts import ProcessorContext
-from .contexts import PublisherContext
-from .contexts import WhiteboxContext
 from .registry import Registry
 from .registry import TckTest
 from .subjects import ProcessorSubject
@@ -34,10 +27,26 @@ from .subjects import load_subscriber_subject
 from .subjects import load_whitebox_subject
 from .subjects import subject_option
 
+if TYPE_CHECKING:
+    from ._internal.environment import Environment
+    from ._internal.verifications import processor
+    from ._internal.verifications import publisher
+    from ._internal.verifications import subscriber_blackbox
+    from ._internal.verifications import subscriber_whitebox
+    from .contexts import Context
+
+#: What a kind's ``load`` returns: its tests, and the class of context its bodies receive.
+Loaded = tuple[list[TckTest], "Callable[[Environment, Any], Context]"]
+
 
 @dataclass(frozen=True)
 class Verification:
-    """One verification kind: its tests, the context they run in, and how its subject is named."""
+    """One verification kind: its tests, the context they run in, and how its subject is named.
+
+    Its tests and context are imported when first asked for (``load``): a run, a listing of the
+    options or a report that names a kind needs none of another kind's modules, so a run of one
+    subscriber imports neither the publisher's nor the processor's tests.
+    """
 
     #: The ``verification`` field of results, and the subject's role in the results' ``subjects``.
     name: str
@@ -45,11 +54,24 @@ class Verification:
     subject: type[Any]
     #: What the option expects, for ``--help``.
     help: str
-    tests: list[TckTest]
-    #: ``make_context(env, subject)``: what a test body gets.
-    make_context: Callable[[Environment, Any], Context]
+    #: ``load()``: imports the kind's module of rule tests and its context, and returns both.
+    load: Callable[[], Loaded]
     #: ``load_subject(spec, *, resolve)``: the subject the option names, checked.
     load_subject: Callable[..., Any]
+
+    @cached_property
+    def _loaded(self) -> Loaded:
+        return self.load()
+
+    @property
+    def tests(self) -> list[TckTest]:
+        """The kind's rule tests, in rule order (its module's ``TESTS``)."""
+        return self._loaded[0]
+
+    @property
+    def make_context(self) -> Callable[[Environment, Any], Context]:
+        """``make_context(env, subject)``: what a test body gets."""
+        return self._loaded[1]
 
     @property
     def role(self) -> str:
@@ -67,29 +89,57 @@ class Verification:
         return self.option.removeprefix("--").replace("-", "_")
 
 
-#: Every verification kind, in run order, by name.
+def _publisher() -> Loaded:
+    from ._internal.contexts.publisher import PublisherContext
+    from ._internal.verifications import publisher
+
+    return publisher.TESTS, PublisherContext
+
+
+def _blackbox() -> Loaded:
+    from ._internal.contexts.subscriber import BlackboxContext
+    from ._internal.verifications import subscriber_blackbox
+
+    return subscriber_blackbox.TESTS, BlackboxContext
+
+
+def _whitebox() -> Loaded:
+    from ._internal.contexts.subscriber import WhiteboxContext
+    from ._internal.verifications import subscriber_whitebox
+
+    return subscriber_whitebox.TESTS, WhiteboxContext
+
+
+def _processor() -> Loaded:
+    from ._internal.contexts.processor import ProcessorContext
+    from ._internal.verifications import processor
+
+    return processor.TESTS, ProcessorContext
+
+
+#: Every verification kind, in run order, by name (each name its module's ``VERIFICATION``).
 VERIFICATIONS: dict[str, Verification] = {
     v.name: v
     for v in (
         Verification(
-            publisher.VERIFICATION, PublisherSubject,
+            "publisher", PublisherSubject,
             "Publisher factory f(n) -> Publisher (or a PublisherSubject) to verify",
-            publisher.TESTS, PublisherContext, load_publisher_subject,
+            _publisher, load_publisher_subject,
         ),
         Verification(
-            subscriber_blackbox.VERIFICATION, SubscriberSubject,
+            "subscriber_blackbox", SubscriberSubject,
             "Subscriber factory f() -> Subscriber (or a SubscriberSubject) to verify as a blackbox",
-            subscriber_blackbox.TESTS, BlackboxContext, load_subscriber_subject,
+            _blackbox, load_subscriber_subject,
         ),
         Verification(
-            subscriber_whitebox.VERIFICATION, WhiteboxSubject,
+            "subscriber_whitebox", WhiteboxSubject,
             "Subscriber factory f(probe) -> Subscriber (or a WhiteboxSubject) reporting to the probe",
-            subscriber_whitebox.TESTS, WhiteboxContext, load_whitebox_subject,
+            _whitebox, load_whitebox_subject,
         ),
         Verification(
-            processor.VERIFICATION, ProcessorSubject,
+            "processor", ProcessorSubject,
             "Identity processor factory f() -> Processor (or a ProcessorSubject) to verify",
-            processor.TESTS, ProcessorContext, load_processor_subject,
+            _processor, load_processor_subject,
         ),
     )
 }
@@ -98,15 +148,19 @@ VERIFICATIONS: dict[str, Verification] = {
 NAMES: tuple[str, ...] = tuple(VERIFICATIONS)
 
 
-def _rs_verifications() -> dict[str, Verification]:
+def _rs_publisher() -> Loaded:
     from ._internal.contexts.rs_publisher import RsPublisherContext
     from ._internal.verifications import rs_publisher
 
+    return rs_publisher.TESTS, RsPublisherContext
+
+
+def _rs_verifications() -> dict[str, Verification]:
     base = VERIFICATIONS["publisher"]
     return {"publisher": Verification(
         base.name, base.subject,
         "rs-edition publisher factory f(n) -> Publisher whose subscribe() returns the subscription",
-        rs_publisher.TESTS, RsPublisherContext, base.load_subject,
+        _rs_publisher, base.load_subject,
     )}
 
 
@@ -123,11 +177,19 @@ def for_edition(edition: str) -> dict[str, Verification]:
     build = EDITION_VERIFICATIONS.get(edition)
     return build() if build is not None else VERIFICATIONS
 
+def __getattr__(name: str) -> ModuleType:
+    """A kind's module of rule tests (``rstck.verifications.processor``), imported when first asked for."""
+    if name not in NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return import_module(f"._internal.verifications.{name}", __package__)
+
+
 __all__ = [
     "EDITION_VERIFICATIONS",
     "NAMES",
     "VERIFICATIONS",
-    "Context",
     "Registry",
     "TckTest",
     "Verification",

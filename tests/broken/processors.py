@@ -560,7 +560,7 @@ class FixedWindowFilter(IdentityProcessor):
     WINDOW = 256
 
     def __init__(self) -> None:
-        super().__init__(buffer_size=self.WINDOW)
+        super().__init__(buffer_size=self.WINDOW, batch=1)  # asks for each request as it comes
 
     def on_next(self, element: Any) -> None:
         if element is None:

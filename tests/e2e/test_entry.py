@@ -160,3 +160,34 @@ def test_a_run_without_fuzzing_never_imports_hypothesis(
     loaded = _loaded(pytester)
     assert loaded["plugin"]
     assert not [name for name in loaded["loaded"] if name.startswith("hypothesis")]
+
+
+#: Each kind's run (a subject, a rule), and the one verification and context module it imports.
+OTHER_KINDS = {
+    "--rs-subscriber=rstck.reference:sync_subscriber": ("2.13", "subscriber_blackbox", "subscriber"),
+    "--rs-whitebox-subscriber=rstck.reference:sync_whitebox_subscriber": ("2.13", "subscriber_whitebox", "subscriber"),
+    "--rs-publisher=rstck.reference:range_publisher": ("1.1", "publisher", "publisher"),
+}
+
+
+@pytest.mark.parametrize("option", list(OTHER_KINDS))
+def test_a_run_of_one_kind_imports_no_other_kinds_tests_nor_the_unused_reports(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
+    """The fixed cost of a run is what it imports: one kind's run, through to its table at the end,
+    loads its own verification and context only, not the HTML page it was not asked for, nor the
+    worker processes a run of one subject never starts."""
+    _no_kit_environment(monkeypatch)
+    pytester.makeconftest(MODULES_CONFTEST)
+    rule, own, context = OTHER_KINDS[option]
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", option, f"--rs-rules={rule}", "--rs-no-fuzz")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*rule*keyword*"])  # the rule table was drawn
+    loaded = _loaded(pytester)["loaded"]
+    kinds = {"publisher", "subscriber_blackbox", "subscriber_whitebox", "processor"}
+    verifications = {name.split(".")[3] for name in loaded if name.startswith("rstck._internal.verifications.")}
+    contexts = {name.split(".")[3] for name in loaded if name.startswith("rstck._internal.contexts.")}
+    assert verifications & kinds == {own}
+    assert contexts == {"base", context}
+    assert "rstck_plugins.reports.html_report.page" not in loaded
+    assert "rstck.processes" not in loaded

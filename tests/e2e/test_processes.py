@@ -281,3 +281,190 @@ def test_worker_results_report_as_one_process_does_under_rA_x_lf_and_a_skip_mark
     assert all("test_broken" in nodeid for nodeid in lastfailed)
     assert stopped_ret == 1
     assert len([line for line in stopped_lines if line.startswith("FAILED")]) == 1
+
+
+#: A conftest that marks single kit items as users do: skip, a false skipif, and xfail.
+MARKS_ITEMS = '''
+import pytest
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid.endswith("[3.9]") and "::test_range::" in item.nodeid:
+            item.add_marker(pytest.mark.skip(reason="skipped by the library"))
+        elif item.nodeid.endswith("[1.9]") and "::collect::" not in item.nodeid:
+            item.add_marker(pytest.mark.skipif(True, reason="skipif by the library"))
+        elif item.nodeid.endswith("[2.5]"):
+            item.add_marker(pytest.mark.xfail(reason="xfail by the library", strict=False))
+'''
+
+
+def test_a_users_skip_and_xfail_marks_on_single_items_report_at_the_declaration(library: pytest.Pytester) -> None:
+    """pytest places a mark's skip at its item's ``reportinfo`` line: a declared subject's file and
+    line, a command-line subject's key. Both in one process and dealt to workers."""
+    (library.path / "conftest.py").write_text(MARKS_ITEMS)
+    line = next(k for k, text in enumerate(TEST_RS.splitlines(), start=1) if text.startswith("test_range ="))
+    seen = {}
+    for mode in ("2", "1"):
+        result = library.runpytest("tests", RULES, f"--rs-processes={mode}", "-rsxX",
+                                   "--rs-publisher=rstck.reference:range_publisher")
+        assert "INTERNALERROR" not in result.stdout.str()
+        # pytest folds a skip mark's reports by file, a skipif's by file and line
+        result.stdout.fnmatch_lines_random(["SKIPPED [[]4[]] tests/test_rs.py: skipped by the library",
+                                            f"SKIPPED [[]5[]] tests/test_rs.py:{line}: skipif by the library",
+                                            "SKIPPED [[]5[]] publisher:1: skipif by the library",
+                                            "XPASS *::test_probed::*[[]2.5[]] - xfail by the library"])
+        seen[mode] = _summary(result)
+        assert result.ret == 1  # the broken publisher still fails
+    assert seen["2"] == seen["1"]
+
+
+#: A subject that prints and logs, passing, and one that prints, logs and fails rule 1.9.
+NOISY = '''
+import logging
+import rstck.pytest as rs
+from rstck.reference import range_publisher
+
+
+def chatty(n):
+    print("chatty made", n)
+    return range_publisher(n)
+
+
+def noisy(n):
+    print("noisy made", n)
+    logging.getLogger("mylib").warning("noisy warns at %s", n)
+
+    class Publisher:
+        def subscribe(self, subscriber):
+            if subscriber is not None:  # subscribe(None) returns quietly: rule 1.9
+                range_publisher(n).subscribe(subscriber)
+    return Publisher()
+
+
+test_chatty = rs.publisher_verification(chatty, id="chatty")
+test_noisy = rs.publisher_verification(noisy, id="noisy")
+'''
+
+
+def _sections(result: pytest.RunResult) -> list[str]:
+    """The captured sections of the report, with their headers, in order."""
+    kept, inside = [], False
+    for line in result.stdout.lines:
+        if re.match(r"-+ Captured (stdout|stderr|log) call -+", line):
+            inside = True
+        elif line.startswith(("=", "_")) or re.match(r"-+ \w", line):
+            inside = False
+        if inside and line:
+            kept.append(line)
+    return kept
+
+
+def test_what_a_subject_prints_and_logs_in_a_worker_reaches_its_tests_report(pytester: pytest.Pytester) -> None:
+    """pytest gives a test what was printed and logged while it ran; a worker keeps the same and
+    sends it with the result: a failing subject's prints show under its failure, a passing one's
+    under ``-rP``, and nothing of one subject under another's."""
+    pytester.makepyfile(test_noisy=NOISY)
+    # in a child process: an in-process pytester run's capture would sit inside this run's
+    failing = pytester.runpytest_subprocess("--rs-rules=1.9", "--rs-processes=2")
+    passing = pytester.runpytest_subprocess("--rs-rules=1.9", "--rs-processes=2", "-rP")
+    assert failing.ret == 1
+    failing.stdout.fnmatch_lines(["rs-tck: 2 subjects in 2 worker processes"])
+    failed_sections = _sections(failing)
+    assert failed_sections[:2] == ["-" * 29 + " Captured stdout call " + "-" * 29, "noisy made 0"]
+    assert any(re.match(r"WARNING +mylib:test_noisy.py:\d+ noisy warns at 0", line) for line in failed_sections)
+    assert not any("chatty" in line for line in failed_sections)
+    passing.stdout.fnmatch_lines(["rs-tck: 2 subjects in 2 worker processes"])
+    assert any(line.startswith("chatty made") for line in _sections(passing))
+
+
+#: A conforming publisher whose registry of subscribers is made at import, added to in place and
+#: replaced by a copy on each removal; each registry refers to itself, so a replaced one is freed
+#: only by the cyclic collector. Whatever the kit does to the collector (``gc.freeze`` would
+#: leave the registry made at import, and the first subscriber in it, out of every collection),
+#: a cancelled subscriber must be found collectable (rule 3.13).
+REGISTRY_AT_IMPORT = '''
+import threading
+
+import rstck.pytest as rs
+from rstck.reference import range_publisher
+
+
+class Registry:
+    def __init__(self, subscribers):
+        self.subscribers = list(subscribers)
+        self.me = self
+
+
+class Hub:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.registry = Registry(())
+
+    def add(self, subscriber):
+        with self.lock:
+            self.registry.subscribers.append(subscriber)
+
+    def remove(self, subscriber):
+        with self.lock:
+            self.registry = Registry(s for s in self.registry.subscribers if s is not subscriber)
+
+
+HUB = Hub()
+
+
+class Tracked:
+    def __init__(self, inner, subscriber):
+        self.inner, self.subscriber = inner, subscriber
+
+    def request(self, n):
+        self.inner.request(n)
+
+    def cancel(self):
+        HUB.remove(self.subscriber)
+        self.inner.cancel()
+
+
+class Relay:
+    def __init__(self, downstream):
+        self.downstream = downstream
+
+    def on_subscribe(self, subscription):
+        self.downstream.on_subscribe(Tracked(subscription, self.downstream))
+
+    def on_next(self, element):
+        self.downstream.on_next(element)
+
+    def on_error(self, error):
+        HUB.remove(self.downstream)
+        self.downstream.on_error(error)
+
+    def on_complete(self):
+        HUB.remove(self.downstream)
+        self.downstream.on_complete()
+
+
+class Registered:
+    def __init__(self, n):
+        self.n = n
+
+    def subscribe(self, subscriber):
+        if subscriber is None:
+            raise TypeError("subscriber is None")
+        HUB.add(subscriber)
+        range_publisher(self.n).subscribe(Relay(subscriber))
+
+
+test_registered = rs.publisher_verification(Registered, id="registered")
+test_range = rs.publisher_verification(range_publisher, id="range")
+'''
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_registry_made_at_import_lets_a_cancelled_subscriber_go(pytester: pytest.Pytester, processes: str) -> None:
+    """Rule 3.13 is judged on what the subject holds, not on what the kit keeps from the
+    collector: in the pytest process and in a worker, the first subscriber of a registry made
+    at import is collected once cancelled."""
+    pytester.makepyfile(test_registry=REGISTRY_AT_IMPORT)
+    result = pytester.runpytest_subprocess("--rs-rules=3.13", f"--rs-processes={processes}")
+    result.assert_outcomes(passed=4)

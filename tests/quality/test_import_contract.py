@@ -8,7 +8,7 @@ one of its private modules: those under ``rstck._internal`` (any module with an 
 part is private); every other module is public and named in ``rstck``'s docstring.
 
 ``tests/`` and ``benchmarks/`` are exempt from the last rule: they test and time the private
-modules themselves (a catalogue runs one rule test through ``rstck._internal.one_test`` to pin its verdict,
+modules themselves (a catalogue runs one rule test through ``rstck._internal.one_rule`` to pin its verdict,
 a benchmark times the probe), which is what a user of the kit never does.
 """
 
@@ -42,7 +42,7 @@ RSTCK_LAYERS: list[tuple[str, list[str]]] = [
                      "rstck._internal.loop"]),
     ("subjects", ["rstck.subjects", "rstck.reference", "rstck.reference.*", "rstck.pytest"]),
     ("contexts", ["rstck.contexts", "rstck._internal.contexts", "rstck._internal.contexts.*"]),
-    ("runner", ["rstck._internal.one_test"]),
+    ("runner", ["rstck._internal.one_rule"]),
     ("fuzz", ["rstck.fuzz", "rstck._internal.fuzz", "rstck._internal.fuzz.*"]),
     ("verifications", ["rstck.verifications", "rstck._internal.verifications",
                        "rstck._internal.verifications.*"]),
@@ -271,10 +271,22 @@ def test_every_public_module_is_named_in_the_package_docstring() -> None:
             f"{name} is public (outside rstck._internal): name it in the rstck docstring, or move it")
 
 
+def test_no_module_of_the_kit_is_named_as_pytest_names_test_files() -> None:
+    """pytest assertion-rewrites a module whose file is named as a test file (its default
+    ``python_files``, ``test_*.py`` and ``*_test.py``) wherever it is imported from: parsed and
+    compiled from source, not read from the installer's bytecode, in every run where pytest
+    cannot cache its own (``PYTHONDONTWRITEBYTECODE``, a read-only site-packages)."""
+    import fnmatch
+
+    named = [name for name, path in _modules().items()
+             if any(fnmatch.fnmatch(path.name, pattern) for pattern in ("test_*.py", "*_test.py"))]
+    assert named == []
+
+
 def test_loading_the_core_loads_no_test_framework() -> None:
     """What the source shows, checked once at run time too: a library the core loads loads none."""
     code = (
-        "import sys, rstck, rstck.run_api, rstck._internal.one_test, rstck.reference, rstck.generated_docs\n"
+        "import sys, rstck, rstck.run_api, rstck._internal.one_rule, rstck.reference, rstck.generated_docs\n"
         f"bad = [m for m in {CORE_NEVER_IMPORTS!r} if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
@@ -315,7 +327,7 @@ def test_an_upward_import_and_an_unplaced_module_are_caught() -> None:
 
 
 @pytest.mark.parametrize(("module", "unwanted"), [
-    ("rstck._internal.one_test", "rstck.verifications"),
+    ("rstck._internal.one_rule", "rstck.verifications"),
     ("rstck.settings", "rstck.fuzz"),
     ("rstck.rules", "rstck.editions"),
 ])
@@ -409,7 +421,7 @@ def test_the_map_check_catches_a_missing_module_a_stale_entry_and_a_wrong_layer(
 
 def test_loading_one_module_of_the_core_does_not_load_the_verifications() -> None:
     """The package's public names load on first use: the runner alone stays below the verifications."""
-    code = ("import sys, rstck._internal.one_test\n"
+    code = ("import sys, rstck._internal.one_rule\n"
             "print(sorted(m for m in sys.modules if m.startswith(('rstck.verifications', 'rstck._internal.verifications', 'rstck.run_api', "
             "'rstck.fuzz', 'rstck._internal.fuzz'))))\n"
             "import rstck\nassert rstck.Run.__module__ == 'rstck.run_api'\n")

@@ -171,6 +171,21 @@ def test_a_typo_inside_a_subject_table_is_refused(tmp_path: Path) -> None:
         from_toml(path, {})
 
 
+@pytest.mark.parametrize("key", ["processes", "subjects-at-once"])
+def test_a_setting_only_a_pytest_run_of_several_subjects_has_is_refused_in_a_campaign(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str) -> None:
+    """A unit verifies one subject in a process of its own: dealing to workers and sharing a
+    schedule mean nothing there, so the file's setting is refused and the option does not exist."""
+    path = tmp_path / "c.toml"
+    path.write_text(f'out = "o"\npublisher = ["{REFERENCE}"]\n[settings]\n{key} = 2\n', encoding="utf-8")
+    with pytest.raises(UsageError, match=rf"'{key}' is not a campaign setting: a unit runs one subject"):
+        from_toml(path, {})
+    with pytest.raises(SystemExit):
+        cli.main(["campaign", "--publisher", REFERENCE, f"--{key}", "2", "--out", str(tmp_path / "o")])
+    assert f"unrecognized arguments: --{key}" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
 def test_bad_master_and_unusable_out_fail_in_one_line_before_any_unit(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket() as s:

@@ -42,8 +42,12 @@ def test_no_second_list_of_names_shadows_the_records() -> None:
 
 
 def test_every_record_holds_its_own_tests() -> None:
+    import rstck.verifications
+
     for name, verification in VERIFICATIONS.items():
         assert verification.name == name
+        # The record names its kind without importing the module of tests, which names it too.
+        assert name == getattr(rstck.verifications, name).VERIFICATION
         assert verification.tests
         assert {t.verification for t in verification.tests} == {name}
         assert verification.option.startswith("--rs-")

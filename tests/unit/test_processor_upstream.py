@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from rstck._internal.environment import Environment
+from rstck._internal.feeder import CountingUpstream
 from rstck.errors import RuleViolation
 from rstck.manual import ManualPublisher
 from rstck.whitebox import WhiteboxProbe
@@ -181,3 +182,50 @@ def test_a_relay_of_the_tcks_error_is_processing_and_twice_breaks_2_11(env: Envi
     with probe.error(sent):
         pass
     assert rules_flagged(env) == ["2.11"]
+
+
+# -- the counting upstream of the long streams (rstck._internal.feeder) ---------------------------
+
+
+def _settled(sub: Recorder, done: Any) -> None:
+    deadline = time.monotonic() + 5
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(0.02)  # anything more would come now
+
+
+def test_the_counting_upstream_sends_what_is_asked_in_order_then_completes(env: Environment) -> None:
+    upstream = CountingUpstream(env, "upstream", 50, lambda i: i)
+    sub = Recorder(on_next=lambda s, e: s.subscription.request(1) if e % 3 == 0 and e < 40 else None)
+    upstream.subscribe(sub)
+    sub.subscription.request(3)
+    _settled(sub, lambda: len(sub.signals) >= 5)
+    assert sub.signals == list(range(5))  # 3, then 1 more from each of #0 and #3
+    sub.subscription.request(45)
+    _settled(sub, lambda: "complete" in sub.signals)
+    assert sub.signals == [*range(50), "complete"]
+    assert sub.nested == []
+    assert rules_flagged(env) == []
+
+
+@pytest.mark.parametrize("stop", ["cancel", "illegal"])
+def test_the_counting_upstream_stops_a_run_between_two_elements(env: Environment, stop: str) -> None:
+    def on_next(s: Recorder, e: Any) -> None:
+        if e == 2:
+            if stop == "cancel":
+                s.subscription.cancel()
+            else:
+                s.subscription.request(0)
+
+    upstream = CountingUpstream(env, "upstream", 1000, lambda i: i)
+    sub = Recorder(on_next=on_next)
+    upstream.subscribe(sub)
+    sub.subscription.request(1000)  # one run of 1000, cut short at element 2
+    _settled(sub, lambda: len(sub.signals) >= 3 and (stop == "cancel" or len(sub.signals) >= 4))
+    assert sub.signals[:3] == [0, 1, 2]
+    if stop == "cancel":
+        assert sub.signals == [0, 1, 2]
+    else:
+        assert len(sub.signals) == 4
+        assert isinstance(_errors(sub)[0], ValueError)
+    assert sub.nested == []

@@ -27,7 +27,7 @@ from rstck._internal.fuzz.scenario import decode
 from rstck._internal.fuzz.scenario import encode
 from rstck._internal.fuzz.search import Budget
 from rstck._internal.fuzz.search import Outcome
-from rstck._internal.one_test import run_test
+from rstck._internal.one_rule import run_test
 from rstck._internal.verifications._racing import aggressive_switching
 from rstck.reference import async_range_publisher
 from rstck.reference import async_subscriber

@@ -12,7 +12,7 @@ import weakref
 from typing import Any
 
 import pytest
-from rstck._internal.one_test import run_test
+from rstck._internal.one_rule import run_test
 from rstck._internal.verifications import processor
 from rstck._internal.verifications import publisher
 from rstck._internal.verifications import subscriber_whitebox
@@ -302,6 +302,50 @@ def test_reference_processor_bounds_what_it_requests_by_its_slowest_subscriber()
     slow.subscription.request(2)
     assert slow.signals == [0, 1]
     assert upstream.requested == 6
+
+
+class Asks(Upstream):
+    """An upstream that keeps each request's ``n``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[int] = []
+
+    def request(self, n: int) -> None:
+        super().request(n)
+        self.asked.append(n)
+
+
+@pytest.mark.parametrize(("batch", "asked"), [(None, [4, 2, 2, 2, 2]), (1, [4] + [1] * 8)])
+def test_reference_processor_asks_again_in_batches_while_elements_are_in_flight(
+    batch: int | None, asked: list[int],
+) -> None:
+    p = IdentityProcessor(buffer_size=4, batch=batch)
+    sink = Sink(demand=100)
+    p.subscribe(sink)
+    upstream = Asks()
+    p.on_subscribe(upstream)
+    for i in range(8):
+        p.on_next(i)
+    assert sink.signals == list(range(8))
+    assert upstream.asked == asked
+
+
+def test_reference_processor_asks_for_a_short_rest_once_nothing_is_in_flight() -> None:
+    p = IdentityProcessor(buffer_size=4)
+    sink = Sink(demand=5)
+    p.subscribe(sink)
+    upstream = Asks()
+    p.on_subscribe(upstream)
+    for i in range(4):
+        assert upstream.asked == [4]  # 1 more is wanted: asked once the 4 in flight are in
+        p.on_next(i)
+    assert upstream.asked == [4, 1]
+    p.on_next(4)
+    assert sink.signals == list(range(5))
+    assert upstream.asked == [4, 1]
+    with pytest.raises(ValueError):
+        IdentityProcessor(buffer_size=4, batch=5)
 
 
 def test_reference_processor_errors_jump_the_queue_and_completion_waits_for_it() -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from rstck._internal.one_test import run_test
+from rstck._internal.one_rule import run_test
 from rstck._internal.verifications.publisher import TESTS
 from rstck.api import FailedPublisherFactory
 from rstck.api import PublisherFactory

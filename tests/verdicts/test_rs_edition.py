@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from rstck._internal.contexts.rs_publisher import RsPublisherContext
-from rstck._internal.one_test import run_test
+from rstck._internal.one_rule import run_test
 from rstck.editions import EDITIONS
 from rstck.editions import check_tables
 from rstck.editions import rule_map_markdown

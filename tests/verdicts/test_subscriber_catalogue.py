@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from rstck._internal.environment import Environment
-from rstck._internal.one_test import run_test
+from rstck._internal.one_rule import run_test
 from rstck._internal.verifications import subscriber_blackbox
 from rstck._internal.verifications import subscriber_whitebox
 from rstck.manual import ManualPublisher

@@ -31,6 +31,7 @@ from rstck.results import FAILING
 from rstck.settings import KNOBS
 from rstck.settings import metavar
 
+from .plan import NOT_CAMPAIGN_SETTINGS
 from .plan import ROLES
 from .plan import Campaign
 from .plan import SubjectSpec
@@ -76,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--seed", type=int, metavar="N", help="base seed the unit seeds derive from (default: random; the "
                    "same campaign with the same --seed and --out resumes instead of rerunning)")
     for knob in KNOBS:
+        if knob.name in NOT_CAMPAIGN_SETTINGS:
+            continue
         if knob.kind == "bool":  # a flag, as in pytest: --skip-stochastic
             c.add_argument(knob_option(knob.name), dest="knob_" + knob.name, action="store_true", default=None,
                            help=knob.help)
@@ -127,7 +130,7 @@ def _campaign_from(args: argparse.Namespace) -> Campaign:
             raise UsageError(f"--conf must be KEY=VALUE, got {item!r}")
         conf[key] = value
     settings = {knob_option(k.name).lstrip("-"): getattr(args, "knob_" + k.name)
-                for k in KNOBS if getattr(args, "knob_" + k.name) is not None}
+                for k in KNOBS if getattr(args, "knob_" + k.name, None) is not None}
     values: dict[str, Any] = {
         "out": args.out, "repetitions": args.repetitions, "fuzz_seeds": args.fuzz_seeds,
         "seeds": args.seeds, "seed": args.seed, "rules": args.rules, "skip_rules": args.skip_rules,

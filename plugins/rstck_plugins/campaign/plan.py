@@ -32,6 +32,13 @@ ROLES = {
     "processor": "processor",
 }
 
+#: TCK settings that mean nothing in a campaign, with why: a unit verifies one subject in a
+#: process of its own (a Spark task), so nothing is dealt to workers or shares a schedule.
+NOT_CAMPAIGN_SETTINGS = {
+    "processes": "a unit runs one subject in a process of its own; Spark's tasks are the campaign's processes",
+    "subjects_at_once": "a unit runs one subject, so no subjects share its schedule",
+}
+
 #: Seconds a unit's process may go past the engine's own per-test limit before it is killed.
 DEFAULT_GRACE_S = 10.0
 #: Resident memory (MiB) a unit's process may use before it is killed and its test made an error.
@@ -179,9 +186,12 @@ def parse_knobs(raw: dict[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in raw.items():
         knob = by_key.get(key)
+        if knob is not None and knob.name in NOT_CAMPAIGN_SETTINGS:
+            raise UsageError(f"{where}: {key!r} is not a campaign setting: {NOT_CAMPAIGN_SETTINGS[knob.name]}")
         if knob is None:
             raise UsageError(f"{where}: unknown setting {key!r}; known: "
-                             + ", ".join(sorted(k for k in by_key if "-" in k or "_" not in k)))
+                             + ", ".join(sorted(k for k, v in by_key.items()
+                                                if ("-" in k or "_" not in k) and v.name not in NOT_CAMPAIGN_SETTINGS)))
         if knob.kind == "bool" and isinstance(value, bool):
             out[knob.name] = value
             continue

@@ -25,16 +25,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 from typing import Any
 
 import pytest
-from rstck.processes import Pool
-from rstck.processes import Recipe
-from rstck.processes import cost_of
-from rstck.processes import end_spare
-from rstck.processes import lost
-from rstck.processes import processes_for
-from rstck.processes import spare
 from rstck.results import TestResult
 from rstck.run_api import joinable
 
@@ -42,8 +36,13 @@ from ..state import RsTckState
 from ..state import SubjectEntry
 from ..state import state_key
 
-#: The run's worker processes, once the test loop started them.
-pool_key = pytest.StashKey[Pool]()
+if TYPE_CHECKING:
+    from rstck.processes import Pool
+    from rstck.processes import Recipe
+
+#: The run's worker processes, once the test loop started them. ``rstck.processes`` is imported
+#: only by a run of two subjects or more: a run of one never deals any.
+pool_key: pytest.StashKey[Pool] = pytest.StashKey()
 #: The resolution that a worker repeats by importing ``module:attr`` itself.
 BUILTIN_RESOLVER = "rstck-builtins"
 
@@ -69,14 +68,21 @@ class ProcessHost:
         self.spared = True
         if self.config.option.collectonly or not _may_deal(self.config, state):
             return
+        from rstck.processes import processes_for
+        from rstck.processes import spare
+
         count = processes_for(state.settings.processes, len(state.runs))
         self.spares = [spare() for _ in range(count)] if count >= 2 else []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         config = session.config
-        if config.option.collectonly or pool_key in config.stash:
+        if config.option.collectonly or pool_key in config.stash or (len(self.state.runs) < 2 and not self.spares):
             return
+        from rstck.processes import Pool
+        from rstck.processes import end_spare
+        from rstck.processes import processes_for
+
         recipes = recipes_of(session, self.state, self.here)
         workers = processes_for(self.state.settings.processes, len(recipes))
         spares, self.spares = self.spares, []
@@ -88,7 +94,8 @@ class ProcessHost:
         hello = {"sys_path": list(sys.path), "settings": s.to_json(), "explicit": sorted(s.explicit),
                  "rules": self.state.rules, "skip_rules": self.state.skip_rules,
                  "seed": os.environ.get("RS_TCK_SEED") or None,
-                 "passing_traces": reads_passing_traces(config, self.state)}
+                 "passing_traces": reads_passing_traces(config, self.state),
+                 "passing_output": reads_passing_output(config)}
         limit = max(s.test_limit for s in (self.state.runs[r.key].settings for r in recipes))
         pool = Pool(recipes, hello, workers, s.subjects_at_once, result_s=max(120.0, 4 * limit))
         config.stash[pool_key] = pool
@@ -98,8 +105,11 @@ class ProcessHost:
         pool = session.config.stash.get(pool_key, None)
         if pool is not None:
             pool.close()
-        for proc in self.spares:  # collection failed, or the run collected only
-            end_spare(proc)
+        if self.spares:  # collection failed, or the run collected only
+            from rstck.processes import end_spare
+
+            for proc in self.spares:
+                end_spare(proc)
         self.spares = []
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -134,8 +144,31 @@ def result_of(item: Any) -> TestResult | None:
     answer = pool.result(item.key, item.test.test_id, timeout=pool.result_s * (pool.subjects + 2))
     if answer is None:
         return None
+    from rstck.processes import lost
+
     result: TestResult = run.present(lost(item.test, run.label, answer)) if isinstance(answer, str) else answer
     return result
+
+
+def add_captured(item: Any) -> None:
+    """Give the item what its subject printed and logged in the worker, as the sections pytest's
+    capture adds (``Captured stdout call``, ``Captured log call``)."""
+    pool = item.config.stash.get(pool_key, None)
+    if pool is None:
+        return
+    for name, text in pool.captured(item.key, item.test.test_id).items():
+        item.add_report_section("call", name, text)
+
+
+def reads_passing_output(config: pytest.Config) -> bool:
+    """Whether a passing test's captured output is shown anywhere: ``-rP``/``-rA``, JUnit's
+    ``junit_logging`` with passing tests logged, or pytest-reportlog's log."""
+    chars = getattr(config.option, "reportchars", "") or ""
+    if "P" in chars or "A" in chars or getattr(config.option, "report_log", None):
+        return True
+    if getattr(config.option, "xmlpath", None):
+        return bool(config.getini("junit_logging") != "no" and config.getini("junit_log_passing_tests"))
+    return False
 
 
 #: The kit's own result hooks that never read a trace, by the names the reports register them
@@ -169,6 +202,9 @@ def recipes_of(session: pytest.Session, state: RsTckState, here: dict[str, str] 
     config = session.config
     if not _may_deal(config, state):
         return []
+    from rstck.processes import Recipe
+    from rstck.processes import cost_of
+
     by_key: dict[str, list[Any]] = {}
     for item in session.items:
         key = getattr(item, "key", None)

@@ -104,10 +104,11 @@ def _tck_ids_without_subject(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     spare_hypothesis_import(config)
+    skip_rewriting(config, OWN)  # a test module may import the kit (rstck.pytest) in any run
     if not in_use(config):
         _tck_ids_without_subject(config)
         return
-    skip_rewriting(config)
+    skip_rewriting(config, NOT_REWRITTEN)
     from . import pytest_plugin
 
     if not config.pluginmanager.is_registered(pytest_plugin):
@@ -131,6 +132,7 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     from . import pytest_plugin
 
     if not config.pluginmanager.is_registered(pytest_plugin):
+        skip_rewriting(config, NOT_REWRITTEN)
         config.pluginmanager.register(pytest_plugin, PLUGIN_NAME)
     return pytest_plugin.collect_declaration(collector, name, obj)
 
@@ -166,24 +168,30 @@ def no_subject_hint(tr: pytest.TerminalReporter) -> None:
                   "id=\"map\") (docs/library.md)")
 
 
-#: Packages whose asserts pytest need not rewrite in a run of the kit (see ``skip_rewriting``).
-NOT_REWRITTEN = ("hypothesis", "rstck", "rstck_plugins")
+#: The kit's own packages: never assertion-rewritten (see ``skip_rewriting``).
+OWN = ("rstck", "rstck_plugins")
+#: Packages whose asserts pytest need not rewrite in a run of the kit: its own, and Hypothesis.
+NOT_REWRITTEN = ("hypothesis", *OWN)
 
 
-def skip_rewriting(config: pytest.Config) -> None:
-    """Import the kit and Hypothesis as Python does, not assertion-rewritten by pytest.
+def skip_rewriting(config: pytest.Config, names: tuple[str, ...]) -> None:
+    """Import ``names`` (packages) as Python does, not assertion-rewritten by pytest.
 
     pytest rewrites the asserts of every package whose distribution has a ``pytest11`` entry
-    point, Hypothesis' and the kit's included. Where bytecode is not written
-    (``PYTHONDONTWRITEBYTECODE``) that parses and compiles some 80 Hypothesis modules from source
-    in every run, about a second; neither package's own asserts are a user's test. A private
-    part of pytest: if it changes, the run is only slower.
+    point, Hypothesis' and the kit's included (an installed wheel marks both ``rstck`` and
+    ``rstck_plugins``). Such a module is parsed and compiled from source by pytest, not read from
+    the bytecode the installer wrote; where pytest cannot cache its own (``PYTHONDONTWRITEBYTECODE``,
+    a read-only site-packages) that happens in every run: some 80 Hypothesis modules, about a
+    second, and the kit's seventy. Neither package's asserts are a user's test, nor does a verdict
+    rest on one (the kit's asserts only narrow types). Only the entry point module and its two
+    packages are rewritten, being imported before any hook runs. A private part of pytest: if it
+    changes, the run is only slower.
     """
     hook = getattr(config.pluginmanager, "rewrite_hook", None)
     marked = getattr(hook, "_must_rewrite", None)
     cache = getattr(hook, "_marked_for_rewrite_cache", None)
     if isinstance(marked, set) and isinstance(cache, dict):
-        marked.difference_update(NOT_REWRITTEN)
+        marked.difference_update(names)
         cache.clear()
 
 

@@ -359,8 +359,15 @@ class RsTckItem(pytest.Item):
             return _failure_repr(self.test, excinfo.value.result.message)
         return str(super().repr_failure(excinfo))
 
-    def reportinfo(self) -> tuple[str, int | None, str]:
-        return self.key, None, f"{self.key}::{self.test.test_id}"
+    def reportinfo(self) -> tuple[str, int, str]:
+        """A declared subject's file and its declaration's line (0-based, as pytest counts), else
+        the subject's key and line 0: pytest places a skip or xfail mark's report there and
+        requires a line."""
+        entry = self.config.stash[state_key].entries.get(self.key)
+        where = getattr(getattr(entry, "declaration", None), "where", None)
+        if where is not None and where[0] != "?":
+            return where[0], max(where[1] - 1, 0), f"{self.key}::{self.test.test_id}"
+        return self.key, 0, f"{self.key}::{self.test.test_id}"
 
 
 #: The marks items carry, made once for each set of arguments: items share them, as a module's
@@ -396,6 +403,7 @@ def _scheduled(item: RsTckItem) -> TestResult:
     else:
         del item.stash[dealt_key]
     if dealt is not None:
+        process_host.add_captured(item)
         return _identified(state, name, dealt, owned=True)
     if hasattr(config, "workerinput") and not getattr(config.option, "loadgroup", False):
         return _identified(state, name, run.run_one(item.test))

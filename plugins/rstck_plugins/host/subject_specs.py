@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from rstck import pytest as rstck_pytest
 from rstck.errors import SetupError
-from rstck.processes import subject_record
 from rstck.pytest import Declaration
 from rstck.run_api import settings_for
 from rstck.settings import Settings
@@ -28,6 +27,7 @@ from rstck.subjects import FAILED_ROLE
 from rstck.subjects import smoke_check
 from rstck.subjects import smoke_check_subject
 from rstck.subjects import subject_option
+from rstck.subjects import subject_record
 from rstck.verifications import VERIFICATIONS
 
 from ..state import SubjectEntry

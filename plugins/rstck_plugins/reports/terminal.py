@@ -169,7 +169,7 @@ def _table(results: list[TestResult], columns: list[str], not_run: set[tuple[str
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     out = [(line(header), "")] + [(line(cells), colour) for cells, colour in rows]
-    cov = coverage() if edition == DEFAULT_EDITION else edition_coverage(edition)
+    cov = coverage(columns) if edition == DEFAULT_EDITION else edition_coverage(edition, columns)
     show = ranges if edition == DEFAULT_EDITION else ", ".join
     missing = [rid for rid in RULES if rid not in by_rule and rid not in elsewhere]
     interrupted = [rid for rid in missing if any((v, rid) in not_run for v in columns)]

@@ -5,7 +5,7 @@ a loaded machine that left the whole process waiting for a core: the JVM TCK's d
 already assumes a machine that runs the test. A wait is therefore cut into slices, and each
 slice credits at most its own length: when the waiting thread wakes late, the process was
 starved for the difference, its subject with it, and that time is not held against the subject
-(the watchdog of ``rstck._internal.one_test`` keeps its ``RunningClock`` the same way). On an idle machine a slice wakes
+(the watchdog of ``rstck._internal.one_rule`` keeps its ``RunningClock`` the same way). On an idle machine a slice wakes
 on time and the wait lasts ``timeout``, as before; a subject that truly stalls is caught after
 ``timeout`` of time it could have used. The wait stays event-driven: ``acquire`` returns as soon
 as what it waits for holds.

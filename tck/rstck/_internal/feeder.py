@@ -94,9 +94,14 @@ class CountingUpstream:
     # -- the feeder --------------------------------------------------------------------------
 
     def _feed(self) -> None:
-        cond, count, limit = self._cond, self.count, self.env.settings.test_limit
-        on_next = self._subscriber.on_next
-        invoke, element = self.env.invoke, self.element
+        """Send what is asked: a run of elements for each look at the demand under the lock, not
+        one look an element. A cancel, a close or an illegal request (each set once, never
+        unset) stops a run between two elements, read without the lock."""
+        cond, count, limit, env = self._cond, self.count, self.env.settings.test_limit, self.env
+        on_next, element = self._subscriber.on_next, self.element
+        # On a feeder's thread ``Environment.invoke`` is the dispatch alone: taken once here.
+        dispatch = env.dispatch
+        direct = dispatch is type(env)._direct
 
         def ready() -> bool:
             return self.cancelled or self.closed or self.illegal is not None or self.demand > 0 \
@@ -110,16 +115,24 @@ class CountingUpstream:
                     return
                 if self.illegal is not None or self.sent >= count:
                     break
-                index = self.sent
-                self.sent = index + 1
+                first = self.sent
+                run = min(self.demand, count - first)
+                self.sent = first + run
                 if self.demand < MAX_DEMAND:
-                    self.demand -= 1
-            try:
-                invoke("on_next", on_next, element(index))
-            except Exception as exc:
-                self._raised("on_next", exc)
-                return
-            self.env._progress += 1  # env.bump(), inlined
+                    self.demand -= run
+            for index in range(first, first + run):
+                if self.cancelled or self.closed or self.illegal is not None:
+                    self.sent = index  # (a run cut short: the rest was not sent)
+                    break
+                try:
+                    if direct:
+                        on_next(element(index))
+                    else:
+                        dispatch(on_next, element(index))
+                except Exception as exc:
+                    self._raised("on_next", exc)
+                    return
+                env._progress += 1  # env.bump(), inlined
         self._end()
 
     def _end(self) -> None:

@@ -7,14 +7,18 @@ share of subjects (``Recipe``s), which it rebuilds and runs as one joint schedul
 test's result back as its verdict is final, then ``done``; ``stop`` (or the end of stdin) ends it.
 
 The protocol has a descriptor of its own: what a subject prints goes to stderr, not into the
-results. A heartbeat line every second tells the host the process is alive while a long test
-(a fuzz search) holds results back.
+results. What it prints through ``sys.stdout`` and ``sys.stderr``, and what it logs, is also kept
+and sent with the next result, as pytest's capture gives a test what was printed while it ran
+(``Captured``): a failing subject's own prints reach its report. A heartbeat line every second
+tells the host the process is alive while a long test (a fuzz search) holds results back.
 """
 
 from __future__ import annotations
 
 import importlib
+import io
 import json
+import logging
 import os
 import random
 import sys
@@ -23,12 +27,13 @@ import traceback
 from collections.abc import Mapping
 from typing import IO
 from typing import Any
+from typing import TextIO
 
 from ..processes import BEAT_S
 from ..processes import Recipe
-from ..processes import subject_record
 from ..processes import write_message
 from ..results import Outcome
+from ..subjects import subject_record
 
 
 def main() -> int:
@@ -36,11 +41,19 @@ def main() -> int:
     # library's logging to stdout) cannot break a line of it.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    sys.stdout, sys.stderr = _Kept("<stdout>", sys.stderr), _Kept("<stderr>", sys.stderr)
+    logging.getLogger().addHandler(_KeptLog())
     # What every share needs, imported before the host's first word: a worker started ahead
-    # (``rstck.processes.spare``) does it while the host still collects.
+    # (``rstck.processes.spare``) does it while the host still collects; every kind's tests, not
+    # knowing yet which it will run. Nothing is frozen out of the collector (``gc.freeze``): a
+    # frozen object that turns to garbage holding a subscriber would never let it go, and rule
+    # 3.13 would accuse a publisher of keeping what only the kit kept (tests/conforming).
     importlib.import_module("..run_api", __package__)
     importlib.import_module(".fuzz.verify", __package__)
+    from ..verifications import VERIFICATIONS
+
+    for verification in VERIFICATIONS.values():
+        verification.load()  # imports its tests and context
     lock = threading.Lock()
     stop = threading.Event()
     threading.Thread(target=_beat, args=(out, lock, stop), name="rs-tck-heartbeat", daemon=True).start()
@@ -84,7 +97,94 @@ def _hello(message: Mapping[str, Any]) -> dict[str, Any]:
     settings = from_json(message["settings"], frozenset(message.get("explicit", ())))
     return {"settings": settings, "rules": list(message.get("rules", ())),
             "skip_rules": list(message.get("skip_rules", ())),
-            "passing_traces": bool(message.get("passing_traces", True))}
+            "passing_traces": bool(message.get("passing_traces", True)),
+            "passing_output": bool(message.get("passing_output", True))}
+
+
+#: What is kept of each stream between two results: the tail, as a terminal shows the end.
+KEPT_CHARS = 64 * 1024
+
+
+class _Kept(io.TextIOBase):
+    """``sys.stdout`` or ``sys.stderr`` of a worker: text written is kept for the next result
+    and passed on to fd 2 (``sink``), where the host keeps a dying worker's last lines."""
+
+    def __init__(self, name: str, sink: TextIO | None) -> None:
+        super().__init__()
+        self.name = name
+        self._sink = sink
+        self._lock = threading.Lock()
+        self._parts: list[str] = []
+        self._size = 0
+        self._dropped = 0
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._sink.encoding if self._sink is not None else "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        if self._sink is None:
+            raise io.UnsupportedOperation("fileno")
+        return self._sink.fileno()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._parts.append(text)
+            self._size += len(text)
+            if self._size > 2 * KEPT_CHARS:
+                self._trim()
+        if self._sink is not None:
+            self._sink.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._sink is not None:
+            self._sink.flush()
+
+    def _trim(self) -> None:
+        whole = "".join(self._parts)
+        self._dropped += len(whole) - KEPT_CHARS
+        self._parts, self._size = [whole[-KEPT_CHARS:]], KEPT_CHARS
+
+    def take(self) -> str:
+        """What was written since the last take (its last ``KEPT_CHARS``, saying how much went)."""
+        with self._lock:
+            if self._size > KEPT_CHARS:
+                self._trim()
+            text, dropped = "".join(self._parts), self._dropped
+            self._parts, self._size, self._dropped = [], 0, 0
+        return f"[{dropped} characters before these were dropped]\n{text}" if dropped else text
+
+
+class _KeptLog(logging.Handler):
+    """Log records, formatted as pytest's log capture shows them, kept for the next result. The
+    root logger's level is left as it is, as pytest's capture leaves it (WARNING by default)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(levelname)-8s %(name)s:%(filename)s:%(lineno)d %(message)s"))
+        self.kept = _Kept("<log>", None)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.kept.write(self.format(record) + "\n")
+        except Exception:  # as logging does: a record that cannot be formatted is not a crash
+            self.handleError(record)
+
+
+def _streams() -> dict[str, _Kept]:
+    """The kept streams by the section pytest would name them under (``Captured stdout call``)."""
+    found: dict[str, _Kept] = {}
+    for name, stream in (("stdout", sys.stdout), ("stderr", sys.stderr)):
+        if isinstance(stream, _Kept):
+            found[name] = stream
+    handler = next((h for h in logging.getLogger().handlers if isinstance(h, _KeptLog)), None)
+    if handler is not None:
+        found["log"] = handler.kept
+    return found
 
 
 def _run_share(state: Mapping[str, Any], recipes: list[Recipe], out: IO[bytes], lock: threading.Lock) -> None:
@@ -112,12 +212,18 @@ def _run_share(state: Mapping[str, Any], recipes: list[Recipe], out: IO[bytes], 
     runs = [run for run, tests in parts for _t in tests]
     schedule = joint(parts) if len(parts) > 1 else parts[0][0].schedule(parts[0][1])
     traces = state["passing_traces"]  # the default is _hello's: a host that does not say reads them
+    output = state["passing_output"]
     for (key, test), run, result in zip(keys, runs, schedule.results(), strict=True):
         shown = run.present(result)
         data = shown.to_json()
-        if not traces and shown.outcome == Outcome.PASSED:
+        passed = shown.outcome == Outcome.PASSED
+        if not traces and passed:
             data["trace"] = []  # nothing reads it there; its length stays in trace_total
-        write_message(out, lock, {"op": "result", "key": key, "test": test, "result": data})
+        message = {"op": "result", "key": key, "test": test, "result": data}
+        captured = {name: stream.take() for name, stream in _streams().items()}
+        if (output or not passed) and any(captured.values()):
+            message["captured"] = captured
+        write_message(out, lock, message)
 
 
 def rebuild(recipe: Recipe, settings: Any, rules: list[str], skip_rules: list[str]) -> Any:

@@ -18,17 +18,20 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
-from ..contexts import Context
 from ..registry import TckTest
 from ..results import Level
 from ..results import TestResult
 from ..settings import Settings
 from .environment import Environment
-from .one_test import not_run
-from .one_test import run_test
+from .one_rule import not_run
+from .one_rule import run_test
 from .reach import waiting_for_results
 from .worker import spawn
+
+if TYPE_CHECKING:
+    from ..contexts import Context
 
 #: Tests that found the subject blocking its caller after which the rest are not run.
 BLOCKS_TO_STOP = 3

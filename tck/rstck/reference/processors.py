@@ -7,7 +7,10 @@ subscription cancelled, nothing requested after the end), towards its subscriber
 
 Backpressure: each subscriber has a queue of at most ``buffer_size`` elements. The processor
 requests from upstream only what some subscriber wants beyond its queue, and never more than
-the fullest queue has room for, so no queue can overflow. A subscriber that joins late gets the
+the fullest queue has room for, so no queue can overflow. While elements are in flight it asks
+again only for a batch of at least ``batch`` (half the buffer by default), as a prefetching
+operator replenishes: one request upstream for a run of elements, not one for each. A
+subscriber that joins late gets the
 elements that arrive after it subscribed. Upstream on_error reaches every subscriber at once,
 ahead of queued elements (rule 4.2); on_complete follows the queued elements. When its last
 subscriber cancels, the processor cancels upstream and shuts down (3.14): later subscribers are
@@ -182,10 +185,14 @@ class IdentityProcessor:
     #: The subscription class handed to subscribers (a seam for the TCK's own broken variants).
     _downstream_type = _Downstream
 
-    def __init__(self, buffer_size: int = 16) -> None:
+    def __init__(self, buffer_size: int = 16, batch: int | None = None) -> None:
         if buffer_size < 1:
             raise ValueError(f"buffer_size must be >= 1, got {buffer_size}")
+        batch = max(1, buffer_size // 2) if batch is None else batch
+        if not 1 <= batch <= buffer_size:
+            raise ValueError(f"batch must be from 1 to buffer_size ({buffer_size}), got {batch}")
         self._buffer_size = buffer_size
+        self._batch = batch
         self._lock = threading.Lock()
         self._upstream: SerialSubscription | None = None
         self._in_flight = 0  # requested upstream, not arrived yet
@@ -260,22 +267,24 @@ class IdentityProcessor:
 
     def _request_upstream(self) -> None:
         with self._lock:
-            upstream = self._upstream
-            if upstream is None or self._ended is not None:
+            upstream, in_flight, size = self._upstream, self._in_flight, self._buffer_size
+            # No room for a batch beside what is in flight: the common case, when called as
+            # each element is delivered, ends here.
+            if upstream is None or self._ended is not None or in_flight + self._batch > size:
                 return
             # One pass over the live subscribers: what the hungriest wants beyond its queue,
-            # and the room the fullest queue has (called for every element: kept lean).
-            wanted, room, live = 0, self._buffer_size, False
+            # and the room the fullest queue has.
+            wanted, room, live = 0, size, False
             for d in self._downstreams:
                 if d.subscriber is not None:
                     live = True
                     wanted = max(wanted, d.wanted())
-                    queued = len(d.queue)
-                    room = min(room, self._buffer_size - queued)
-            n = min(wanted, room) - self._in_flight
-            if not live or n <= 0:
+                    room = min(room, size - len(d.queue))
+            n = min(wanted, room) - in_flight
+            # With elements in flight, a short request waits: their delivery asks again.
+            if not live or n <= 0 or (in_flight and n < self._batch):
                 return
-            self._in_flight += n
+            self._in_flight = in_flight + n
         upstream.request(n)
 
     def _left(self, downstream: _Downstream, *, terminated: bool = False) -> None:

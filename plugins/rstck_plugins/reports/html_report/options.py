@@ -1,13 +1,16 @@
-"""``--rs-report-html``: the option, and the writer that renders the page when the run ends."""
+"""``--rs-report-html``: the option, and the writer that renders the page when the run ends.
+
+The page's modules are imported only by a run that writes one (``render``).
+"""
 
 from __future__ import annotations
 
 import pytest
+from rstck.results import RunResults
 
 from ... import hookimpl
 from ...state import RsTckState
 from ..outputs import configure_writer
-from .page import render
 
 REPORT_HTML_OPTION = "--rs-report-html"
 
@@ -15,6 +18,13 @@ REPORT_HTML_OPTION = "--rs-report-html"
 def add_options(group: pytest.OptionGroup) -> None:
     group.addoption(REPORT_HTML_OPTION, dest="rs_report_html", metavar="PATH",
                     help="Write a self-contained HTML report (conformance table, failures, signal traces) to PATH")
+
+
+def render(results: RunResults) -> str:
+    """The page of ``results``."""
+    from .page import render as render_page
+
+    return render_page(results)
 
 
 @hookimpl

@@ -299,7 +299,8 @@ def render(run: RunResults) -> str:
     by_rule: dict[str | None, dict[str, list[TestResult]]] = {}
     for r in results:
         by_rule.setdefault(r.rule if r.rule in RULES else None, {}).setdefault(r.key, []).append(r)
-    cov = coverage() if edition == DEFAULT_EDITION else edition_coverage(edition)
+    shown = {kinds.get(v, v) for v in columns}  # the kinds whose tests the cells look up
+    cov = coverage(shown) if edition == DEFAULT_EDITION else edition_coverage(edition, shown)
     broken, cited_elsewhere = _broken(failures, RULES)
     known = sum(1 for r in failures if r.baseline == "known")
     subject_text = ", ".join(subjects.get(v, v) for v in columns if v in subjects) or ", ".join(subjects.values())

@@ -44,7 +44,7 @@ from ...probe import SubscriberFailure
 from ...probe import passes_on_failure
 from ..environment import Environment
 from ..environment import as_violation
-from ..one_test import stall_limit
+from ..one_rule import stall_limit
 from ..trace import Trace
 from ..trace import short_repr
 from .publisher_scenarios import _SIZES

@@ -22,14 +22,30 @@ class ScenarioEnvironment(Environment):
     """An environment nested in the verification's: own records, shared dispatch and watchdog."""
 
     def __init__(self, outer: Environment) -> None:
+        self.outer = outer  # first: ``_progress`` is the outer's from the base's __init__ on
         super().__init__(outer.settings)
-        self.outer = outer
         self.dispatch = outer.dispatch
         self.rule = outer.rule
         self.body_ident = outer.body_ident
 
     def bump(self) -> None:
         self.outer.bump()
+
+    @property
+    def _progress(self) -> int:
+        """The verification's count: the probes bump it inlined (``env._progress += 1``, or a
+        trace seq written on on_next's fast path), and its watchdog and a scenario's quiet
+        window must see every signal of the scenario."""
+        return self.outer._progress
+
+    @_progress.setter
+    def _progress(self, value: int) -> None:
+        self.outer._progress += 1  # a change, whatever the value: only change is looked for
+
+    def invoke(self, label: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """The verification's own ``invoke``: it marks its thread inside the call, inlined
+        (through ``calling`` each would cost a context manager: a search makes thousands)."""
+        return self.outer.invoke(label, fn, *args)
 
     def calling(self, label: str) -> Any:
         """The verification's own context manager, not a second one wrapped around it: a
@@ -91,15 +107,20 @@ def scenario_env(ctx: Any) -> Iterator[ScenarioEnvironment]:
 
 
 def call_on_thread(env: Environment, label: str, fn: Callable[[], Any], timeout: float) -> bool:
-    """Run ``fn`` on a kit thread of its own and wait for it; False if it did not return in time."""
-    done = threading.Event()
+    """Run ``fn`` on a kit thread of its own and wait for it; False if it did not return in time.
+
+    A plain lock, held until ``fn`` returns, is the gate (an ``Event`` costs a ``Condition``
+    on both sides: a search hands off hundreds of calls).
+    """
+    done = threading.Lock()
+    done.acquire()
 
     def run() -> None:
         try:
             fn()
         finally:
-            done.set()
+            done.release()
 
     with env.calling(label):
         spawn(run, "rs-tck-fuzz-caller")
-        return done.wait(timeout)
+        return done.acquire(timeout=max(0.0, timeout))

@@ -16,7 +16,6 @@ search pays Hypothesis' import and engine (about 0.15 s of CPU a run).
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import random
 import time
@@ -198,8 +197,13 @@ def _size(scenario: Scenario) -> tuple[int, str]:
     return len(repr(scenario)), repr(scenario)
 
 
-#: Where generated seeds are remembered in the example database (``--rs-fuzz-db``).
-DATABASE_KEY = hashlib.sha384(b"rstck.fuzz.search").digest()
+def database_key() -> bytes:
+    """Where generated seeds are remembered in the example database (``--rs-fuzz-db``); hashed
+    when a database is used, not on import: ``hashlib`` loads OpenSSL, a few milliseconds of
+    every run."""
+    import hashlib
+
+    return hashlib.sha384(b"rstck.fuzz.search").digest()
 
 
 def enumerate_first(systematic: Iterable[Scenario], screen: Callable[[list[Scenario]], ScreenResult],
@@ -380,7 +384,7 @@ def _explore_with_database(generate: Callable[[random.Random], Scenario], execut
     test = settings(hypothesis.given(drawn)(run))
     # The example database's key, given rather than derived from this function's source: the
     # derivation parses source, and CPython 3.11's AST work is not safe beside pytest's.
-    test._hypothesis_internal_database_key = DATABASE_KEY  # type: ignore[attr-defined]
+    test._hypothesis_internal_database_key = database_key()  # type: ignore[attr-defined]
     try:
         with with_reporter(lambda *_: None):
             test()

@@ -28,7 +28,7 @@ from ...errors import RuleViolation
 from ...manual import ManualPublisher
 from ...manual import ManualSubscription
 from ..environment import Environment
-from ..one_test import stall_limit
+from ..one_rule import stall_limit
 from ..reach import nothing_else_runs
 from .sandbox import call_on_thread
 from .sandbox import scenario_env

@@ -19,7 +19,7 @@ from ...evidence import cite
 from ...evidence import last_seq
 from ...matrix import EVERY_PUBLISHER_TEST
 from ...matrix import Cover
-from ...one_test import stall_limit
+from ...one_rule import stall_limit
 from ...parity import Parity
 from ...parity import pub
 from .._racing import aggressive_switching

@@ -138,7 +138,7 @@ def test_a_starved_process_is_not_taken_for_a_blocking_subject(monkeypatch: pyte
     subject's silence. A request that truly never returns is still caught."""
     import time as real_time
 
-    from rstck._internal import one_test as runner
+    from rstck._internal import one_rule as runner
     from rstck.run_api import run_publisher_verification
     from rstck.subjects import PublisherSubject
 
@@ -248,7 +248,7 @@ def _overrunning(violate: bool) -> Any:
 
 
 def test_a_test_stopped_at_its_time_limit_is_inconclusive_not_a_rule_failure() -> None:
-    from rstck._internal.one_test import run_test
+    from rstck._internal.one_rule import run_test
     from rstck.contexts import Context
 
     result = run_test(_overrunning(False), Context, Settings(timeout=0.2, test_limit=0.5))
@@ -265,7 +265,7 @@ def test_a_test_stopped_at_its_time_limit_is_inconclusive_not_a_rule_failure() -
 
 
 def test_a_violation_seen_before_the_time_limit_stays_the_verdict() -> None:
-    from rstck._internal.one_test import run_test
+    from rstck._internal.one_rule import run_test
     from rstck.contexts import Context
 
     result = run_test(_overrunning(True), Context, Settings(timeout=0.2, test_limit=0.5))

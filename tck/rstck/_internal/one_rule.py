@@ -19,9 +19,9 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
-from ..contexts import Context
 from ..errors import NotVerified
 from ..errors import RuleViolation
 from ..errors import SetupError
@@ -45,6 +45,9 @@ from .reach import thread_frames
 from .reach import waiting_for_results
 from .trace import short_repr
 from .worker import Worker
+
+if TYPE_CHECKING:
+    from ..contexts import Context
 
 #: How often the watchdog looks at a running verification (it wakes at once when it ends).
 _WATCH_INTERVAL = 0.05
