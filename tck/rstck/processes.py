@@ -93,16 +93,17 @@ def cost_of(kind: str, selected: int, total: int) -> float:
     return KIND_COST.get(kind, 1.0) * (selected / total if total else 1.0)
 
 
-#: Workers per usable CPU under "auto". A worker's joint schedule computes only about half its
-#: time (its race hunts run alone, its fuzz searches wait out settles: 7 s of CPU in 15 s, two
-#: workers on two cores), so two per core fill the cores (docs/benchmarks.md, 2026-11-28).
+#: Workers per usable CPU under "auto", and one more. A worker's joint schedule computes only
+#: about half its time (its race hunts run alone, its fuzz searches wait out settles), so two per
+#: core fill the cores on average; the one more fills the moments when several wait at once
+#: (five against four on two cores: faster in 18 pairs of 19, docs/benchmarks.md, 2026-11-28).
 AUTO_PER_CPU = 2
 
 
 def processes_for(setting: int, subjects: int) -> int:
     """The worker processes of a run: the setting, or for 0 ("auto") ``AUTO_PER_CPU`` per usable
-    CPU; never more than the subjects."""
-    wanted = setting or AUTO_PER_CPU * _usable_cpus()
+    CPU and one more; never more than the subjects."""
+    wanted = setting or AUTO_PER_CPU * _usable_cpus() + 1
     return max(1, min(wanted, subjects))
 
 

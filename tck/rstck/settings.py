@@ -77,7 +77,7 @@ KNOBS: tuple[Knob, ...] = (
          "still calls one subject at a time; 1: each subject after the other)"),
     Knob("processes", "--rs-processes", "rs_processes", "RS_TCK_PROCESSES", "count",
          "In a run of several subjects, worker processes they are dealt to, each running its share as one "
-         "schedule ('auto': two per usable CPU, at most one per subject; 1: all in this process)"),
+         "schedule ('auto': two per usable CPU and one more, at most one per subject; 1: all in this process)"),
     Knob("loop", "--rs-loop", "rs_loop", "RS_TCK_LOOP", "choice",
          "Where calls into the subject run: 'thread' (the TCK's own) or 'asyncio' (a TCK event loop)",
          choices=("thread", "asyncio")),
@@ -140,7 +140,7 @@ class Settings:
     fuzz_random: bool = False
     concurrency: int = 1
     subjects_at_once: int = 4
-    #: Worker processes for a run of several subjects; 0: "auto" (two per usable CPU, see ``processes_for``).
+    #: Worker processes for a run of several subjects; 0: "auto" (two per usable CPU and one more, see ``processes_for``).
     processes: int = 0
     edition: str = "jvm-1.0.1"
     #: Signals kept in a trace: this many from the start and as many from the end.

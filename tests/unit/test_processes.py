@@ -162,3 +162,16 @@ def test_a_host_that_reads_no_passing_trace_gets_none_and_every_failure_whole(tm
         assert failed
         assert all(r.trace_total > 0 and bool(r.trace) == kept for r in passed)
         assert all(r.trace and r.trace_total >= len(r.trace) for r in failed)
+
+
+def test_auto_is_two_workers_per_usable_cpu_and_one_more_never_more_than_the_subjects(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rstck import processes
+
+    monkeypatch.setattr(processes, "_usable_cpus", lambda: 2)
+    assert processes.processes_for(0, 20) == 5
+    assert processes.processes_for(0, 3) == 3
+    assert processes.processes_for(2, 20) == 2
+    assert processes.processes_for(8, 3) == 3
+    monkeypatch.setattr(processes, "_usable_cpus", lambda: 1)
+    assert processes.processes_for(0, 20) == 3
