@@ -255,7 +255,8 @@ def _summary(result: pytest.RunResult) -> list[str]:
     start = next(k for k, line in enumerate(lines) if "short test summary info" in line)
     progress = [line for line in lines[:start] if line.startswith("tests/")]
     summary = [re.sub(r"[\d.]+ ms|0x[0-9a-f]+", "_", line) for line in lines[start:-1] if "worker processes" not in line]
-    return [*progress, *summary, lines[-1].rsplit(" in ", 1)[0]]
+    # The verdict line without its time, and without the padding pytest sizes to the time's digits.
+    return [*progress, *summary, lines[-1].rsplit(" in ", 1)[0].strip("= ")]
 
 
 def test_worker_results_report_as_one_process_does_under_rA_x_lf_and_a_skip_mark(library: pytest.Pytester) -> None:
