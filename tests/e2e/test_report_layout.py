@@ -71,3 +71,15 @@ def test_a_trace_of_forty_probes_keeps_every_thread_lane_on_the_page() -> None:
     assert max(lanes) < 1000, lanes  # the last thread's lane within a laptop screen's width
     labels = ["".join(t.itertext()) for t in svg.iter(f"{SVG}text") if "label" in (t.get("class") or "")]
     assert any("probe39 request(1)" in label and "demand=1" in label for label in labels)
+
+
+def test_the_page_of_a_run_is_the_page_of_its_saved_results() -> None:
+    """A time shown from memory and from the results file (rounded to the microsecond) must not
+    differ in a last digit: ``rs-tck report`` renders the same page as the run wrote."""
+    failed = _result("required_spec309_x", "3.9", "failed")
+    durations = [0.30214999999, 0.0012345678, 1.99995000001]
+    results = [TestResult.from_json(failed.to_json() | {"duration_s": d, "started_at": 100.0,
+                                                        "finished_at": 100.0 + d}) for d in durations]
+    run = RunResults(results, subjects={"publisher": "s"}, settings={})
+    saved = RunResults.from_json(run.to_json())
+    assert render(run) == render(saved)
