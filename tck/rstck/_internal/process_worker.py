@@ -41,13 +41,15 @@ def main() -> int:
     # library's logging to stdout) cannot break a line of it.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    sys.stdout, sys.stderr = _Kept("<stdout>", sys.stderr), _Kept("<stderr>", sys.stderr)
-    logging.getLogger().addHandler(_KeptLog())
+    log = _KeptLog()
+    kept = {"stdout": _Kept("<stdout>", sys.stderr), "stderr": _Kept("<stderr>", sys.stderr), "log": log.kept}
+    sys.stdout, sys.stderr = kept["stdout"], kept["stderr"]
+    logging.getLogger().addHandler(log)
     # What every share needs, imported before the host's first word: a worker started ahead
     # (``rstck.processes.spare``) does it while the host still collects; every kind's tests, not
     # knowing yet which it will run. Nothing is frozen out of the collector (``gc.freeze``): a
     # frozen object that turns to garbage holding a subscriber would never let it go, and rule
-    # 3.13 would accuse a publisher of keeping what only the kit kept (tests/conforming).
+    # 3.13 would accuse a publisher of keeping what only the kit kept (tests/e2e/test_processes.py).
     importlib.import_module("..run_api", __package__)
     importlib.import_module(".fuzz.verify", __package__)
     from ..verifications import VERIFICATIONS
@@ -63,7 +65,7 @@ def main() -> int:
             message = json.loads(line)
             op = message.get("op")
             if op == "hello":
-                state = _hello(message)
+                state = _hello(message) | {"kept": kept}
                 write_message(out, lock, {"op": "ready"})
             elif op == "run":
                 _run_share(state, [Recipe.from_json(r) for r in message["subjects"]], out, lock)
@@ -175,18 +177,6 @@ class _KeptLog(logging.Handler):
             self.handleError(record)
 
 
-def _streams() -> dict[str, _Kept]:
-    """The kept streams by the section pytest would name them under (``Captured stdout call``)."""
-    found: dict[str, _Kept] = {}
-    for name, stream in (("stdout", sys.stdout), ("stderr", sys.stderr)):
-        if isinstance(stream, _Kept):
-            found[name] = stream
-    handler = next((h for h in logging.getLogger().handlers if isinstance(h, _KeptLog)), None)
-    if handler is not None:
-        found["log"] = handler.kept
-    return found
-
-
 def _run_share(state: Mapping[str, Any], recipes: list[Recipe], out: IO[bytes], lock: threading.Lock) -> None:
     """Rebuild each subject; run those rebuilt as one joint schedule, each result written back."""
     from ..run_api import Run
@@ -220,7 +210,8 @@ def _run_share(state: Mapping[str, Any], recipes: list[Recipe], out: IO[bytes], 
         if not traces and passed:
             data["trace"] = []  # nothing reads it there; its length stays in trace_total
         message = {"op": "result", "key": key, "test": test, "result": data}
-        captured = {name: stream.take() for name, stream in _streams().items()}
+        # by the section pytest would name it under (``Captured stdout call``)
+        captured = {name: stream.take() for name, stream in state["kept"].items()}
         if (output or not passed) and any(captured.values()):
             message["captured"] = captured
         write_message(out, lock, message)
