@@ -9,7 +9,9 @@ import time
 from typing import Any
 
 from rstck._internal.trace import Trace
+from rstck._internal.verifications._racing import PausedSide
 from rstck._internal.verifications._racing import _paused_at_line
+from rstck._internal.verifications._racing import race
 from rstck._internal.watching import kits_step
 
 
@@ -65,19 +67,21 @@ def test_a_thread_stops_between_two_lines_that_make_no_call() -> None:
     for k, expected in ((2, False), (1, True)):
         subject.flag = False
         # (a long bound: the pause must outlast this thread's wake-up on a loaded machine)
-        call, paused, resume = _paused_at_line(subject.act, k, "rs-tck:test-paused", pause_s=10.0)
+        call, paused, resume, left = _paused_at_line(subject.act, k, "rs-tck:test-paused", pause_s=10.0)
         assert paused.wait(5)
         subject.flag = True
         resume.set()
         assert call.wait(5)
         assert subject.seen[-1] is expected
+        assert left == [0]  # it stopped
 
 
 def test_a_call_with_fewer_lines_than_k_runs_through() -> None:
     subject = _TwoSteps()
-    call, paused, _resume = _paused_at_line(subject.act, 50, "rs-tck:test-paused")
+    call, paused, _resume, left = _paused_at_line(subject.act, 50, "rs-tck:test-paused")
     assert call.wait(5)
     assert paused.is_set()
+    assert left == [48]  # two lines of fifty: it never stopped
     assert subject.seen == [False]
     assert sys.gettrace() is None
     assert threading.current_thread().name != "rs-tck:test-paused"
@@ -99,8 +103,8 @@ class _Locked:
 def test_a_pause_ends_early_when_its_rival_waits_for_a_lock_it_holds() -> None:
     subject = _Locked()
     for rival, least in ((None, 0.15), (threading.get_ident(), 0.0)):
-        call, paused, resume = _paused_at_line(subject.hold_it, 2, "rs-tck:test-paused",
-                                               pause_s=0.2, rival=rival)
+        call, paused, resume, _ = _paused_at_line(subject.hold_it, 2, "rs-tck:test-paused",
+                                                  pause_s=0.2, rival=rival)
         assert paused.wait(5)
         started = time.monotonic()
         subject.take_it()  # blocks until the paused thread lets go of the lock
@@ -110,3 +114,21 @@ def test_a_pause_ends_early_when_its_rival_waits_for_a_lock_it_holds() -> None:
         assert waited >= least
         if rival is not None:
             assert waited < 0.15  # seen standing still at the lock, well before the 0.2 s bound
+
+
+def test_a_race_tells_whether_its_paused_side_ran_through() -> None:
+    # The hunts leave out the rounds past the steps a call has: they must know which ran through.
+    for k, through in ((1, False), (2, False), (3, True), (50, True)):
+        subject = _TwoSteps()
+        side = race(subject.act, lambda: None, k, rule="1.3", what="act() to return", timeout=5.0)
+        assert side.ran_through is through
+        assert subject.seen == [False]
+
+
+def test_a_paused_side_still_running_has_not_run_through() -> None:
+    subject = _TwoSteps()
+    side = PausedSide(subject.act, 2, "rs-tck:test-paused")
+    assert side.paused.wait(5)
+    assert not side.ran_through  # stopped, not returned
+    assert side.let_go(5)
+    assert not side.ran_through

@@ -219,9 +219,10 @@ def _paused_call(fn: Callable[[], Any], k: int) -> tuple[Worker, threading.Event
 
 def _paused_at_line(fn: Callable[[], Any], k: int, name: str, *, c_calls: bool = False,
                     pause_s: float = SUBSCRIBE_PAUSE_S,
-                    rival: int | None = None) -> tuple[Worker, threading.Event, threading.Event]:
+                    rival: int | None = None) -> tuple[Worker, threading.Event, threading.Event, list[int]]:
     """``fn()`` on a TCK thread that stops before its ``k``-th line of the subject's own code until
-    ``resume`` is set (at most ``pause_s``); ``paused`` is set when it stops.
+    ``resume`` is set (at most ``pause_s``); ``paused`` is set when it stops. The list holds the
+    steps still to go: above 0 once the call returned, it never stopped (it had fewer than ``k``).
 
     Finer than ``_paused_call``: a window between two lines with no call in between (a flag
     read, then a list joined) has a line event of its own. With ``c_calls``, a call of a builtin
@@ -272,7 +273,7 @@ def _paused_at_line(fn: Callable[[], Any], k: int, name: str, *, c_calls: bool =
             sys.setprofile(None)
             paused.set()  # (never stopped: its code had fewer steps than k)
 
-    return Worker(run, name), paused, resume
+    return Worker(run, name), paused, resume, left
 
 
 class PausedSide:
@@ -281,7 +282,13 @@ class PausedSide:
 
     def __init__(self, fn: Callable[[], Any], k: int, name: str, *, c_calls: bool = False,
                  rival: int | None = None) -> None:
-        self.call, self.paused, self.resume = _paused_at_line(fn, k, name, c_calls=c_calls, rival=rival)
+        self.call, self.paused, self.resume, self._left = _paused_at_line(fn, k, name, c_calls=c_calls,
+                                                                          rival=rival)
+
+    @property
+    def ran_through(self) -> bool:
+        """Whether the call returned without stopping: its code had fewer steps than ``k``."""
+        return self.call.wait(0) and self._left[0] > 0
 
     def let_go(self, timeout: float) -> bool:
         """Let it go on now; whether its call then returned within ``timeout``."""
@@ -292,10 +299,10 @@ class PausedSide:
 def race(first: Callable[[], Any], second: Callable[[], Any], k: int, *, rule: str, what: str,
          timeout: float, name: str = "rs-tck:paused-side", c_calls: bool = False,
          watch_rival: bool = False, reached: Callable[[PausedSide], object] | None = None,
-         after: Callable[[], object] | None = None) -> None:
+         after: Callable[[], object] | None = None) -> PausedSide:
     """``first`` on a TCK thread stopped before its ``k``-th step of the subject's code, ``second``
     on this thread meanwhile; then the first goes on and must return within ``timeout`` (else
-    ``rule`` is broken: ``what``).
+    ``rule`` is broken: ``what``). Returns the first side, its call over.
 
     ``reached(side)`` waits for the first side to stop (by default a moment for its pause);
     ``after()`` runs once the second side is done, as the first is let go (a hold to end).
@@ -316,6 +323,7 @@ def race(first: Callable[[], Any], second: Callable[[], Any], k: int, *, rule: s
     if not starved_wait(side.call.wait, timeout):
         raise RuleViolation(rule, what, "the call made on the TCK's thread did not return", setting="timeout")
     side.call.result()
+    return side
 
 
 #: How often a pause looks at its rival thread, and for how many looks in a row it must stand
