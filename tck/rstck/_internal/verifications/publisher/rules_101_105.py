@@ -442,8 +442,9 @@ def required_spec105_must_signal_on_complete_when_finite_stream_terminates(ctx: 
     probe.expect_completion()
     ctx.closing_quiet(probe, after="after on_complete")
     lengths = [n for n in (*_BATCH_MULTIPLES, *_BOUNDARY_LENGTHS) if n <= ctx.settings.max_elements]
-    exact = [ctx.subscribed(n, completes=True, name=f"exactly{n}", keep_elements=False, yield_s=None)
-             for n in lengths]
+    # Only what reaches the probes is judged: a processor is fed by a counting upstream.
+    exact = [ctx.subscribed(n, completes=True, name=f"exactly{n}", keep_elements=False, yield_s=None,
+                            counted=True) for n in lengths]
     # A window first, shared by all: work subscribe() started has ended, and each request
     # starts an emission of its own (one joining a run already under way would not stop there).
     marks = [(long, long.mark()) for long in exact]
