@@ -118,9 +118,11 @@ class _Subscriber:
         #: and the trace record of the raise.
         self.raised_at: int | None = None
         self.raised_seq: int | None = None
-        #: Re-entrant actions being made right now, and whether on_subscribe's are done.
+        #: Re-entrant actions being made right now; a lock held until on_subscribe's are done
+        #: (a gate: an ``Event`` is a ``Condition`` to make and to wait on, for every subscriber).
         self.busy = 0
-        self.subscribed = threading.Event()
+        self.subscribing = threading.Lock()
+        self.subscribing.acquire()
         self.probe = _FailingProbe(run.env, self.name, on_subscribe=self._on_subscribe,
                                    on_next=self._on_next, storm_limit=4 * TAKE_LIMIT)
 
@@ -131,7 +133,7 @@ class _Subscriber:
             for action in self.initial:
                 self.reentrant("on_subscribe", action)
         finally:
-            self.subscribed.set()
+            self.subscribing.release()
 
     def _on_next(self, probe: ProbeSubscriber, element: Any) -> None:
         count = probe.received
@@ -305,7 +307,8 @@ class PublisherScenario:
 
     def _flush(self) -> None:
         for sub in self.subs:
-            sub.flush()
+            if sub.pending:  # seldom: read here, not in a call per subscriber per step
+                sub.flush()
 
     def _subscribe(self, actions: tuple[Any, ...]) -> RuleViolation | None:
         sub = _Subscriber(self, len(self.subs), actions)
@@ -333,7 +336,7 @@ class PublisherScenario:
         except RuleViolation as violation:
             return violation
         # on_subscribe may run on the publisher's thread: its actions belong to this step.
-        sub.subscribed.wait(self.blocked_s)
+        sub.subscribing.acquire(timeout=self.blocked_s)
         return None
 
     def _step(self, number: int, step: tuple[Any, ...]) -> RuleViolation | None:
@@ -692,6 +695,21 @@ def _distinct(elements: list[Any]) -> bool:
         return False
 
 
+class _Unkept(Trace):
+    """The trace of a screened batch: records are numbered (a check cites its seq), not kept.
+
+    Nothing reads it: a batch's verdict is a yes or no, and a failed batch runs again one
+    scenario at a time, each into a trace of its own. Building and pinning the rows of a
+    trace that is never shown was about a tenth of a search's CPU.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+    def _append(self, actor: str, signal: str, detail: Any, demand: int | None) -> tuple[Any, ...]:
+        return (next(self._seqs), 0.0, "", actor, signal, detail, demand)
+
+
 def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
            reference: Callable[[int], tuple[Any, ...] | None],
            running: Callable[[Scenario], None] = lambda scenario: None) -> ScreenResult:
@@ -703,25 +721,22 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
     publisher each), so each is judged on its own probes; a scenario's violation, or any
     problem a probe flagged, fails the batch, and the caller runs its scenarios one by one
     to find (and report) the one that breaks a rule on its own. ``running`` is told which
-    scenario the calls are made for (a subject that blocks is reported with it). Each records
-    into a trace of its own, as it would alone: one trace for the batch would run past its
-    head, where every rare signal is pinned with the records before it (a tenth of the CPU).
+    scenario the calls are made for (a subject that blocks is reported with it). A batch's
+    trace is never shown (a failed batch runs again one scenario at a time, each traced), so
+    the batch records into one that keeps nothing (``_Unkept``).
     A failed batch names the first scenario whose own verdict failed (``Screened``), if one did.
     """
     runs: list[PublisherScenario] = []
-    traces: list[Trace] = []
+    env.trace = _Unkept()
     try:
         for scenario in scenarios:
-            env.trace = Trace(env.settings.trace_keep)
             run = PublisherScenario(ctx, env, scenario, reference)
             run.noting = False
             running(scenario)
             if run.run_steps() is not None:
                 return Screened(len(runs))
             runs.append(run)
-            traces.append(env.trace)
-        for index, (run, trace) in enumerate(zip(runs, traces, strict=True)):  # deliveries overlap meanwhile
-            env.trace = trace
+        for index, run in enumerate(runs):  # deliveries overlap meanwhile
             running(run.scenario)
             run.await_owed()
             if env.problems:
