@@ -612,6 +612,45 @@ def test_the_systematic_phase_spells_every_short_scenario_once_in_a_fixed_order(
     assert {s[0] for s in ps.systematic(Settings(max_elements=MAX_DEMAND), 1)} == {MAX_DEMAND}
 
 
+def test_the_searched_scenarios_and_their_order_are_what_the_catalogue_counts_rest_on() -> None:
+    """Each catalogue case is found after a count of scenarios, with a replay token: both follow
+    from the systematic words in their order and from what each fixed seed expands into. A
+    faster spelling or generator must give the very same scenarios; a change of the search
+    itself changes these digests, on purpose, and the counts in docs/fuzzing.md with them."""
+    import hashlib
+
+    from rstck._internal.fuzz import publisher_scenarios as ps
+
+    def digest(scenarios: list[Any]) -> str:
+        return hashlib.sha256(repr(scenarios).encode()).hexdigest()[:16]
+
+    assert digest(list(ps.systematic(Settings(), 2))) == "e69c5a10bbe8fc61"
+    seeds = fuzz_search.seeds(100, True)
+    full = ps.generator(Settings(), subscribers=3, failed=True)
+    assert digest([fuzz_search.expand(full, seed) for seed in seeds]) == "085e168da4db0d70"
+    plain = ps.generator(Settings(max_elements=10), subscribers=1, failed=False, empty=False)
+    assert digest([fuzz_search.expand(plain, seed) for seed in seeds]) == "d75856efa7bdb525"
+
+
+def test_a_screened_batch_numbers_its_records_and_keeps_none() -> None:
+    """A batch's trace is never shown (a failed batch runs again, each scenario traced alone):
+    records are numbered for the checks that cite them, and nothing is built to be kept."""
+    from rstck._internal.fuzz.publisher_side import _Unkept
+
+    trace = _Unkept()
+    first = trace.log("probe", "on_next", "1", 1)
+    note = trace.note("a note")
+    assert (first, note.seq, trace.total) == (0, 1, 2)
+    assert note.detail == "a note"
+    sink = trace.tail_sink()  # the probes' fast path writes its rows here: none is kept
+    assert sink is not None
+    seqs, append = sink
+    append((next(seqs), 0.0, ("t", "probe", "on_next"), 2, 1))
+    trace.keep([0, 1, 2])
+    assert trace.records() == []
+    assert trace.total == 3
+
+
 def test_the_systematic_phase_runs_first_stops_at_the_first_failure_and_skips_the_random_search() -> None:
     from rstck.errors import RuleViolation
 

@@ -706,6 +706,9 @@ class _Unkept(Trace):
     def __init__(self) -> None:
         super().__init__(0)
 
+    def log(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> int:
+        return next(self._seqs)
+
     def _append(self, actor: str, signal: str, detail: Any, demand: int | None) -> tuple[Any, ...]:
         return (next(self._seqs), 0.0, "", actor, signal, detail, demand)
 
