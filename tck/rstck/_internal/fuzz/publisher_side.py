@@ -697,22 +697,26 @@ def _distinct(elements: list[Any]) -> bool:
         return False
 
 
-class _Unkept(Trace):
-    """The trace of a screened batch: records are numbered (a check cites its seq), not kept.
+class _Tail(Trace):
+    """The trace of a screened scenario: its last records only, no head, nothing pinned (and no
+    sink for the probes' fast path, which waits for a head that is never filled here).
 
-    Nothing reads it: a batch's verdict is a yes or no, and a failed batch runs again one
-    scenario at a time, each into a trace of its own. Building and pinning the rows of a
-    trace that is never shown was about a tenth of a search's CPU.
+    A batch's verdict is a yes or no, and a failed batch runs again one scenario at a time,
+    each traced in full; only a call that blocks is reported from the batch (the watchdog's
+    verdict), with the last records of the scenario that made it. Keeping a whole trace per
+    scenario (the head, and the records around every rare signal pinned) was about a tenth of
+    a search's CPU.
     """
 
-    def __init__(self) -> None:
-        super().__init__(0)
-
     def log(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> int:
-        return next(self._seqs)
+        seq: int = next(self._seqs)
+        self._tail.append((seq, time.monotonic(), threading.current_thread().name, actor, signal, detail, demand))
+        return seq
 
     def _append(self, actor: str, signal: str, detail: Any, demand: int | None) -> tuple[Any, ...]:
-        return (next(self._seqs), 0.0, "", actor, signal, detail, demand)
+        row = (next(self._seqs), time.monotonic(), threading.current_thread().name, actor, signal, detail, demand)
+        self._tail.append(row)
+        return row
 
 
 def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
@@ -726,22 +730,25 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
     publisher each), so each is judged on its own probes; a scenario's violation, or any
     problem a probe flagged, fails the batch, and the caller runs its scenarios one by one
     to find (and report) the one that breaks a rule on its own. ``running`` is told which
-    scenario the calls are made for (a subject that blocks is reported with it). A batch's
-    trace is never shown (a failed batch runs again one scenario at a time, each traced), so
-    the batch records into one that keeps nothing (``_Unkept``).
+    scenario the calls are made for (a subject that blocks is reported with it). Each records
+    into a trace of its own that keeps only its last records (``_Tail``): a batch's traces
+    are shown only when a call blocks.
     A failed batch names the first scenario whose own verdict failed (``Screened``), if one did.
     """
     runs: list[PublisherScenario] = []
-    env.trace = _Unkept()
+    traces: list[Trace] = []
     try:
         for scenario in scenarios:
+            env.trace = _Tail(env.settings.trace_keep)
             run = PublisherScenario(ctx, env, scenario, reference)
             run.noting = False
             running(scenario)
             if run.run_steps() is not None:
                 return Screened(len(runs))
             runs.append(run)
-        for index, run in enumerate(runs):  # deliveries overlap meanwhile
+            traces.append(env.trace)
+        for index, (run, trace) in enumerate(zip(runs, traces, strict=True)):  # deliveries overlap meanwhile
+            env.trace = trace
             running(run.scenario)
             run.await_owed()
             if env.problems:
