@@ -612,6 +612,90 @@ def test_the_systematic_phase_spells_every_short_scenario_once_in_a_fixed_order(
     assert {s[0] for s in ps.systematic(Settings(max_elements=MAX_DEMAND), 1)} == {MAX_DEMAND}
 
 
+def test_the_searched_scenarios_and_their_order_are_what_the_catalogue_counts_rest_on() -> None:
+    """Each catalogue case is found after a count of scenarios, with a replay token: both follow
+    from the systematic words in their order and from what each fixed seed expands into. A
+    faster spelling or generator must give the very same scenarios; a change of the search
+    itself changes these digests, on purpose, and the counts in docs/fuzzing.md with them."""
+    import hashlib
+
+    from rstck._internal.fuzz import publisher_scenarios as ps
+
+    def digest(scenarios: list[Any]) -> str:
+        return hashlib.sha256(repr(scenarios).encode()).hexdigest()[:16]
+
+    assert digest(list(ps.systematic(Settings(), 2))) == "e69c5a10bbe8fc61"
+    seeds = fuzz_search.seeds(100, True)
+    full = ps.generator(Settings(), subscribers=3, failed=True)
+    assert digest([fuzz_search.expand(full, seed) for seed in seeds]) == "085e168da4db0d70"
+    plain = ps.generator(Settings(max_elements=10), subscribers=1, failed=False, empty=False)
+    assert digest([fuzz_search.expand(plain, seed) for seed in seeds]) == "d75856efa7bdb525"
+
+
+def test_a_screened_scenario_keeps_only_its_last_records() -> None:
+    """A batch's traces are shown only when a call blocks: each scenario keeps its last records
+    (what the blocked call followed), numbered for the checks that cite them; no head, nothing
+    pinned, and no sink for the probes' fast path."""
+    from rstck._internal.fuzz.publisher_side import _Tail
+
+    trace = _Tail(3)
+    seqs = [trace.log("probe", "on_next", str(i), 1) for i in range(5)]
+    note = trace.note("a note")
+    assert seqs == [0, 1, 2, 3, 4]
+    assert note.seq == 5
+    assert trace.total == 6
+    assert [r.detail for r in trace.records()] == ["3", "4", "a note"]
+    assert trace.tail_sink() is None
+    trace.keep([4])
+    assert [r.seq for r in trace.records()] == [3, 4, 5]
+
+
+def test_a_publisher_that_blocks_in_a_screened_batch_is_reported_with_that_scenarios_records() -> None:
+    """The first systematic scenario asks factory(4) for one element: this publisher blocks
+    there (only there: the factory contract's checks ask for n + 1 at once). The watchdog's
+    verdict names the scenario and shows the records it made before the call blocked."""
+    import threading
+
+    release = threading.Event()
+
+    class Subscription:
+        def __init__(self, subscriber: Any, count: int) -> None:
+            self.subscriber, self.count, self.sent, self.done = subscriber, count, 0, False
+
+        def request(self, n: int) -> None:
+            if self.count == 4 and n == 1:
+                release.wait(30)
+            while n > 0 and self.sent < self.count and not self.done:
+                self.sent, n = self.sent + 1, n - 1
+                self.subscriber.on_next(self.sent)
+            if self.sent == self.count and not self.done:
+                self.done = True
+                self.subscriber.on_complete()
+
+        def cancel(self) -> None:
+            self.done = True
+
+    class Publisher:
+        def __init__(self, count: int) -> None:
+            self.count = count
+
+        def subscribe(self, subscriber: Any) -> None:
+            subscriber.on_subscribe(Subscription(subscriber, self.count))
+
+    try:
+        result = run("publisher", FUZZ_TEST["publisher"], PublisherSubject(Publisher, label="blocks"),
+                     FAST.replace(timeout=0.3))
+    finally:
+        release.set()
+    assert result.outcome == "failed", result.message
+    assert "blocked its caller" in result.message
+    assert result.fuzz is not None
+    assert result.fuzz["scenario"][0] == "1. subscribe probe to factory(4) (4 elements)"
+    assert result.fuzz["scenario"][1] == "2. request(1)"
+    assert [(r["actor"], r["signal"]) for r in result.trace][-3:] == [
+        ("tck", "subscribe"), ("probe", "on_subscribe"), ("probe", "request")], result.message
+
+
 def test_the_systematic_phase_runs_first_stops_at_the_first_failure_and_skips_the_random_search() -> None:
     from rstck.errors import RuleViolation
 

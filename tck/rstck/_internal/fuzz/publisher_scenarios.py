@@ -19,7 +19,6 @@ from .scenario import Scenario
 from .scenario import demand_text
 from .scenario import elements_text
 from .search import drop_chunks
-from .search import pick
 from .search import simpler_demand
 
 #: The failed publisher, as the element count of a scenario.
@@ -76,56 +75,69 @@ def _generator(sizes: tuple[int, ...], subscribers: int, failed: bool) -> Callab
     # Mostly longer than what is requested, so that a miscount shows as an extra element.
     middle = [k for k in sizes if 7 <= k <= 16] or sizes
 
+    # The weighted choices are written out (``pick``'s tables, a roll of their summed weights
+    # each): the same draws in the same order as ``pick`` makes, without a table of lambdas
+    # made per draw (a hundred scenarios were some 8 ms of every run).
+    step_kinds = 9 if subscribers > 1 else 8  # request 6, cancel 1, run 1, subscribe 1
+
     def generate(rng: random.Random) -> Scenario:
+        randrange, randint, choice = rng.randrange, rng.randint, rng.choice
+
         def demand(boundary: int = 2, illegal: int = 1) -> int:
-            return int(pick(rng, ((24, lambda: rng.randint(1, 3)), (4, lambda: rng.randint(4, 20)),
-                                  (boundary, lambda: rng.choice(_BOUNDARY)),
-                                  (illegal, lambda: rng.choice(_NON_POSITIVE)))))
+            roll = randrange(28 + boundary + illegal)  # a few 24, more 4, boundary, illegal
+            if roll < 24:
+                return randint(1, 3)
+            if roll < 28:
+                return randint(4, 20)
+            return choice(_BOUNDARY) if roll < 28 + boundary else choice(_NON_POSITIVE)
 
         def via(thread: int = 1) -> str:
-            return str(pick(rng, ((2, "here"), (thread, "thread"))))
+            return "here" if randrange(2 + thread) < 2 else "thread"
 
         def action(cancels: int = 1, boundary: int = 2, illegal: int = 1, thread: int = 1) -> tuple[Any, ...]:
-            if pick(rng, ((6, "request"), (cancels, "cancel"))) == "request":
-                return ("request", demand(boundary, illegal), via(thread))
+            if randrange(6 + cancels) < 6:
+                amount = demand(boundary, illegal)
+                return ("request", amount, via(thread))
             return ("cancel", via(thread))
 
         def target() -> int:
             # Mostly the first subscriber: a step aimed at one not subscribed yet does nothing.
-            return 0 if subscribers == 1 else int(pick(rng, ((3, 0), (1, lambda: rng.randint(1, subscribers - 1)))))
+            if subscribers == 1 or randrange(4) < 3:
+                return 0
+            return randint(1, subscribers - 1)
 
         def step() -> tuple[Any, ...]:
-            kinds: list[tuple[int, Any]] = [(6, "request"), (1, "cancel"), (1, "run")]
-            if subscribers > 1:
-                kinds.append((1, "subscribe"))
-            kind = pick(rng, kinds)
-            if kind == "request":
-                return ("request", target(), demand(), via())
-            if kind == "cancel":
-                return ("cancel", target(), via())
-            if kind == "run":
+            roll = randrange(step_kinds)
+            if roll < 6:
+                aimed = target()
+                amount = demand()
+                return ("request", aimed, amount, via())
+            if roll < 7:
+                aimed = target()
+                return ("cancel", aimed, via())
+            if roll < 8:
                 return ("run",)
-            return ("subscribe", tuple(action() for _ in range(rng.randint(0, 2))))
+            return ("subscribe", tuple(action() for _ in range(randint(0, 2))))
+
+        def index() -> int:
+            roll = randrange(5)  # on_next #1-3: 3, #4-8: 1, every on_next: 1
+            return randint(1, 3) if roll < 3 else randint(4, 8) if roll < 4 else EVERY
 
         if failed and rng.random() < 0.25:
             n = FAILED
         else:
-            n = rng.choice(middle) if rng.random() < 0.75 else rng.choice(sizes)
+            n = choice(middle) if rng.random() < 0.75 else choice(sizes)
         # Inside on_subscribe nothing can be delivered yet: where demand accumulates (3.17).
-        first = tuple(action(cancels=0, boundary=3) for _ in range(rng.randint(0, 3)))
+        first = tuple(action(cancels=0, boundary=3) for _ in range(randint(0, 3)))
         # Re-entrant calls, dense: a drain loop is where order-dependent defects hide.
         # Handed to another thread as often as not: a call landing while a drain loop runs.
-        reactions = tuple(sorted({(target(), int(pick(rng, ((3, lambda: rng.randint(1, 3)),
-                                                           (1, lambda: rng.randint(4, 8)),
-                                                           (1, EVERY)))),
-                                   action(cancels=2, illegal=6, thread=2))
-                                  for _ in range(rng.randint(0, 6))}))
+        reactions = tuple(sorted({(target(), index(), action(cancels=2, illegal=6, thread=2))
+                                  for _ in range(randint(0, 6))}))
         # A failing subscriber now and then: an on_next that raises, or an on_error.
         if rng.random() < RAISE_SHARE:
-            at = ON_ERROR if rng.random() < 0.25 else int(pick(rng, ((3, lambda: rng.randint(1, 3)),
-                                                                     (1, lambda: rng.randint(4, 8)))))
+            at = ON_ERROR if rng.random() < 0.25 else randint(1, 3) if randrange(4) < 3 else randint(4, 8)
             reactions = tuple(sorted({*reactions, (target(), at, RAISE)}))
-        count = rng.randint(0, 12) if rng.random() >= LONG_SHARE else rng.randint(40, LONG_STEPS)
+        count = randint(0, 12) if rng.random() >= LONG_SHARE else randint(40, LONG_STEPS)
         return (n, first, reactions, tuple(step() for _ in range(count)))
 
     return generate
@@ -187,9 +199,7 @@ def _systematic(n: int, steps: int) -> tuple[Scenario, ...]:
 
 
 def _spell_all(n: int, steps: int) -> Iterator[Scenario]:
-    actions: list[tuple[Any, ...]] = [("request", k, "here") for k in ALPHABET_DEMAND] + [("cancel", "here")]
-    letters = [(where, action) for action in actions for where in WHERE]
-    letters += [(where, RAISE) for where in RAISE_WHERE]
+    letters = _letters()
     seen: set[Scenario] = set()
     for length in range(1, steps + 1):
         for word in _words(letters, length):
@@ -201,7 +211,7 @@ def _spell_all(n: int, steps: int) -> Iterator[Scenario]:
                 yield scenario
 
 
-def _words(letters: list[tuple[str, tuple[Any, ...]]], length: int) -> Iterator[tuple[Any, ...]]:
+def _words(letters: tuple[_Letter, ...], length: int) -> Iterator[tuple[_Letter, ...]]:
     if length == 0:
         yield ()
         return
@@ -213,41 +223,72 @@ def _words(letters: list[tuple[str, tuple[Any, ...]]], length: int) -> Iterator[
 #: The ``on_next`` index (or ``EVERY``, ``ON_ERROR``) a re-entrant letter's place stands for.
 _INDEX = {"on_next #1": 1, "on_next #1, another thread": 1, "on_next #k": SYSTEMATIC_K,
           "every on_next": EVERY, "on_error": ON_ERROR}
+#: A letter's place: a step of the test thread, inside on_subscribe, or re-entrant.
+_TEST, _ON_SUBSCRIBE, _REENTRANT = 0, 1, 2
+
+#: A letter with what ``_spelled`` asks of it, worked out once (a word of two letters is
+#: spelled thousands of times): its place; whether it calls (a raise does not); whether its
+#: amount is one of its class's (``REENTRANT_SOURCE``/``REENTRANT_DEMAND``), asked when a word
+#: has a re-entrant letter; whether it ends the subscription (a cancel or a non-positive
+#: request, on the test thread or in on_subscribe) and may follow such a one (``AFTER_END``);
+#: and what it adds to the scenario: a step, an action in on_subscribe, or a reaction.
+_Letter = tuple[int, bool, bool, bool, bool, tuple[Any, ...]]
 
 
-def _spelled(n: int, word: tuple[Any, ...]) -> Scenario | None:
-    wheres = {where for where, _ in word}
-    calls = {where for where, action in word if action != RAISE}
-    if calls - {"test", "on_subscribe"} and "on_subscribe" in wheres:
-        # Re-entrant calls take their demand from the test thread; a raise may take it from
-        # on_subscribe too (a publisher may deliver what is owed then by a path of its own).
+@functools.lru_cache(maxsize=1)
+def _letters() -> tuple[_Letter, ...]:
+    actions: list[tuple[Any, ...]] = [("request", k, "here") for k in ALPHABET_DEMAND] + [("cancel", "here")]
+    pairs = [(where, action) for action in actions for where in WHERE]
+    pairs += [(where, RAISE) for where in RAISE_WHERE]
+    letters = []
+    for where, action in pairs:
+        place = {"test": _TEST, "on_subscribe": _ON_SUBSCRIBE}.get(where, _REENTRANT)
+        amounts = REENTRANT_SOURCE if where == "test" else REENTRANT_DEMAND
+        usual = action[0] != "request" or action[1] in amounts
+        ends = place != _REENTRANT and (action[0] == "cancel" or action[1] <= 0)
+        if place == _TEST:
+            made: tuple[Any, ...] = ("request", 0, action[1], "here") if action[0] == "request" else ("cancel", 0, "here")
+        elif place == _ON_SUBSCRIBE:
+            made = action
+        else:
+            made = (0, _INDEX[where], (*action[:-1], "thread") if where.endswith("another thread") else action)
+        letters.append((place, action != RAISE, usual, ends, action in AFTER_END, made))
+    return tuple(letters)
+
+
+def _spelled(n: int, word: tuple[_Letter, ...]) -> Scenario | None:
+    on_subscribe = reentrant = calls_reentrant = unusual = False
+    for place, calls, usual, _ends, _after, _made in word:
+        if place == _ON_SUBSCRIBE:
+            on_subscribe = True
+        elif place == _REENTRANT:
+            reentrant = True
+            calls_reentrant = calls_reentrant or calls
+        unusual = unusual or not usual
+    if reentrant and ((on_subscribe and calls_reentrant) or unusual):
+        # Re-entrant calls take their demand from the test thread (a raise may take it from
+        # on_subscribe too: a publisher may deliver what is owed then by a path of its own),
+        # with an amount its class stands for.
         return None
-    if wheres - {"test", "on_subscribe"}:
-        for where, action in word:
-            amounts = REENTRANT_SOURCE if where == "test" else REENTRANT_DEMAND
-            if action[0] == "request" and action[1] not in amounts:
-                return None
     ended = False
-    for where, action in sorted(word, key=lambda letter: letter[0] != "on_subscribe"):
-        if where not in ("test", "on_subscribe"):
-            continue
-        if ended and action not in AFTER_END:
-            return None
-        ended = ended or action[0] == "cancel" or action[1] <= 0
+    for wanted in (_ON_SUBSCRIBE, _TEST) if on_subscribe else (_TEST,):  # on_subscribe's first
+        for place, _calls, _usual, ends, after, _made in word:
+            if place == wanted:
+                if ended and not after:
+                    return None
+                ended = ended or ends
     first: list[tuple[Any, ...]] = []
     steps: list[tuple[Any, ...]] = []
     reactions: set[tuple[Any, ...]] = set()
-    for where, action in word:
-        if where == "test":
-            steps.append(("request", 0, action[1], "here") if action[0] == "request" else ("cancel", 0, "here"))
-        elif where == "on_subscribe":
-            first.append(action)
+    for place, _calls, _usual, _ends, _after, made in word:
+        if place == _TEST:
+            steps.append(made)
+        elif place == _ON_SUBSCRIBE:
+            first.append(made)
         else:
-            index = _INDEX[where]
-            made = (*action[:-1], "thread") if where.endswith("another thread") else action
-            if (0, index, made) in reactions:
+            if made in reactions:
                 return None  # the same action twice at one place: a shorter scenario
-            reactions.add((0, index, made))
+            reactions.add(made)
     return (n, tuple(first), tuple(sorted(reactions)), tuple(steps))
 
 

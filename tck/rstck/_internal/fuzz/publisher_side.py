@@ -118,9 +118,11 @@ class _Subscriber:
         #: and the trace record of the raise.
         self.raised_at: int | None = None
         self.raised_seq: int | None = None
-        #: Re-entrant actions being made right now, and whether on_subscribe's are done.
+        #: Re-entrant actions being made right now; a lock held until on_subscribe's are done
+        #: (a gate: an ``Event`` is a ``Condition`` to make and to wait on, for every subscriber).
         self.busy = 0
-        self.subscribed = threading.Event()
+        self.subscribing = threading.Lock()
+        self.subscribing.acquire()
         self.probe = _FailingProbe(run.env, self.name, on_subscribe=self._on_subscribe,
                                    on_next=self._on_next, storm_limit=4 * TAKE_LIMIT)
 
@@ -131,7 +133,7 @@ class _Subscriber:
             for action in self.initial:
                 self.reentrant("on_subscribe", action)
         finally:
-            self.subscribed.set()
+            self.subscribing.release()
 
     def _on_next(self, probe: ProbeSubscriber, element: Any) -> None:
         count = probe.received
@@ -305,7 +307,8 @@ class PublisherScenario:
 
     def _flush(self) -> None:
         for sub in self.subs:
-            sub.flush()
+            if sub.pending:  # seldom: read here, not in a call per subscriber per step
+                sub.flush()
 
     def _subscribe(self, actions: tuple[Any, ...]) -> RuleViolation | None:
         sub = _Subscriber(self, len(self.subs), actions)
@@ -333,7 +336,7 @@ class PublisherScenario:
         except RuleViolation as violation:
             return violation
         # on_subscribe may run on the publisher's thread: its actions belong to this step.
-        sub.subscribed.wait(self.blocked_s)
+        sub.subscribing.acquire(timeout=self.blocked_s)
         return None
 
     def _step(self, number: int, step: tuple[Any, ...]) -> RuleViolation | None:
@@ -417,6 +420,8 @@ class PublisherScenario:
         """
         probe = sub.probe
         owed = _owed_or_raised(sub, n)
+        if owed():
+            return True  # most scenarios: served by the time the steps are made; no wait to set up
 
         def paced() -> bool:
             return self._held_back_by_another(sub)
@@ -692,6 +697,28 @@ def _distinct(elements: list[Any]) -> bool:
         return False
 
 
+class _Tail(Trace):
+    """The trace of a screened scenario: its last records only, no head, nothing pinned (and no
+    sink for the probes' fast path, which waits for a head that is never filled here).
+
+    A batch's verdict is a yes or no, and a failed batch runs again one scenario at a time,
+    each traced in full; only a call that blocks is reported from the batch (the watchdog's
+    verdict), with the last records of the scenario that made it. Keeping a whole trace per
+    scenario (the head, and the records around every rare signal pinned) was about a tenth of
+    a search's CPU.
+    """
+
+    def log(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> int:
+        seq: int = next(self._seqs)
+        self._tail.append((seq, time.monotonic(), threading.current_thread().name, actor, signal, detail, demand))
+        return seq
+
+    def _append(self, actor: str, signal: str, detail: Any, demand: int | None) -> tuple[Any, ...]:
+        row = (next(self._seqs), time.monotonic(), threading.current_thread().name, actor, signal, detail, demand)
+        self._tail.append(row)
+        return row
+
+
 def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
            reference: Callable[[int], tuple[Any, ...] | None],
            running: Callable[[Scenario], None] = lambda scenario: None) -> ScreenResult:
@@ -704,15 +731,15 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
     problem a probe flagged, fails the batch, and the caller runs its scenarios one by one
     to find (and report) the one that breaks a rule on its own. ``running`` is told which
     scenario the calls are made for (a subject that blocks is reported with it). Each records
-    into a trace of its own, as it would alone: one trace for the batch would run past its
-    head, where every rare signal is pinned with the records before it (a tenth of the CPU).
+    into a trace of its own that keeps only its last records (``_Tail``): a batch's traces
+    are shown only when a call blocks.
     A failed batch names the first scenario whose own verdict failed (``Screened``), if one did.
     """
     runs: list[PublisherScenario] = []
     traces: list[Trace] = []
     try:
         for scenario in scenarios:
-            env.trace = Trace(env.settings.trace_keep)
+            env.trace = _Tail(env.settings.trace_keep)
             run = PublisherScenario(ctx, env, scenario, reference)
             run.noting = False
             running(scenario)
