@@ -111,9 +111,6 @@ class Schedule:
         _preload(settings, self.tests)
         self._lock = threading.Lock()
         self._turn = threading.Condition(self._lock)
-        # What the consumer waits on (``result``): told only when a test ends or a search does,
-        # not at every slot given up or taken back, hundreds of times per test that waits.
-        self._done = threading.Condition(self._lock)
         self._started = 0
         self._running = 0  # started, not finished
         self._active = 0  # holding a slot
@@ -143,7 +140,7 @@ class Schedule:
     def _wait(self, index: int, future: concurrent.futures.Future[TestResult]) -> TestResult:
         while True:
             with self._lock:
-                if self._done.wait_for(lambda: future.done() and not self._searching, _STALL_CHECK_S):
+                if self._turn.wait_for(lambda: future.done() and not self._searching, _STALL_CHECK_S):
                     return future.result()
                 if future.done() or self._running:
                     continue
@@ -208,7 +205,6 @@ class Schedule:
                 self._searching -= search
                 self._futures[index].set_exception(exc)
                 self._turn.notify_all()
-                self._done.notify_all()
                 return
 
     def _leave_out(self, index: int) -> None:
@@ -218,7 +214,6 @@ class Schedule:
         self._started += 1
         self._futures[index].set_result(not_run(self.tests[index], *self._blocked[label], label))
         self._turn.notify_all()
-        self._done.notify_all()
 
     def _blocked_in(self, index: int, call: str) -> None:
         """Test ``index`` found the subject blocking its caller in ``call``. The tests not started
@@ -258,8 +253,7 @@ class Schedule:
                 future.set_result(outcome)
             with self._lock:
                 self._searching -= self._searches and self.tests[index].level == Level.FUZZ
-                self._turn.notify_all()  # the tests waiting for a slot or for the searches to end
-                self._done.notify_all()  # its waiter, and any waiting for the searches to end
+                self._turn.notify_all()  # its waiter, and any waiting for the searches to end
                 self._pump()
 
 
