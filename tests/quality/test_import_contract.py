@@ -441,3 +441,27 @@ def test_the_reference_subjects_load_asyncio_only_for_the_ones_on_a_loop() -> No
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert "loop_range_publisher" in result.stdout
+
+
+def test_a_run_imports_only_the_reports_and_reference_subjects_it_uses(tmp_path: Path) -> None:
+    """A run naming one reference subject and no report file loads that subject's module, and
+    none of the report files', the baseline's or ``rstck.pytest``; naming a results file loads its
+    writer (and the file is written)."""
+    code = ("import sys, pytest\n"
+            "code = pytest.main(['-q', '-p', 'no:cacheprovider', '--co', *sys.argv[1:]])\n"
+            "assert code == 0, code\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('rstck.reference.', 'rstck.pytest', "
+            "'rstck_plugins.reports.'))))\n")
+
+    def run(*args: str) -> str:
+        result = subprocess.run([sys.executable, "-c", code, "--rs-subscriber=rstck.reference:sync_subscriber", *args],
+                                cwd=tmp_path, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip().splitlines()[-1]
+
+    assert run() == "['rstck.reference.subscribers', 'rstck_plugins.reports.terminal', 'rstck_plugins.reports.verdicts']"
+    report = tmp_path / "results.json"
+    loaded = run(f"--rs-report-json={report}")
+    assert "'rstck_plugins.reports.json_report'" in loaded
+    assert "'rstck_plugins.reports.baseline'" not in loaded
+    assert report.exists()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import gc
+import sys
 import threading
+from collections.abc import Iterator
 
 import pytest
+from rstck._internal.contexts.base import YoungCollections
 from rstck._internal.environment import Environment
 from rstck.errors import RuleViolation
 from rstck.settings import Settings
@@ -63,3 +66,59 @@ def test_a_call_into_the_subject_is_marked_for_the_watchdog_where_the_environmen
     off_thread.start()
     off_thread.join()
     assert seen[-2:] == ["", None]  # another thread's call is not the verification's
+
+
+@pytest.fixture
+def young() -> Iterator[YoungCollections]:
+    """A ``YoungCollections`` of its own, with the collector as it was restored after."""
+    collections = YoungCollections()
+    threshold, enabled = gc.get_threshold(), gc.isenabled()
+    gc.disable()  # no automatic collection may reset the count while the test reads it
+    try:
+        yield collections
+    finally:
+        if collections._callback in gc.callbacks:
+            gc.callbacks.remove(collections._callback)
+        gc.set_threshold(*threshold)
+        if enabled:
+            gc.enable()
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="the incremental collector counts otherwise")
+def test_the_kits_young_collections_do_not_bring_a_full_one_nearer(young: YoungCollections) -> None:
+    """Each test's collection of the young generations (``Context.finish``) raises the last
+    threshold by one, as CPython counted it towards a full collection; the next full collection
+    takes the offset back, and finalises what the young ones left as before."""
+    before = gc.get_threshold()
+
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            finalised.append(True)
+
+    finalised: list[bool] = []
+    Cycle()
+    for _ in range(3):
+        young.collect()
+    assert finalised == [True]  # the young garbage of the test that just ended
+    assert gc.get_threshold() == (before[0], before[1], before[2] + 3)
+    assert young.offset == 3
+    gc.collect()
+    assert gc.get_threshold() == before
+    assert young.offset == 0
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="the incremental collector counts otherwise")
+def test_a_threshold_the_user_sets_is_kept(young: YoungCollections) -> None:
+    t0, t1, _ = gc.get_threshold()
+    young.collect()
+    gc.set_threshold(t0, t1, 50)
+    gc.collect()
+    assert gc.get_threshold() == (t0, t1, 50)
+    young.collect()
+    young.collect()
+    assert gc.get_threshold() == (t0, t1, 52)
+    gc.collect()
+    assert gc.get_threshold() == (t0, t1, 50)

@@ -10,17 +10,17 @@ once before any test, so bad input stops the run with one line naming it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 
 import pytest
-from rstck import pytest as rstck_pytest
 from rstck.errors import SetupError
-from rstck.pytest import Declaration
 from rstck.run_api import settings_for
 from rstck.settings import Settings
 from rstck.subjects import FAILED_ROLE
@@ -31,6 +31,9 @@ from rstck.subjects import subject_record
 from rstck.verifications import VERIFICATIONS
 
 from ..state import SubjectEntry
+
+if TYPE_CHECKING:
+    from rstck.pytest import Declaration
 
 FAILED_DEST = "rs_failed_publisher"
 FAILED_OPTION = subject_option(FAILED_ROLE)
@@ -110,6 +113,19 @@ def _default_id(spec: str, option: str) -> str:
     return name
 
 
+def declaration_of(obj: Any) -> Declaration | None:
+    """``obj`` as a ``rstck.pytest`` declaration, or None; ``rstck.pytest`` as the test modules
+    imported it (see ``pytest_plugin.declared_module``). Only a declaration (marked) or a class can
+    be one, so a run naming a factory does not import that module."""
+    module: Any = sys.modules.get("rstck.pytest")
+    if module is None:
+        if not (getattr(obj, "__rstck_declaration__", None) is True or isinstance(obj, type)):
+            return None
+        module = importlib.import_module("rstck.pytest")
+    declared: Declaration | None = module.declaration_of(obj)
+    return declared
+
+
 def load_named(config: pytest.Config, settings: Settings, resolve: Callable[[str, str], Any]) -> list[SubjectEntry]:
     """Load every subject the options name, checked; SetupError on the first bad one."""
     named, failed, _ = named_subjects(config)
@@ -132,8 +148,7 @@ def load_named(config: pytest.Config, settings: Settings, resolve: Callable[[str
         seen[key] = n
         option = VERIFICATIONS[n.kind].option
         obj = resolve(n.spec, n.kind if n.kind == "publisher" else option.removeprefix("--rs-").replace("-", "_"))
-        module = sys.modules.get("rstck.pytest")
-        declaration = (module or rstck_pytest).declaration_of(obj)
+        declaration = declaration_of(obj)
         if declaration is not None:
             declaration.check()
             if declaration.kind != n.kind:

@@ -13,10 +13,13 @@ import importlib
 from typing import TYPE_CHECKING
 from typing import Any
 
+from .. import hookimpl
+
 if TYPE_CHECKING:
     import pytest
 
     from ..hookspecs import Reporter
+    from ..state import RsTckState
     from .files import check_writable
     from .files import write_atomic
     from .html_report import render as render_html
@@ -42,17 +45,29 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+class OnOption:
+    """A built-in reporter whose module acts only when one of its options is given: that module
+    is imported then, and set up as if registered itself (it implements ``rstck_configure`` only),
+    so a run that writes no file and keeps no baseline does not import them."""
+
+    def __init__(self, module: str, dests: tuple[str, ...]) -> None:
+        self.module = module
+        self.dests = dests
+
+    @hookimpl
+    def rstck_configure(self, config: pytest.Config, state: RsTckState) -> None:
+        if any(config.getoption(dest, None) for dest in self.dests):
+            importlib.import_module(self.module, __name__).rstck_configure(config=config, state=state)
+
+
 def builtin_reporters() -> tuple[tuple[str, Reporter], ...]:
     """The kit's reporters by plugin name, in the order they are set up: the files, the gate, the table."""
-    from . import baseline
-    from . import json_report
     from . import terminal
-    from .html_report import options as html_options
 
     return (
-        ("rstck-reporter-json", json_report),
-        ("rstck-reporter-html", html_options),
-        ("rstck-reporter-baseline", baseline),
+        ("rstck-reporter-json", OnOption(".json_report", ("rs_report_json",))),
+        ("rstck-reporter-html", OnOption(".html_report.options", ("rs_report_html",))),
+        ("rstck-reporter-baseline", OnOption(".baseline", ("rs_baseline", "rs_baseline_write"))),
         ("rstck-reporter-terminal", terminal),
     )
 

@@ -7,40 +7,65 @@ subscribers and processors.
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING
 from typing import Any
-
-from .processors import IdentityProcessor
-from .processors import identity_processor
-from .publishers import AsyncRangePublisher
-from .publishers import FailedPublisher
-from .publishers import RangePublisher
-from .publishers import async_range_publisher
-from .publishers import failed_publisher
-from .publishers import range_publisher
-from .subscribers import AsyncSubscriber
-from .subscribers import SerialSubscription
-from .subscribers import SyncSubscriber
-from .subscribers import async_subscriber
-from .subscribers import async_whitebox_subscriber
-from .subscribers import sync_subscriber
-from .subscribers import sync_whitebox_subscriber
 
 if TYPE_CHECKING:
     from .asyncio_publishers import LoopRangePublisher
     from .asyncio_publishers import asyncio_range_publisher
     from .asyncio_publishers import loop_range_publisher
+    from .processors import IdentityProcessor
+    from .processors import identity_processor
+    from .publishers import AsyncRangePublisher
+    from .publishers import FailedPublisher
+    from .publishers import RangePublisher
+    from .publishers import async_range_publisher
+    from .publishers import failed_publisher
+    from .publishers import range_publisher
+    from .subscribers import AsyncSubscriber
+    from .subscribers import SerialSubscription
+    from .subscribers import SyncSubscriber
+    from .subscribers import async_subscriber
+    from .subscribers import async_whitebox_subscriber
+    from .subscribers import sync_subscriber
+    from .subscribers import sync_whitebox_subscriber
 
-#: Imported when first asked for: they import asyncio, which no other reference subject needs.
-_ON_A_LOOP = ("LoopRangePublisher", "asyncio_range_publisher", "loop_range_publisher")
+#: Each name's module, imported when the name is first asked for: a run of one reference subject
+#: loads its module only (and those on a loop import asyncio, which no other one needs).
+_MODULES = {
+    "IdentityProcessor": "processors",
+    "identity_processor": "processors",
+    "AsyncRangePublisher": "publishers",
+    "FailedPublisher": "publishers",
+    "RangePublisher": "publishers",
+    "async_range_publisher": "publishers",
+    "failed_publisher": "publishers",
+    "range_publisher": "publishers",
+    "AsyncSubscriber": "subscribers",
+    "SerialSubscription": "subscribers",
+    "SyncSubscriber": "subscribers",
+    "async_subscriber": "subscribers",
+    "async_whitebox_subscriber": "subscribers",
+    "sync_subscriber": "subscribers",
+    "sync_whitebox_subscriber": "subscribers",
+    "LoopRangePublisher": "asyncio_publishers",
+    "asyncio_range_publisher": "asyncio_publishers",
+    "loop_range_publisher": "asyncio_publishers",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _ON_A_LOOP:
-        from . import asyncio_publishers
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
-        return getattr(asyncio_publishers, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODULES})
 
 
 __all__ = [
