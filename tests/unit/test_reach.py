@@ -7,10 +7,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from rstck._internal import reach
 from rstck._internal.reach import nothing_else_runs
+from rstck._internal.reach import only_the_kit_runs
 from rstck._internal.reach import waiting_for_results
 
 
@@ -147,3 +149,25 @@ def test_a_feeder_delivering_keeps_the_window_whole() -> None:
         finally:
             upstream.close()
     assert waited >= window * 0.9, waited
+
+
+def on_thread(name: str, look: Any) -> Any:
+    out: list[Any] = []
+    t = threading.Thread(target=lambda: out.append(look()), name=name)
+    with waiting_for_results():  # the test's own thread waits for it, as a consumer does
+        t.start()
+        t.join(5)
+    return out[0]
+
+
+def test_a_kit_thread_is_alone_in_the_subject_only_while_nothing_else_runs() -> None:
+    assert on_thread("rs-tck-body", only_the_kit_runs)
+    with thread("subscriber-worker"):
+        assert not on_thread("rs-tck-body", only_the_kit_runs)
+
+
+def test_a_subjects_own_thread_is_never_alone_the_kits_threads_may_call_beside_it() -> None:
+    """Its request() may meet the on_next or cancel() a kit thread is delivering (rule 2.7)."""
+    assert on_thread("take-worker_0", nothing_else_runs)
+    assert not on_thread("take-worker_0", only_the_kit_runs)
+    assert not on_thread("rs-tck-loop", only_the_kit_runs)  # a loop the kit runs calls the subject's code

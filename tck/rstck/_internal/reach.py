@@ -59,6 +59,13 @@ def nothing_else_runs() -> bool:
     )
 
 
+def only_the_kit_runs() -> bool:
+    """True when the caller is one of the kit's own threads and ``nothing_else_runs``: no thread
+    could be inside the subject beside it. A subject's own thread is never alone: the kit's
+    threads may call the subject while it works."""
+    return _kit_only(threading.current_thread()) and nothing_else_runs()
+
+
 _FRAMES_LOCK = threading.Lock()
 
 
