@@ -62,7 +62,7 @@ def foreign_thread() -> Iterator[None]:
         worker.join(5)
 
 
-def run_scenario(monkeypatch: pytest.MonkeyPatch) -> tuple[CountingSlot, int]:
+def run_scenario(monkeypatch: pytest.MonkeyPatch, scenario: Any = SCENARIO) -> tuple[CountingSlot, int]:
     """One scenario against the reference sync subscriber, as the search runs it (on a kit
     thread, the caller waiting for it): the turns it gave up, and the zero-second sleeps on the
     scenario's thread (the yields inside requests)."""
@@ -80,14 +80,14 @@ def run_scenario(monkeypatch: pytest.MonkeyPatch) -> tuple[CountingSlot, int]:
     slot = CountingSlot()
     outcome: list[Any] = []
 
-    def scenario() -> None:
+    def body_thread() -> None:
         body.append(threading.get_ident())
         with Environment(Settings(timeout=1.0, no_signal_window=0.05)) as env:
             env.slot, env.body_ident = slot, body[0]
             ctx = verification.make_context(env, SubscriberSubject(sync_subscriber))
-            outcome.append((SubscriberScenario(ctx, env, SCENARIO, False, {}).execute(), env.problems))
+            outcome.append((SubscriberScenario(ctx, env, scenario, False, {}).execute(), env.problems))
 
-    runner = threading.Thread(target=scenario, name="rs-tck-body")
+    runner = threading.Thread(target=body_thread, name="rs-tck-body")
     with reach.waiting_for_results():
         runner.start()
         runner.join(10)
@@ -206,3 +206,28 @@ def test_a_request_from_the_subscribers_own_thread_yields_though_no_other_thread
             worker.join(5)
         upstream.close()
     assert sleeps == ["subscriber-worker"]
+
+
+@pytest.mark.parametrize(("steps", "hops_alone"), [
+    ((("complete",), ("send", 2, "thread")), 0),  # the stream is over: nothing to send
+    ((("send", 20, "here"), ("send", 2, "thread")), 0),  # the demand is spent: nothing to send
+    ((("send", 1, "here"), ("send", 2, "thread")), 1),  # demand outstanding: the elements go from there
+])
+def test_a_send_from_another_thread_with_nothing_to_send_hops_only_beside_a_thread_not_the_kits(
+        monkeypatch: pytest.MonkeyPatch, steps: tuple[Any, ...], hops_alone: int) -> None:
+    """The other thread would run none of the subscriber's code; only a thread of the subscriber's
+    could raise the demand (or be shown the wait) meanwhile."""
+    hops: list[str] = []
+    call = _Sender.call
+
+    def counting(self: _Sender, env: Environment, label: str, fn: Any, timeout: float) -> bool:
+        hops.append(label)
+        return call(self, env, label, fn, timeout)
+
+    monkeypatch.setattr(_Sender, "call", counting)
+    run_scenario(monkeypatch, (3, steps))
+    assert len(hops) == hops_alone
+    hops.clear()
+    with foreign_thread():
+        run_scenario(monkeypatch, (3, steps))
+    assert len(hops) == 1

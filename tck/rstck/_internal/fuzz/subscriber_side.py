@@ -172,12 +172,15 @@ class _Upstream(ManualPublisher):
         finally:
             self._delivering.release()
 
+    def ready(self, sub: ManualSubscription) -> bool:
+        """Whether the subscriber asked for an element the stream still has."""
+        with self._cond:
+            return sub.terminal is None and not sub.broken and sub.demand > 0 and sub.sent < (self.count or 0)
+
     def send_within_demand(self, sub: ManualSubscription) -> bool:
         """Deliver the next element if the subscriber asked for it and the stream has one."""
         with self._delivering:
-            with self._cond:
-                ready = sub.terminal is None and not sub.broken and sub.demand > 0 and \
-                    sub.sent < (self.count or 0)
+            ready = self.ready(sub)
             if ready:
                 self._next(sub, None)
             return ready
@@ -319,7 +322,11 @@ class SubscriberScenario:
                         break
 
             if step[2] == "thread":
-                self.sender.call(self.env, "send", burst, self.blocked_s)
+                if upstream.ready(sub) or self.on_loop or not only_the_kit_runs():
+                    self.sender.call(self.env, "send", burst, self.blocked_s)
+                # Otherwise the burst would send nothing (most such steps find no demand, or the
+                # stream ended), and no thread but the kit's could raise the demand meanwhile: the
+                # other thread would run none of the subscriber's code, only cost two wake-ups.
             else:
                 burst()
         elif kind == "inline":
