@@ -29,6 +29,7 @@ from ._internal.environment import Environment
 from ._internal.evidence import cite
 from ._internal.ledger import LateRequests
 from ._internal.reach import nothing_else_runs
+from ._internal.reach import only_the_kit_runs
 from ._internal.trace import short_repr
 from ._internal.watching import Preemption
 from ._internal.watching import thread_name
@@ -310,6 +311,8 @@ class ManualSubscription(LateRequests):
         subject pays the hold only on calls made off the test's thread.
         """
         pub = self.publisher
+        if not pub.hold_s and pub.yield_s == 0.0 and self._alone_with_the_kit():
+            return
         if pub.hold_s and threading.get_ident() != pub.env.body_ident:
             with self._sections_lock:
                 seen = self.overlaps
@@ -322,6 +325,18 @@ class ManualSubscription(LateRequests):
                     self._outside_waiters -= 1
             return
         pub._pause()
+
+    def _alone_with_the_kit(self) -> bool:
+        """Whether a moment's yield inside this call could let no other thread in: the call comes
+        from the test's own thread, no other thread has called on this subscription, no feeder
+        delivers, no loop the kit runs calls the subject, and every other live thread is the
+        kit's, idle or waiting for the test (``rstck._internal.reach``). A race needs a second
+        thread, as the probe's own pauses say (``probe_signals``); a yield with none to take the
+        turn only sleeps (``time.sleep(0)`` waits out the timer slack, some 60 us, and a turn of
+        the scheduler on a busy machine). The race hunts' upstreams hold or yield every call."""
+        pub = self.publisher
+        return (threading.get_ident() == pub.env.body_ident and len(self.callers) == 1
+                and not pub._feeding and pub.env.settings.loop != "asyncio" and only_the_kit_runs())
 
     def _preempting(self) -> bool:
         preemption = self.preemption
