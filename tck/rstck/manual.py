@@ -327,13 +327,8 @@ class ManualSubscription(LateRequests):
         pub._pause()
 
     def _alone_with_the_kit(self) -> bool:
-        """Whether a moment's yield inside this call could let no other thread in: the call comes
-        from the test's own thread, no other thread has called on this subscription, no feeder
-        delivers, no loop the kit runs calls the subject, and every other live thread is the
-        kit's, idle or waiting for the test (``rstck._internal.reach``). A race needs a second
-        thread, as the probe's own pauses say (``probe_signals``); a yield with none to take the
-        turn only sleeps (``time.sleep(0)`` waits out the timer slack, some 60 us, and a turn of
-        the scheduler on a busy machine). The race hunts' upstreams hold or yield every call."""
+        """No thread could race into this call (the test's own, the only caller here; no feeder,
+        no loop, only the kit's idle threads alive): a 0 s yield would only sleep (timer slack)."""
         pub = self.publisher
         return (threading.get_ident() == pub.env.body_ident and len(self.callers) == 1
                 and not pub._feeding and pub.env.settings.loop != "asyncio" and only_the_kit_runs())
