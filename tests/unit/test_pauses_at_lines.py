@@ -8,9 +8,12 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from rstck._internal.trace import Trace
+from rstck._internal.verifications import _racing
 from rstck._internal.verifications._racing import PausedSide
 from rstck._internal.verifications._racing import _paused_at_line
+from rstck._internal.verifications._racing import _paused_call
 from rstck._internal.verifications._racing import race
 from rstck._internal.watching import kits_step
 
@@ -132,3 +135,58 @@ def test_a_paused_side_still_running_has_not_run_through() -> None:
     assert not side.ran_through  # stopped, not returned
     assert side.let_go(5)
     assert not side.ran_through
+
+
+class _CheckThenStore:
+    """A 2.5 subscriber's on_subscribe: a check and its store under one lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.subscription: Any = None
+
+    def on_subscribe(self, subscription: Any) -> None:
+        with self.lock:
+            if self.vacant():
+                self.subscription = subscription
+
+    def vacant(self) -> bool:
+        return self.subscription is None
+
+
+def test_the_2_5_hunts_pause_ends_once_the_other_on_subscribe_waits_for_its_lock(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its rival cannot move on before the paused call does: holding on to the bound shows nothing."""
+    monkeypatch.setattr(_racing, "SUBSCRIBE_PAUSE_S", 0.2)
+    subject = _CheckThenStore()
+    for rival, least in ((None, 0.15), (threading.get_ident(), 0.0)):
+        subject.subscription = None
+        # Call events: the lambda, on_subscribe, the lock's __enter__, then vacant(), inside the lock.
+        call, paused, resume = _paused_call(lambda: subject.on_subscribe("first"), 4, rival)
+        assert paused.wait(5)
+        started = time.monotonic()
+        subject.on_subscribe("second")  # blocks until the paused call lets go of the lock
+        waited = time.monotonic() - started
+        resume.set()
+        assert call.wait(5)
+        assert subject.subscription == "first"
+        assert waited >= least
+        if rival is not None:
+            assert waited < 0.15  # seen waiting at the lock, well before the 0.2 s bound
+
+
+def test_the_2_5_hunts_pause_holds_a_rival_that_merely_stands_still_to_its_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rival the scheduler has not run yet looks as still as a blocked one, but may still race."""
+    monkeypatch.setattr(_racing, "SUBSCRIBE_PAUSE_S", 0.2)
+
+    def slow_subscriber_step() -> None:
+        time.sleep(0.1)  # standing still in the subject's code, at no lock
+
+    call, paused, _resume = _paused_call(lambda: _CheckThenStore().on_subscribe("first"), 1,
+                                        threading.get_ident())
+    assert paused.wait(5)
+    started = time.monotonic()
+    slow_subscriber_step()
+    assert call.wait(5)
+    held = time.monotonic() - started
+    assert held >= 0.15  # not let go for standing still: only the 0.2 s bound ended it

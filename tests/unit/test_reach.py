@@ -7,10 +7,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from rstck._internal import reach
 from rstck._internal.reach import nothing_else_runs
+from rstck._internal.reach import only_the_kit_runs
 from rstck._internal.reach import waiting_for_results
 
 
@@ -147,3 +149,84 @@ def test_a_feeder_delivering_keeps_the_window_whole() -> None:
         finally:
             upstream.close()
     assert waited >= window * 0.9, waited
+
+
+def on_thread(name: str, look: Any) -> Any:
+    out: list[Any] = []
+    t = threading.Thread(target=lambda: out.append(look()), name=name)
+    with waiting_for_results():  # the test's own thread waits for it, as a consumer does
+        t.start()
+        t.join(5)
+    return out[0]
+
+
+def test_a_kit_thread_is_alone_in_the_subject_only_while_nothing_else_runs() -> None:
+    assert on_thread("rs-tck-body", only_the_kit_runs)
+    with thread("subscriber-worker"):
+        assert not on_thread("rs-tck-body", only_the_kit_runs)
+
+
+def test_a_subjects_own_thread_is_never_alone_the_kits_threads_may_call_beside_it() -> None:
+    """Its request() may meet the on_next or cancel() a kit thread is delivering (rule 2.7)."""
+    assert on_thread("take-worker_0", nothing_else_runs)
+    assert not on_thread("take-worker_0", only_the_kit_runs)
+    assert not on_thread("rs-tck-loop", only_the_kit_runs)  # a loop the kit runs calls the subject's code
+
+
+def test_the_upstreams_requests_yield_only_when_another_thread_could_race_in(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 0 s yield offers the turn to a thread entering the subscription beside the call (rule 2.7):
+    a call from the test's own thread, with only the kit's idle threads alive, has none to offer
+    it to. Once another thread called on the subscription, or lives beside it, every call yields."""
+    from rstck._internal.environment import Environment
+    from rstck.manual import ManualPublisher
+    from rstck.settings import Settings
+
+    sleeps: list[str] = []
+    sleep = time.sleep
+
+    def counting(seconds: float) -> None:
+        if seconds == 0:
+            sleeps.append(threading.current_thread().name)
+        sleep(seconds)
+
+    class Holder:
+        subscription: Any = None
+
+        def on_subscribe(self, s: Any) -> None:
+            self.subscription = s
+
+        def on_next(self, element: Any) -> None:
+            pass
+
+        def on_error(self, error: BaseException) -> None:
+            pass
+
+        def on_complete(self) -> None:
+            pass
+
+    seen: list[list[str]] = []
+    with Environment(Settings(timeout=1.0, no_signal_window=0.05)) as env:
+        upstream = ManualPublisher(env)
+        holder = Holder()
+
+        def test_body() -> None:  # one thread throughout, as a test's body
+            env.body_ident = threading.get_ident()
+            upstream.subscribe(holder)
+            monkeypatch.setattr(time, "sleep", counting)
+            holder.subscription.request(1)
+            seen.append(list(sleeps))
+            with thread("subscriber-worker"):
+                holder.subscription.request(1)
+            seen.append(list(sleeps))
+            holder.subscription.request(1)  # that thread is gone again
+            seen.append(list(sleeps))
+            worker = threading.Thread(target=holder.subscription.request, args=(1,), name="subscriber-worker")
+            worker.start()
+            worker.join(5)
+            holder.subscription.request(1)  # a second thread called: racy from now on
+            seen.append(list(sleeps))
+
+        on_thread("rs-tck-body", test_body)
+    body = "rs-tck-body"
+    assert seen == [[], [body], [body], [body, "subscriber-worker", body]]

@@ -7,7 +7,9 @@ thread is anything but the kit's own (which call a subject only while a test dri
 the subject's loop is not one the kit runs, nothing can make that request: waiting out the
 rest of the second would prove nothing more. Any other thread, whoever started it and
 whatever it waits on, keeps the watch going to its end. A subscriber test's quiet window
-(``ManualPublisher.settle``) ends at once on the same look.
+(``ManualPublisher.settle``) ends at once on the same look, and a kit thread alone with the
+kit (``only_the_kit_runs``) skips what only another thread could use: a 0 s yield inside a call
+on the TCK's upstream, a fuzz scenario's hand-over of its turn or of a send with nothing to send.
 """
 
 from __future__ import annotations
@@ -57,6 +59,13 @@ def nothing_else_runs() -> bool:
         t.ident == me or t.ident in waiting or _kit_only(t)
         for t in _threads()
     )
+
+
+def only_the_kit_runs() -> bool:
+    """True when the caller is one of the kit's own threads and ``nothing_else_runs``: no thread
+    could be inside the subject beside it. A subject's own thread is never alone: the kit's
+    threads may call the subject while it works."""
+    return _kit_only(threading.current_thread()) and nothing_else_runs()
 
 
 _FRAMES_LOCK = threading.Lock()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import random
 import threading
+import time
 from collections.abc import Callable
 from collections.abc import Iterator
 from typing import Any
@@ -30,7 +31,8 @@ from ...manual import ManualSubscription
 from ..environment import Environment
 from ..one_rule import stall_limit
 from ..reach import nothing_else_runs
-from .sandbox import call_on_thread
+from ..reach import only_the_kit_runs
+from ..worker import spawn
 from .sandbox import scenario_env
 from .scenario import Scenario
 from .search import drop_chunks
@@ -132,6 +134,18 @@ class _Upstream(ManualPublisher):
     def __init__(self, env: Environment, **options: Any) -> None:
         super().__init__(env, **options)
         self._delivering = threading.RLock()
+        self.on_loop = env.settings.loop == "asyncio"
+
+    def _pause(self) -> None:
+        """Yield inside request/cancel (rule 2.7) unless no other thread could race in: the call
+        comes from a kit thread (a signal this upstream delivers, or the puppet) and nothing but
+        the kit runs. This upstream delivers one signal at a time and the scenario's callers wait
+        for each other, so the kit's threads never meet in the subscriber; a call from one of the
+        subscriber's own threads, or beside one, or on a loop, yields as any upstream's does. An
+        idle yield only sleeps (``time.sleep(0)`` waits out the timer slack: some 60 us, and a
+        turn of the scheduler on a busy machine)."""
+        if self.yield_s is not None and (self.on_loop or not only_the_kit_runs()):
+            time.sleep(self.yield_s)
 
     def _next(self, sub: ManualSubscription, rule: str | None) -> Any:
         with self._delivering:
@@ -158,15 +172,85 @@ class _Upstream(ManualPublisher):
         finally:
             self._delivering.release()
 
+    def ready(self, sub: ManualSubscription) -> bool:
+        """Whether the subscriber asked for an element the stream still has."""
+        with self._cond:
+            return sub.terminal is None and not sub.broken and sub.demand > 0 and sub.sent < (self.count or 0)
+
     def send_within_demand(self, sub: ManualSubscription) -> bool:
         """Deliver the next element if the subscriber asked for it and the stream has one."""
         with self._delivering:
-            with self._cond:
-                ready = sub.terminal is None and not sub.broken and sub.demand > 0 and \
-                    sub.sent < (self.count or 0)
+            ready = self.ready(sub)
             if ready:
                 self._next(sub, None)
             return ready
+
+
+class _Gate:
+    """One sender thread's hand-over: its next send, and the locks both sides wait on."""
+
+    def __init__(self, job: Callable[[], Any]) -> None:
+        self.job: Callable[[], Any] | None = job
+        self.go = threading.Lock()
+        self.go.acquire()
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.serving = True  # False once the thread ends (or is left to a send that blocked)
+
+    def serve(self) -> None:
+        while True:
+            job, self.job = self.job, None
+            if job is None or not self.serving:
+                return
+            try:
+                job()
+            except BaseException:
+                self.serving = False  # the pool reports it, as any call's; the next send spawns
+                raise
+            finally:
+                self.done.release()
+            self.go.acquire()
+
+
+class _Sender:
+    """The scenario's other thread: a kit thread that runs its sends one after another.
+
+    A send "from another thread" is waited for, so the two threads take turns, and each turn
+    is a wake-up the scheduler grants late on a busy machine. A pooled thread handed each send
+    (``sandbox.call_on_thread``) goes on, once the send is done, to put itself back in the pool
+    while the scenario's thread wakes to go on: both want the interpreter lock, and the
+    scenario's thread is woken twice. This thread, once a send is done, waits for the next at
+    once; it is the same thread for every send of the scenario, as the pool's most recently
+    idle thread mostly was, and goes back to the pool when the scenario ends.
+    """
+
+    def __init__(self) -> None:
+        self._gate: _Gate | None = None
+
+    def call(self, env: Environment, label: str, fn: Callable[[], Any], timeout: float) -> bool:
+        """Run ``fn`` on the sender's thread and wait for it; False if it did not return in time
+        (that thread is left to it, and the next send gets one of its own)."""
+        with env.calling(label):
+            gate = self._gate
+            if gate is not None and gate.serving:
+                gate.job = fn
+                gate.go.release()
+            else:
+                gate = self._gate = _Gate(fn)
+                spawn(gate.serve, "rs-tck-fuzz-caller")
+            if gate.done.acquire(timeout=max(0.0, timeout)):
+                return True
+            self._gate = None
+            gate.serving = False
+            gate.go.release()  # should the send ever return, its thread ends there
+            return False
+
+    def close(self) -> None:
+        """The scenario is over: its thread goes back to the pool."""
+        gate, self._gate = self._gate, None
+        if gate is not None and gate.serving:
+            gate.serving = False
+            gate.go.release()
 
 
 class SubscriberScenario:
@@ -185,6 +269,7 @@ class SubscriberScenario:
         self.blocked_s = stall_limit(settings) + 1.0
         self.on_loop = settings.loop == "asyncio"
         self.stage: Any = None
+        self.sender = _Sender()
 
     def _start(self, n: int) -> tuple[_Upstream, ManualSubscription]:
         ctx = self.ctx
@@ -207,18 +292,25 @@ class SubscriberScenario:
 
     def execute(self) -> RuleViolation | None:
         n, steps = self.scenario
-        # The search's turn is given up between scenarios: a scenario of a subscriber without
-        # threads waits out no window, and the rule tests it runs beside would otherwise wait
-        # for the whole search before their first call (their windows then no longer overlap it).
-        with self.env.aside():
-            pass
+        if self.on_loop or not nothing_else_runs():
+            # The search's turn is given up between scenarios while the subscriber (or a loop the
+            # kit runs) has threads of its own: a scenario of such a subscriber may wait out no
+            # window, and the rule tests it runs beside, whose windows are then whole, would wait
+            # for the whole search before their first call. Once nothing but the kit runs, their
+            # windows end at once too (``rstck._internal.reach``): nothing would overlap, and each
+            # turn handed over costs two thread switches, late ones on a busy machine.
+            with self.env.aside():
+                pass
         self.env.trace.note(f"step 1: subscribe to an upstream of {n} element(s)")
         upstream, sub = self._start(n)
-        for number, step in enumerate(steps, 2):
-            self.env.trace.note(f"step {number}: {_step_text(step)}")
-            self._step(upstream, sub, step)
-            if self.env.problems:
-                break
+        try:
+            for number, step in enumerate(steps, 2):
+                self.env.trace.note(f"step {number}: {_step_text(step)}")
+                self._step(upstream, sub, step)
+                if self.env.problems:
+                    break
+        finally:
+            self.sender.close()
         return self._settle(upstream, sub, n)
 
     def _step(self, upstream: _Upstream, sub: ManualSubscription, step: tuple[Any, ...]) -> None:
@@ -230,7 +322,11 @@ class SubscriberScenario:
                         break
 
             if step[2] == "thread":
-                call_on_thread(self.env, "send", burst, self.blocked_s)
+                if upstream.ready(sub) or self.on_loop or not only_the_kit_runs():
+                    self.sender.call(self.env, "send", burst, self.blocked_s)
+                # Otherwise the burst would send nothing (most such steps find no demand, or the
+                # stream ended), and no thread but the kit's could raise the demand meanwhile: the
+                # other thread would run none of the subscriber's code, only cost two wake-ups.
             else:
                 burst()
         elif kind == "inline":

@@ -153,7 +153,7 @@ def race_two_subscriptions(ctx: Any, make: Callable[[], Any], rounds: int = SUBS
         first, second = ctx.upstream("first"), ctx.upstream("second")
         offer = functools.partial(first.attach, subscriber)
         if direct:
-            call, paused, resume = _paused_call(offer, 1 + done % PREEMPT_SWEEP_SUBSCRIBE)
+            call, paused, resume = _paused_call(offer, 1 + done % PREEMPT_SWEEP_SUBSCRIBE, threading.get_ident())
             paused.wait(PREEMPT_WAIT_S * 5)
             try:
                 theirs = second.attach(subscriber)
@@ -189,9 +189,13 @@ PREEMPT_SWEEP_SUBSCRIBE = 8
 SUBSCRIBE_PAUSE_S = 0.002
 
 
-def _paused_call(fn: Callable[[], Any], k: int) -> tuple[Worker, threading.Event, threading.Event]:
+def _paused_call(fn: Callable[[], Any], k: int,
+                 rival: int | None = None) -> tuple[Worker, threading.Event, threading.Event]:
     """``fn()`` on a TCK thread that stops at its ``k``-th call event in the subject's own code
-    until ``resume`` is set (at most ``SUBSCRIBE_PAUSE_S``); ``paused`` is set when it stops."""
+    until ``resume`` is set (at most ``SUBSCRIBE_PAUSE_S``); ``paused`` is set when it stops.
+    ``rival``: the thread that runs the other side meanwhile; once it waits at a ``with`` entry
+    of the subject's code (a lock the paused thread holds, taken around a check and its store),
+    the pause ends: it cannot move on before the paused thread does, so holding on shows nothing."""
     paused, resume = threading.Event(), threading.Event()  # paused: stopped, or done
 
     def run() -> Any:
@@ -205,7 +209,7 @@ def _paused_call(fn: Callable[[], Any], k: int) -> tuple[Worker, threading.Event
                 return
             sys.setprofile(None)
             paused.set()
-            resume.wait(SUBSCRIBE_PAUSE_S)
+            _hold(resume, SUBSCRIBE_PAUSE_S, rival, locks_only=True)
 
         sys.setprofile(hook)
         try:
@@ -344,8 +348,10 @@ def _entering_with(frame: Any) -> bool:
     return 0 <= lasti < len(code) and code[lasti] == _BEFORE_WITH
 
 
-def _hold(resume: threading.Event, limit: float, rival: int | None) -> None:
-    """Wait for ``resume`` (at most ``limit``), ending early when ``rival`` is stuck in the subject."""
+def _hold(resume: threading.Event, limit: float, rival: int | None, *, locks_only: bool = False) -> None:
+    """Wait for ``resume`` (at most ``limit``), ending early when ``rival`` is stuck in the subject;
+    with ``locks_only``, only when it waits at a ``with`` block's entry (a lock held by the paused
+    thread), never for standing still elsewhere (a rival the scheduler left waiting, late)."""
     if rival is None:
         resume.wait(limit)
         return
@@ -359,7 +365,8 @@ def _hold(resume: threading.Event, limit: float, rival: int | None) -> None:
             continue
         seen = (id(frame), frame.f_lasti)
         still = still + 1 if seen == last else 0
-        if still >= (_RIVAL_LOCK_LOOKS if still and _entering_with(frame) else _RIVAL_STILL_LOOKS):
+        locked = bool(still) and _entering_with(frame)
+        if (locked and still >= _RIVAL_LOCK_LOOKS) or (not locks_only and still >= _RIVAL_STILL_LOOKS):
             return  # waiting for a lock the paused thread holds: holding on gains nothing
         last = seen
 
