@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 import pytest
@@ -191,3 +192,34 @@ def test_a_run_of_one_kind_imports_no_other_kinds_tests_nor_the_unused_reports(
     assert contexts == {"base", context}
     assert "rstck_plugins.reports.html_report.page" not in loaded
     assert "rstck.processes" not in loaded
+
+
+def test_a_run_leaves_the_collectors_thresholds_as_it_found_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test's young collection raises the last threshold while the kit's tests run (so it does
+    not bring full collections nearer); the user's code after the session gets the collector back."""
+    _no_kit_environment(monkeypatch)
+    pytester.makeconftest("""
+import gc, json
+
+def pytest_configure(config):
+    config._thresholds = [gc.get_threshold()]
+
+def pytest_runtest_teardown(item):
+    item.config._thresholds.append(gc.get_threshold())
+
+def pytest_unconfigure(config):
+    config._thresholds.append(gc.get_threshold())
+    with open("thresholds.json", "w") as fh:
+        json.dump(config._thresholds, fh)
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rs-subscriber=rstck.reference:sync_subscriber",
+                                           "--rs-no-fuzz")
+    assert result.ret == 0
+    with open(pytester.path / "thresholds.json") as fh:
+        seen = [tuple(t) for t in json.load(fh)]
+    first, during, last = seen[0], seen[1:-1], seen[-1]
+    if sys.version_info < (3, 14):
+        assert max(t[2] for t in during) > first[2]  # raised while the kit's tests ran
+    assert last == first

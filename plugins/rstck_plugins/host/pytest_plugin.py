@@ -931,6 +931,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         tr = config.pluginmanager.get_plugin("terminalreporter")
         rs_threads.release_leaked(config.stash.get(threads_key, set()),
                                   tr.write_line if tr is not None else print)
+    contexts = sys.modules.get("rstck._internal.contexts.base")
+    if contexts is not None:
+        contexts.YOUNG.restore()  # the collector's threshold as the session found it
     for name in ("rs-tck-results", "rs-tck-processes"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:

@@ -22,17 +22,19 @@ class YoungCollections:
     ten of them, once a quarter of the old objects is new), explicit ones included: one per test
     made a full collection, a walk of every object of the process (10-25 ms), every ten tests or
     so. Each of the kit's is offset by raising the collector's last threshold by one until the
-    next full collection, which resets that count and the offset with it, so full collections
-    keep the cadence the process's own allocations give them. The threshold changes only in the
-    collector's callback, where no other collection can interleave; one the user set meanwhile
-    is left as set. Python 3.14's incremental collector counts otherwise: there it only collects.
+    next full collection, which resets that count: the next of the kit's collections then takes
+    the offset back, so full collections keep the cadence the process's own allocations give
+    them. The full collections are told by the collector's statistics, not by a gc callback: a
+    callback runs Python code inside any collection, and on CPython 3.11 one inside
+    ``sys._current_frames()`` (a stack dump by another library) can hang the process
+    (python/cpython#106883). A threshold the user set meanwhile is left as set, and counted
+    from. Python 3.14's incremental collector counts otherwise: there it only collects.
     """
 
     def __init__(self) -> None:
         self.offset = 0  # the kit's collections since the last full one, added to the threshold
         self._set: int | None = None  # the last threshold set here, to tell one the user set
-        self._asking: set[int] = set()  # the threads inside ``collect``
-        self._installed = False
+        self._full = -1  # full collections counted when the offset was last raised
         self._lock = threading.Lock()
 
     def collect(self) -> None:
@@ -40,35 +42,36 @@ class YoungCollections:
         if sys.version_info >= (3, 14):
             gc.collect(1)
             return
-        if not self._installed:
-            with self._lock:
-                if not self._installed:
-                    gc.callbacks.append(self._callback)
-                    self._installed = True
-        me = threading.get_ident()
-        self._asking.add(me)
-        try:
-            gc.collect(1)  # does nothing while another thread collects: then nothing was counted
-        finally:
-            self._asking.discard(me)
+        with self._lock:
+            self._settle()
+            gc.collect(1)  # does nothing while another thread collects: an offset one too high
+            t0, t1, t2 = gc.get_threshold()  # (until the next full collection) is all that costs
+            self.offset += 1
+            self._set = t2 + 1
+            self._full = gc.get_stats()[2]["collections"]
+            gc.set_threshold(t0, t1, t2 + 1)
 
-    def _callback(self, phase: str, info: dict[str, int]) -> None:
-        if phase != "stop":
+    def restore(self) -> None:
+        """Take the offset back now: the kit's tests are over, the rest of the process is the user's."""
+        if sys.version_info >= (3, 14):
             return
-        generation = info["generation"]
-        if generation == 2:
+        with self._lock:
             if self.offset:
                 t0, t1, t2 = gc.get_threshold()
                 if t2 == self._set:
                     gc.set_threshold(t0, t1, max(t2 - self.offset, 0))
-                self.offset, self._set = 0, None
-        elif generation == 1 and threading.get_ident() in self._asking:
-            t0, t1, t2 = gc.get_threshold()
-            if self._set is not None and t2 != self._set:
-                self.offset = 0  # the user set a threshold since: theirs, plus this one
-            self.offset += 1
-            self._set = t2 + 1
-            gc.set_threshold(t0, t1, t2 + 1)
+            self.offset, self._set = 0, None
+
+    def _settle(self) -> None:
+        """Take the offset back once a full collection came, or forget it if the user set theirs."""
+        if not self.offset:
+            return
+        t0, t1, t2 = gc.get_threshold()
+        if t2 != self._set:
+            self.offset, self._set = 0, None  # the user set a threshold since: theirs is the base
+        elif gc.get_stats()[2]["collections"] != self._full:
+            gc.set_threshold(t0, t1, max(t2 - self.offset, 0))
+            self.offset, self._set = 0, None
 
 
 YOUNG = YoungCollections()
