@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import gc
+import subprocess
 import sys
+import textwrap
 import threading
-from collections.abc import Iterator
 
 import pytest
-from rstck._internal.contexts.base import YoungCollections
 from rstck._internal.environment import Environment
 from rstck.errors import RuleViolation
 from rstck.settings import Settings
@@ -68,85 +68,76 @@ def test_a_call_into_the_subject_is_marked_for_the_watchdog_where_the_environmen
     assert seen[-2:] == ["", None]  # another thread's call is not the verification's
 
 
-def _full_collections() -> int:
-    return int(gc.get_stats()[2]["collections"])
-
-
-@pytest.fixture
-def young() -> Iterator[YoungCollections]:
-    """A ``YoungCollections`` of its own, with the collector as it was restored after."""
-    collections = YoungCollections()
-    threshold, enabled = gc.get_threshold(), gc.isenabled()
-    gc.disable()  # no automatic collection may reset the count while the test reads it
-    try:
-        yield collections
-    finally:
-        gc.set_threshold(*threshold)
-        if enabled:
-            gc.enable()
+def _in_a_fresh_interpreter(body: str) -> None:
+    """Run ``body`` (asserts) where no other thread of this session's tests collects or sets the
+    collector's thresholds meanwhile: the collector is one per process."""
+    prelude = textwrap.dedent("""
+        import gc
+        from rstck._internal.contexts.base import YoungCollections
+        young = YoungCollections()
+        gc.disable()  # no automatic collection may reset the count while the body reads it
+    """)
+    done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(body) + "\nprint('ok')"],
+                          check=False, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "ok", done.stderr
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 14), reason="the incremental collector counts otherwise")
-def test_the_kits_young_collections_do_not_bring_a_full_one_nearer(young: YoungCollections) -> None:
+def test_the_kits_young_collections_do_not_bring_a_full_one_nearer() -> None:
     """Each test's collection of the young generations (``Context.finish``) raises the last
-    threshold by one, as CPython counted it towards a full collection; the next full collection
-    takes the offset back, and finalises what the young ones left as before."""
-    before = gc.get_threshold()
+    threshold by one, as CPython counted it towards a full collection; the kit's next one after a
+    full collection takes the offset back, and finalises what the young ones left as before."""
+    _in_a_fresh_interpreter("""
+        before = gc.get_threshold()
+        finalised = []
 
-    class Cycle:
-        def __init__(self) -> None:
-            self.me = self
+        class Cycle:
+            def __init__(self):
+                self.me = self
 
-        def __del__(self) -> None:
-            finalised.append(True)
+            def __del__(self):
+                finalised.append(True)
 
-    finalised: list[bool] = []
-    for _ in range(5):  # another thread of this process may make a full collection in between
-        full = _full_collections()
         Cycle()
         for _ in range(3):
             young.collect()
-        if _full_collections() == full:
-            break
-        young.restore()
-    assert finalised[-1:] == [True]  # the young garbage of the test that just ended
-    assert gc.get_threshold() == (before[0], before[1], before[2] + 3)
-    assert young.offset == 3
-    gc.collect()  # a full one: the next of the kit's takes the offset back, and counts itself
-    young.collect()
-    assert gc.get_threshold() == (before[0], before[1], before[2] + 1)
-    assert young.offset == 1
-    young.restore()  # the kit's tests are over
-    assert gc.get_threshold() == before
-    assert young.offset == 0
+        assert finalised == [True], finalised  # the young garbage of the test that just ended
+        assert gc.get_threshold() == (before[0], before[1], before[2] + 3), gc.get_threshold()
+        assert young.offset == 3
+        gc.collect()  # a full one: the next of the kit's takes the offset back, and counts itself
+        young.collect()
+        assert gc.get_threshold() == (before[0], before[1], before[2] + 1), gc.get_threshold()
+        assert young.offset == 1
+        young.restore()  # the kit's tests are over
+        assert gc.get_threshold() == before, gc.get_threshold()
+        assert young.offset == 0
+    """)
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 14), reason="the incremental collector counts otherwise")
-def test_the_kits_young_collections_run_no_python_code_inside_a_collection(young: YoungCollections) -> None:
+def test_the_kits_young_collections_run_no_python_code_inside_a_collection() -> None:
     """A gc callback would run inside any collection, also one inside ``sys._current_frames()``,
     which on CPython 3.11 can hang the process (python/cpython#106883)."""
-    callbacks = list(gc.callbacks)
-    young.collect()
-    gc.collect()
-    young.collect()
-    assert gc.callbacks == callbacks
+    _in_a_fresh_interpreter("""
+        callbacks = list(gc.callbacks)
+        young.collect()
+        gc.collect()
+        young.collect()
+        assert gc.callbacks == callbacks, gc.callbacks
+    """)
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 14), reason="the incremental collector counts otherwise")
-def test_a_threshold_the_user_sets_is_kept(young: YoungCollections) -> None:
-    t0, t1, _ = gc.get_threshold()
-    young.collect()
-    gc.set_threshold(t0, t1, 50)
-    gc.collect()
-    assert gc.get_threshold() == (t0, t1, 50)
-    for _ in range(5):  # another thread of this process may make a full collection in between
-        full = _full_collections()
+def test_a_threshold_the_user_sets_is_kept() -> None:
+    _in_a_fresh_interpreter("""
+        t0, t1, _ = gc.get_threshold()
+        young.collect()
+        gc.set_threshold(t0, t1, 50)
+        gc.collect()
+        assert gc.get_threshold() == (t0, t1, 50)
         young.collect()
         young.collect()
-        if _full_collections() == full:
-            break
+        assert gc.get_threshold() == (t0, t1, 52), gc.get_threshold()
         young.restore()
-    assert gc.get_threshold() == (t0, t1, 50 + young.offset)
-    assert young.offset == 2
-    young.restore()
-    assert gc.get_threshold() == (t0, t1, 50)
+        assert gc.get_threshold() == (t0, t1, 50), gc.get_threshold()
+    """)
