@@ -24,6 +24,40 @@ class NullSubscription:
 
 
 
+class HoldingSubscriber:
+    """A subscriber that keeps its subscription and does nothing with what it is sent."""
+
+    subscription: Any = None
+
+    def on_subscribe(self, s: Any) -> None:
+        self.subscription = s
+
+    def on_next(self, element: Any) -> None:
+        pass
+
+    def on_error(self, error: BaseException) -> None:
+        pass
+
+    def on_complete(self) -> None:
+        pass
+
+
+def zero_sleeps(monkeypatch: Any) -> list[str]:
+    """From now on, the names of the threads that make a 0 s ``time.sleep`` (a yield of the turn)."""
+    import time
+
+    sleeps: list[str] = []
+    sleep = time.sleep
+
+    def counting(seconds: float) -> None:
+        if seconds == 0:
+            sleeps.append(threading.current_thread().name)
+        sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", counting)
+    return sleeps
+
+
 def rules_flagged(env: Environment) -> list[str | None]:
     return [p.error.rule.id if isinstance(p.error, RuleViolation) and p.error.rule else None for p in env.problems]
 

@@ -21,6 +21,9 @@ from rstck.settings import Settings
 from rstck.subjects import SubscriberSubject
 from rstck.verifications import VERIFICATIONS
 
+from .support import HoldingSubscriber
+from .support import zero_sleeps
+
 #: Every kind of step, sends from another thread among them.
 SCENARIO = (20, (("send", 3, "here"), ("send", 2, "thread"), ("inline", True), ("run",),
                  ("send", 4, "thread"), ("inline", False), ("send", 5, "here"), ("complete",)))
@@ -172,34 +175,11 @@ def test_a_request_from_the_subscribers_own_thread_yields_though_no_other_thread
     """The kit's thread delivering a signal may enter the subscription meanwhile (rule 2.7)."""
     from rstck._internal.fuzz.subscriber_side import _Upstream
 
-    sleeps: list[str] = []
-    sleep = time.sleep
-
-    def counting(seconds: float) -> None:
-        if seconds == 0:
-            sleeps.append(threading.current_thread().name)
-        sleep(seconds)
-
-    class Holder:
-        subscription: Any = None
-
-        def on_subscribe(self, s: Any) -> None:
-            self.subscription = s
-
-        def on_next(self, element: Any) -> None:
-            pass
-
-        def on_error(self, error: BaseException) -> None:
-            pass
-
-        def on_complete(self) -> None:
-            pass
-
     with Environment(Settings(timeout=1.0, no_signal_window=0.05)) as env:
         upstream = _Upstream(env, name="upstream", end=None)
-        holder = Holder()
+        holder = HoldingSubscriber()
         upstream.attach(holder)
-        monkeypatch.setattr(time, "sleep", counting)
+        sleeps = zero_sleeps(monkeypatch)
         worker = threading.Thread(target=holder.subscription.request, args=(1,), name="subscriber-worker")
         with reach.waiting_for_results():
             worker.start()

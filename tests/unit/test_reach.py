@@ -15,6 +15,9 @@ from rstck._internal.reach import nothing_else_runs
 from rstck._internal.reach import only_the_kit_runs
 from rstck._internal.reach import waiting_for_results
 
+from .support import HoldingSubscriber
+from .support import zero_sleeps
+
 
 @pytest.fixture(autouse=True)
 def only_this_tests_threads(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,38 +185,15 @@ def test_the_upstreams_requests_yield_only_when_another_thread_could_race_in(
     from rstck.manual import ManualPublisher
     from rstck.settings import Settings
 
-    sleeps: list[str] = []
-    sleep = time.sleep
-
-    def counting(seconds: float) -> None:
-        if seconds == 0:
-            sleeps.append(threading.current_thread().name)
-        sleep(seconds)
-
-    class Holder:
-        subscription: Any = None
-
-        def on_subscribe(self, s: Any) -> None:
-            self.subscription = s
-
-        def on_next(self, element: Any) -> None:
-            pass
-
-        def on_error(self, error: BaseException) -> None:
-            pass
-
-        def on_complete(self) -> None:
-            pass
-
     seen: list[list[str]] = []
     with Environment(Settings(timeout=1.0, no_signal_window=0.05)) as env:
         upstream = ManualPublisher(env)
-        holder = Holder()
+        holder = HoldingSubscriber()
 
         def test_body() -> None:  # one thread throughout, as a test's body
             env.body_ident = threading.get_ident()
             upstream.subscribe(holder)
-            monkeypatch.setattr(time, "sleep", counting)
+            sleeps = zero_sleeps(monkeypatch)
             holder.subscription.request(1)
             seen.append(list(sleeps))
             with thread("subscriber-worker"):
