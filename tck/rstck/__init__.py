@@ -47,7 +47,8 @@ private: it may change in any release, and nothing outside the core imports it.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from typing import Any
+
+from ._internal.lazy import lazy_names
 
 if TYPE_CHECKING:
     from .api import MAX_DEMAND
@@ -103,15 +104,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rstck' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), {name: f".{module}" for name, module in _LAZY.items()})
 
 
 __all__ = [

@@ -10,9 +10,9 @@ subject (a verification module importing its own context from here) loads no oth
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
-from typing import Any
+
+from ._internal.lazy import lazy_names
 
 if TYPE_CHECKING:
     from ._internal.contexts.base import Context
@@ -39,13 +39,7 @@ _MODULES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"._internal.contexts.{module}", __package__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), {name: f"._internal.contexts.{module}" for name, module in _MODULES.items()})
 
 
 __all__ = [

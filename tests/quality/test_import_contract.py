@@ -31,7 +31,7 @@ PACKAGES = {"tck/rstck": "rstck", "plugins/rstck_plugins": "rstck_plugins"}
 #: The layers of ``rstck``, bottom first. A name covers the module and, with ``.*``, a package's
 #: modules. docs/architecture.md walks the same tower.
 RSTCK_LAYERS: list[tuple[str, list[str]]] = [
-    ("vocabulary", ["rstck._internal", "rstck.api", "rstck.results", "rstck._internal.rule_text",
+    ("vocabulary", ["rstck._internal", "rstck._internal.lazy", "rstck.api", "rstck.results", "rstck._internal.rule_text",
                     "rstck.rules", "rstck._internal.trace", "rstck._internal.worker",
                     "rstck._internal.reach", "rstck._internal.clock"]),
     ("tables", ["rstck.editions", "rstck._internal.matrix", "rstck._internal.parity", "rstck.settings",

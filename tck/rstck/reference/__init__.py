@@ -7,9 +7,9 @@ subscribers and processors.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
-from typing import Any
+
+from .._internal.lazy import lazy_names
 
 if TYPE_CHECKING:
     from .asyncio_publishers import LoopRangePublisher
@@ -55,13 +55,7 @@ _MODULES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), {name: f".{module}" for name, module in _MODULES.items()})
 
 
 def __dir__() -> list[str]:
