@@ -372,7 +372,8 @@ def test_what_a_subject_prints_and_logs_in_a_worker_reaches_its_tests_report(pyt
     assert failing.ret == 1
     failing.stdout.fnmatch_lines(["rs-tck: 2 subjects in 2 worker processes"])
     failed_sections = _sections(failing)
-    assert failed_sections[:2] == ["-" * 29 + " Captured stdout call " + "-" * 29, "noisy made 0"]
+    assert failed_sections[0] == "-" * 29 + " Captured stdout call " + "-" * 29
+    assert "noisy made 0" in failed_sections  # its own print, though a test beside it took its turn
     assert any(re.match(r"WARNING +mylib:test_noisy.py:\d+ noisy warns at 0", line) for line in failed_sections)
     assert not any("chatty" in line for line in failed_sections)
     passing.stdout.fnmatch_lines(["rs-tck: 2 subjects in 2 worker processes"])

@@ -210,10 +210,13 @@ def _run_share(state: Mapping[str, Any], recipes: list[Recipe], out: IO[bytes], 
         if not traces and passed:
             data["trace"] = []  # nothing reads it there; its length stays in trace_total
         message = {"op": "result", "key": key, "test": test, "result": data}
-        # by the section pytest would name it under (``Captured stdout call``)
-        captured = {name: stream.take() for name, stream in state["kept"].items()}
-        if (output or not passed) and any(captured.values()):
-            message["captured"] = captured
+        # by the section pytest would name it under (``Captured stdout call``). Tests overlap, so
+        # a test's prints may come before its neighbour's result: what is not sent stays for the
+        # next result that is (a failure then shows all that was printed since the last one sent).
+        if output or not passed:
+            captured = {name: stream.take() for name, stream in state["kept"].items()}
+            if any(captured.values()):
+                message["captured"] = captured
         write_message(out, lock, message)
 
 
