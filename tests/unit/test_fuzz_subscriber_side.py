@@ -29,13 +29,8 @@ SCENARIO = (20, (("send", 3, "here"), ("send", 2, "thread"), ("inline", True), (
                  ("send", 4, "thread"), ("inline", False), ("send", 5, "here"), ("complete",)))
 
 
-@pytest.fixture(autouse=True)
-def only_this_tests_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Threads the host runs (xdist's, say) are not this test's: only those started here count.
-    Told apart as objects, not by ident: a thread started here may get the ident of one that ended."""
-    me = threading.current_thread()
-    before = {t for t in threading.enumerate() if t is not me}
-    monkeypatch.setattr(reach, "_threads", lambda: [t for t in threading.enumerate() if t not in before])
+#: Threads the host runs (xdist's, say) are not these tests': only those a test starts count.
+pytestmark = pytest.mark.usefixtures("only_this_tests_threads")
 
 
 class CountingSlot:

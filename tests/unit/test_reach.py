@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from rstck._internal import reach
 from rstck._internal.reach import nothing_else_runs
 from rstck._internal.reach import only_the_kit_runs
 from rstck._internal.reach import waiting_for_results
@@ -18,14 +17,8 @@ from rstck._internal.reach import waiting_for_results
 from .support import HoldingSubscriber
 from .support import zero_sleeps
 
-
-@pytest.fixture(autouse=True)
-def only_this_tests_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Threads the host runs (xdist's, say) are not this test's: only those started here count.
-    Told apart as objects, not by ident: a thread started here may get the ident of one that ended."""
-    me = threading.current_thread()
-    before = {t for t in threading.enumerate() if t is not me}
-    monkeypatch.setattr(reach, "_threads", lambda: [t for t in threading.enumerate() if t not in before])
+#: Threads the host runs (xdist's, say) are not these tests': only those a test starts count.
+pytestmark = pytest.mark.usefixtures("only_this_tests_threads")
 
 
 @contextmanager
