@@ -557,14 +557,14 @@ class PublisherScenario:
         signal is over in well under a millisecond, and a whole window a poll cost a
         processor's search 0.1 s.
         """
-        deadline = time.monotonic() + self.blocked_s
         subs = self.subs
+        if not any(sub.busy or sub.probe._sections for sub in subs):
+            return False
+        deadline = time.monotonic() + self.blocked_s
 
         def idle() -> bool:
             return not any(sub.busy or sub.probe._sections for sub in subs)
 
-        if idle():
-            return False
         self.env.awaiting = idle  # a signal of these probes need not yield meanwhile (``racing``)
         try:
             while not idle() and time.monotonic() < deadline:
