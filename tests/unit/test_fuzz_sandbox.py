@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Callable
 from collections.abc import Iterator
 from typing import Any
@@ -112,3 +113,34 @@ def test_a_probe_signalled_on_a_kit_thread_yields_only_while_it_is_racing(
     on_kit_thread(lambda: probe.on_next(5))  # the fifth: what the wait waits for holds
     assert sleeps == ["rs-tck:upstream-feeder"]
     assert probe.received == 5
+
+
+def test_a_timed_sleep_of_the_verifications_thread_is_raced_only_once_it_may_be_over(
+        scenario_env: ScenarioEnvironment) -> None:
+    """A scenario's window sleeps: a signal meanwhile need not yield until the sleep may end,
+    when the thread may make its next call (the interleaving the window is for)."""
+    from rstck._internal.fuzz.publisher_side import PublisherScenario
+
+    run = PublisherScenario(None, scenario_env, (1, (), (), ()), lambda n: None)
+    looks: list[tuple[float, bool]] = []
+
+    def look() -> None:
+        deadline = time.monotonic() + 5
+        while scenario_env.awaiting is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        looks.append((time.monotonic(), scenario_env.racing()))
+        while scenario_env.awaiting is not None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        looks.append((time.monotonic(), scenario_env.racing()))
+
+    thread = threading.Thread(target=look, name="rs-tck:upstream-feeder")
+    with reach.waiting_for_results():
+        thread.start()
+        start = time.monotonic()
+        run._sleep(0.5)
+        thread.join(5)
+    (during, racing_during), (after, racing_after) = looks
+    assert during < start + 0.5  # (a thread started this late would be a machine stopped for half a second)
+    assert not racing_during
+    assert after >= start + 0.5
+    assert racing_after

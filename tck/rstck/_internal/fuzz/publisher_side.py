@@ -318,17 +318,28 @@ class PublisherScenario:
         window = self.window if window is None else window
         if window < KEEP_TURN_S:
             seen = self.env.outer.progress
-            time.sleep(window)
+            self._sleep(window)
             if self.env.outer.progress == seen:
                 return True
         with self.env.aside():
             while True:
                 seen = self.env.outer.progress
-                time.sleep(window)
+                self._sleep(window)
                 if self.env.outer.progress == seen:
                     return True
                 if time.monotonic() >= deadline:
                     return False
+
+    def _sleep(self, seconds: float) -> None:
+        """``time.sleep``, saying until when (``racing``): a signal yields only once the sleep may
+        be over, when this thread may go on to its next call (the interleaving a window makes)."""
+        env = self.env
+        until = time.monotonic() + seconds  # (the sleep, begun later, ends later)
+        env.awaiting = lambda: time.monotonic() >= until
+        try:
+            time.sleep(seconds)
+        finally:
+            env.awaiting = None
 
     def _flush(self) -> None:
         for sub in self.subs:
