@@ -30,7 +30,8 @@ class ScenarioEnvironment(Environment):
         self.rule = outer.rule
         self.body_ident = outer.body_ident
         #: What the verification's thread waits for, blocked, right now (``racing``): until it
-        #: holds, that thread makes no call. None: it is not so waiting.
+        #: holds, that thread makes no call (a signal it waits for, the end of a timed sleep).
+        #: None: it is not so waiting.
         self.awaiting: Callable[[], bool] | None = None
         #: The threads running a call handed over by ``call_on_thread`` right now.
         self.handed: list[int] = []
@@ -40,7 +41,8 @@ class ScenarioEnvironment(Environment):
         subject meanwhile. That is so while the verification's thread waits, blocked, for
         what has not happened yet (``awaiting``), no call handed over runs but the signalling
         thread's own, and only the kit runs (no thread of the subject's, no event loop): a
-        processor's feeder delivering while the search waits for what is owed. The yield
+        processor's feeder delivering while the search waits for what is owed, or sleeps out a
+        window that is not over yet. The yield
         would only hand the interpreter to a thread that looks and waits again (a thread
         switch on both sides, about a fifth of a processor's search). A signal that ends the
         wait (its condition holds once it is counted) still yields: the woken thread may call.
