@@ -144,3 +144,25 @@ def test_a_timed_sleep_of_the_verifications_thread_is_raced_only_once_it_may_be_
     assert not racing_during
     assert after >= start + 0.5
     assert racing_after
+
+
+def test_in_a_screened_batch_a_signal_of_a_scenario_the_verifications_thread_is_not_at_does_not_yield(
+        scenario_env: ScenarioEnvironment) -> None:
+    """The thread calls one scenario's subject at a time: another scenario's signal has no call
+    of that thread to meet, whatever the thread does (here: nothing known, so a race for the
+    scenario it is at)."""
+    from rstck._internal.fuzz.publisher_side import _FailingProbe
+
+    at, other = object(), object()
+    probe = _FailingProbe(scenario_env, "probe")
+    probe.scenario = other
+    mine = _FailingProbe(scenario_env, "mine")
+    mine.scenario = at
+    assert on_kit_thread(lambda: scenario_env.racing(probe))  # no batch: any scenario
+    scenario_env.focus = at
+    assert not on_kit_thread(lambda: scenario_env.racing(probe))
+    assert on_kit_thread(lambda: scenario_env.racing(mine))
+    scenario_env.handed.append(-1)  # a call handed to another thread runs: it may be anyone's
+    assert on_kit_thread(lambda: scenario_env.racing(probe))
+    scenario_env.handed.clear()
+    assert on_kit_thread(lambda: scenario_env.racing(probe), name="subject-worker")

@@ -190,8 +190,8 @@ class Environment:
         since = self._turn_since
         return self._turn_waited + (time.monotonic() - since if since is not None else 0.0)
 
-    def racing(self) -> bool:
-        """Whether a probe's signal on a thread that may be raced (see ``ProbeSignals._racy``)
+    def racing(self, probe: object = None) -> bool:
+        """Whether ``probe``'s signal on a thread that may be raced (see ``ProbeSignals._racy``)
         should yield for a moment, so that a second thread entering the subscriber shows: here
         always; a fuzz scenario, which knows what its threads wait for, says when none could.
         """

@@ -85,6 +85,8 @@ class _FailingProbe(ProbeSubscriber):
     """The scenario's probe: ``on_error`` raises once ``fail_on_error`` is set (rule 2.13)."""
 
     fail_on_error = False
+    #: The scenario it belongs to (``ScenarioEnvironment.racing``).
+    scenario: Any = None
 
     def _wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """The probe's wait; the verification's thread says what it waits for (``racing``)."""
@@ -150,6 +152,7 @@ class _Subscriber:
         self.subscribing.acquire()
         self.probe = _FailingProbe(run.env, self.name, on_subscribe=self._on_subscribe,
                                    on_next=self._on_next, storm_limit=4 * TAKE_LIMIT)
+        self.probe.scenario = run
 
     # hooks, on the publisher's thread
 
@@ -785,7 +788,7 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
     try:
         for scenario in scenarios:
             env.trace = _Tail(env.settings.trace_keep)
-            run = PublisherScenario(ctx, env, scenario, reference)
+            run = env.focus = PublisherScenario(ctx, env, scenario, reference)  # (``racing``)
             run.noting = False
             running(scenario)
             if run.run_steps() is not None:
@@ -794,12 +797,14 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
             traces.append(env.trace)
         for index, (run, trace) in enumerate(zip(runs, traces, strict=True)):  # deliveries overlap meanwhile
             env.trace = trace
+            env.focus = run
             running(run.scenario)
             run.await_owed()
             if env.problems:
                 return Screened()  # a failure: the caller finds it alone, without waiting out the rest
             if not run.served():
                 return Screened(index)
+        env.focus = None
         for run in runs:
             run._idle()
             run._flush()
@@ -815,6 +820,8 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
         return True
     except (RuleViolation, NotVerified, ProbeAbort):
         return Screened()
+    finally:
+        env.focus = None
 
 
 def _owed_or_raised(sub: _Subscriber, n: int) -> Callable[[], bool]:

@@ -35,8 +35,11 @@ class ScenarioEnvironment(Environment):
         self.awaiting: Callable[[], bool] | None = None
         #: The threads running a call handed over by ``call_on_thread`` right now.
         self.handed: list[int] = []
+        #: In a screened batch, the scenario whose subject the verification's thread calls
+        #: now, or will call next; a probe names its scenario (``scenario``). None: any.
+        self.focus: object = None
 
-    def racing(self) -> bool:
+    def racing(self, probe: object = None) -> bool:
         """Whether a probe's signal should yield: not while no other thread could enter the
         subject meanwhile. That is so while the verification's thread waits, blocked, for
         what has not happened yet (``awaiting``), no call handed over runs but the signalling
@@ -46,10 +49,18 @@ class ScenarioEnvironment(Environment):
         would only hand the interpreter to a thread that looks and waits again (a thread
         switch on both sides, about a fifth of a processor's search). A signal that ends the
         wait (its condition holds once it is counted) still yields: the woken thread may call.
+
+        In a screened batch, the verification's thread calls one scenario's subject at a time
+        (``focus``), and the next only once that one's probes are inside no signal (``_idle``):
+        a signal of another scenario's probe has no call of that thread to meet meanwhile,
+        whatever it waits for. (Scenarios of a batch meeting each other prove nothing: a batch
+        that fails runs its scenarios again one by one, and only those are judged.)
         """
-        awaiting = self.awaiting
-        if awaiting is None or awaiting():
-            return True
+        focus = self.focus
+        if focus is None or getattr(probe, "scenario", focus) is focus:
+            awaiting = self.awaiting
+            if awaiting is None or awaiting():
+                return True
         handed = self.handed
         if handed and (len(handed) > 1 or handed[0] != threading.get_ident()):
             return True
