@@ -190,6 +190,13 @@ class Environment:
         since = self._turn_since
         return self._turn_waited + (time.monotonic() - since if since is not None else 0.0)
 
+    def racing(self, probe: object = None) -> bool:
+        """Whether ``probe``'s signal on a thread that may be raced (see ``ProbeSignals._racy``)
+        should yield for a moment, so that a second thread entering the subscriber shows: here
+        always; a fuzz scenario, which knows what its threads wait for, says when none could.
+        """
+        return True
+
     def bump(self) -> None:
         """Note that a signal arrived: the subject is alive even if a call has not returned."""
         self._progress += 1  # a racy increment is fine: the watchdog only looks for change

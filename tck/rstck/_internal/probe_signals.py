@@ -371,7 +371,7 @@ class ProbeSignals:
                 self._flag(problems or [], overlap, seq)
             if flood > self.storm_limit or after_cancel:
                 self._beyond(flood, after_cancel, seq)
-            if self._racy:
+            if self._racy and env.racing(self):
                 time.sleep(self._pause_s)
             hook = self._on_next_hook
             if hook is not None:
@@ -630,7 +630,7 @@ class ProbeSignals:
                 self._methods.pop(me, None)
 
     def _pause(self) -> None:
-        if self._racy:
+        if self._racy and self.env.racing(self):
             time.sleep(self._pause_s)
 
     # -- waiting: each wait is woken once, when what it waits for holds ------------------------

@@ -85,6 +85,33 @@ class _FailingProbe(ProbeSubscriber):
     """The scenario's probe: ``on_error`` raises once ``fail_on_error`` is set (rule 2.13)."""
 
     fail_on_error = False
+    #: The scenario it belongs to (``ScenarioEnvironment.racing``).
+    scenario: Any = None
+
+    def _wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """The probe's wait; the verification's thread says what it waits for (``racing``)."""
+        env = self.env
+        if not isinstance(env, ScenarioEnvironment) or threading.get_ident() != env.body_ident \
+                or env.awaiting is not None:
+            return super()._wait(predicate, timeout)
+        env.awaiting = predicate
+        try:
+            return super()._wait(predicate, timeout)
+        finally:
+            env.awaiting = None
+
+    def wait_progress(self, predicate: Callable[[], bool], timeout: float, *, limit: float | None = None) -> bool:
+        """The probe's wait, woken by every signal to start its timeout again, but going on only
+        once ``predicate`` holds: until then the verification's thread makes no call (``racing``)."""
+        env = self.env
+        if not isinstance(env, ScenarioEnvironment) or threading.get_ident() != env.body_ident \
+                or env.awaiting is not None:
+            return super().wait_progress(predicate, timeout, limit=limit)
+        env.awaiting = predicate
+        try:
+            return super().wait_progress(predicate, timeout, limit=limit)
+        finally:
+            env.awaiting = None
 
     def on_error(self, exc: BaseException) -> None:
         super().on_error(exc)
@@ -125,6 +152,7 @@ class _Subscriber:
         self.subscribing.acquire()
         self.probe = _FailingProbe(run.env, self.name, on_subscribe=self._on_subscribe,
                                    on_next=self._on_next, storm_limit=4 * TAKE_LIMIT)
+        self.probe.scenario = run
 
     # hooks, on the publisher's thread
 
@@ -293,17 +321,28 @@ class PublisherScenario:
         window = self.window if window is None else window
         if window < KEEP_TURN_S:
             seen = self.env.outer.progress
-            time.sleep(window)
+            self._sleep(window)
             if self.env.outer.progress == seen:
                 return True
         with self.env.aside():
             while True:
                 seen = self.env.outer.progress
-                time.sleep(window)
+                self._sleep(window)
                 if self.env.outer.progress == seen:
                     return True
                 if time.monotonic() >= deadline:
                     return False
+
+    def _sleep(self, seconds: float) -> None:
+        """``time.sleep``, saying until when (``racing``): a signal yields only once the sleep may
+        be over, when this thread may go on to its next call (the interleaving a window makes)."""
+        env = self.env
+        until = time.monotonic() + seconds  # (the sleep, begun later, ends later)
+        env.awaiting = lambda: time.monotonic() >= until
+        try:
+            time.sleep(seconds)
+        finally:
+            env.awaiting = None
 
     def _flush(self) -> None:
         for sub in self.subs:
@@ -532,12 +571,21 @@ class PublisherScenario:
         signal is over in well under a millisecond, and a whole window a poll cost a
         processor's search 0.1 s.
         """
+        subs = self.subs
+        if not any(sub.busy or sub.probe._sections for sub in subs):
+            return False
         deadline = time.monotonic() + self.blocked_s
-        waited = False
-        while any(sub.busy or sub.probe._sections for sub in self.subs) and time.monotonic() < deadline:
-            waited = True
-            time.sleep(self.window / 8)
-        return waited
+
+        def idle() -> bool:
+            return not any(sub.busy or sub.probe._sections for sub in subs)
+
+        self.env.awaiting = idle  # a signal of these probes need not yield meanwhile (``racing``)
+        try:
+            while not idle() and time.monotonic() < deadline:
+                time.sleep(self.window / 8)
+        finally:
+            self.env.awaiting = None
+        return True
 
     def _judge(self, quiet: dict[str, bool]) -> list[RuleViolation]:
         n = self.scenario[0]
@@ -740,7 +788,7 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
     try:
         for scenario in scenarios:
             env.trace = _Tail(env.settings.trace_keep)
-            run = PublisherScenario(ctx, env, scenario, reference)
+            run = env.focus = PublisherScenario(ctx, env, scenario, reference)  # (``racing``)
             run.noting = False
             running(scenario)
             if run.run_steps() is not None:
@@ -749,12 +797,14 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
             traces.append(env.trace)
         for index, (run, trace) in enumerate(zip(runs, traces, strict=True)):  # deliveries overlap meanwhile
             env.trace = trace
+            env.focus = run
             running(run.scenario)
             run.await_owed()
             if env.problems:
                 return Screened()  # a failure: the caller finds it alone, without waiting out the rest
             if not run.served():
                 return Screened(index)
+        env.focus = None
         for run in runs:
             run._idle()
             run._flush()
@@ -770,6 +820,8 @@ def screen(ctx: Any, env: ScenarioEnvironment, scenarios: list[Scenario],
         return True
     except (RuleViolation, NotVerified, ProbeAbort):
         return Screened()
+    finally:
+        env.focus = None
 
 
 def _owed_or_raised(sub: _Subscriber, n: int) -> Callable[[], bool]:

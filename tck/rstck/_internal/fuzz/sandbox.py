@@ -4,6 +4,7 @@ The search runs dozens of scenarios inside one verification; each must be judged
 alone did, so each gets a fresh ``Environment``. Calls into the subject still go through the
 verification's dispatch (its event loop under ``--rs-loop=asyncio``) and stay visible to the
 verification's watchdog, so a subject that blocks costs this verification, not the session.
+The environment knows when no thread but a signalling one could enter the subject (``racing``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..environment import Environment
+from ..reach import only_the_kit_runs
 from ..worker import spawn
 
 
@@ -27,6 +29,42 @@ class ScenarioEnvironment(Environment):
         self.dispatch = outer.dispatch
         self.rule = outer.rule
         self.body_ident = outer.body_ident
+        #: What the verification's thread waits for, blocked, right now (``racing``): until it
+        #: holds, that thread makes no call (a signal it waits for, the end of a timed sleep).
+        #: None: it is not so waiting.
+        self.awaiting: Callable[[], bool] | None = None
+        #: The threads running a call handed over by ``call_on_thread`` right now.
+        self.handed: list[int] = []
+        #: In a screened batch, the scenario whose subject the verification's thread calls
+        #: now, or will call next; a probe names its scenario (``scenario``). None: any.
+        self.focus: object = None
+
+    def racing(self, probe: object = None) -> bool:
+        """Whether a probe's signal should yield: not while no other thread could enter the
+        subject meanwhile. That is so while the verification's thread waits, blocked, for
+        what has not happened yet (``awaiting``), no call handed over runs but the signalling
+        thread's own, and only the kit runs (no thread of the subject's, no event loop): a
+        processor's feeder delivering while the search waits for what is owed, or sleeps out a
+        window that is not over yet. The yield
+        would only hand the interpreter to a thread that looks and waits again (a thread
+        switch on both sides, about a fifth of a processor's search). A signal that ends the
+        wait (its condition holds once it is counted) still yields: the woken thread may call.
+
+        In a screened batch, the verification's thread calls one scenario's subject at a time
+        (``focus``), and the next only once that one's probes are inside no signal (``_idle``):
+        a signal of another scenario's probe has no call of that thread to meet meanwhile,
+        whatever it waits for. (Scenarios of a batch meeting each other prove nothing: a batch
+        that fails runs its scenarios again one by one, and only those are judged.)
+        """
+        focus = self.focus
+        if focus is None or getattr(probe, "scenario", focus) is focus:
+            awaiting = self.awaiting
+            if awaiting is None or awaiting():
+                return True
+        handed = self.handed
+        if handed and (len(handed) > 1 or handed[0] != threading.get_ident()):
+            return True
+        return self.settings.loop == "asyncio" or not only_the_kit_runs()
 
     def bump(self) -> None:
         self.outer.bump()
@@ -110,15 +148,20 @@ def call_on_thread(env: Environment, label: str, fn: Callable[[], Any], timeout:
     """Run ``fn`` on a kit thread of its own and wait for it; False if it did not return in time.
 
     A plain lock, held until ``fn`` returns, is the gate (an ``Event`` costs a ``Condition``
-    on both sides: a search hands off hundreds of calls).
+    on both sides: a search hands off hundreds of calls). In a scenario's environment the
+    thread is listed in ``handed`` while ``fn`` runs (``racing``).
     """
     done = threading.Lock()
     done.acquire()
+    handed = env.handed if isinstance(env, ScenarioEnvironment) else []
 
     def run() -> None:
+        me = threading.get_ident()
+        handed.append(me)
         try:
             fn()
         finally:
+            handed.remove(me)
             done.release()
 
     with env.calling(label):
