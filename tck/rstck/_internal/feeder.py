@@ -28,9 +28,15 @@ from .worker import spawn
 
 
 class CountingUpstream:
-    """A publisher of ``count`` elements for one subscriber, counting instead of checking."""
+    """A publisher of ``count`` elements for one subscriber, counting instead of checking.
 
-    def __init__(self, env: Environment, name: str, count: int, element: Callable[[int], Any]) -> None:
+    ``element`` makes element ``i``; None: ``i`` itself (no call an element).
+    """
+
+    __slots__ = ("_cond", "_subscriber", "cancelled", "closed", "count", "demand", "element", "env",
+                 "illegal", "name", "requests", "sent")
+
+    def __init__(self, env: Environment, name: str, count: int, element: Callable[[int], Any] | None) -> None:
         self.env = env
         self.name = name
         self.count = count
@@ -126,9 +132,9 @@ class CountingUpstream:
                     break
                 try:
                     if direct:
-                        on_next(element(index))
+                        on_next(index if element is None else element(index))
                     else:
-                        dispatch(on_next, element(index))
+                        dispatch(on_next, index if element is None else element(index))
                 except Exception as exc:
                     self._raised("on_next", exc)
                     return
