@@ -58,7 +58,9 @@ class ProbeSubscriber(ProbeSignals):
             subscription = self._require_subscription("request")
         if self.subscribing is not None:
             self._after_on_subscribe("request", n)
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # (not ``with``: see ``on_next``)
+        try:
             owner = self._fast_owner
             if owner is not None and owner != get_ident():
                 self._fast_end()
@@ -75,6 +77,8 @@ class ProbeSubscriber(ProbeSignals):
                 # which the test judges; it is not an element nobody asked for (1.1).
                 self.requested_after_cancel = True
             demand = self.demand
+        finally:
+            lock.release()
         shown = str(n)
         self.call_seq = self.env.trace.log(self.name, "request", shown, demand)
         shown = f"request({shown})"

@@ -71,17 +71,25 @@ class CountingUpstream:
 
     def request(self, n: int) -> None:
         cond = self._cond
-        with cond:
+        # Not ``with cond``: its __enter__ and __exit__ are Python calls; acquire and release
+        # are the lock's own (a relayed element costs one request).
+        cond.acquire()
+        try:
             if self.cancelled or self.closed:
                 return  # rule 3.6
             if type(n) is int and n > 0:
                 self.requests += 1
-                self.demand = min(MAX_DEMAND, self.demand + n)
+                if self.demand < MAX_DEMAND - n:  # min(MAX_DEMAND, demand + n), without a call
+                    self.demand += n
+                else:
+                    self.demand = MAX_DEMAND
             elif self.illegal is None:
                 self.illegal = short_repr(n)
             if cond._waiters:  # type: ignore[attr-defined]  # (no Python call when none)
                 cond.notify_all()
-        self.env._progress += 1  # env.bump(), inlined: a relayed element costs one request
+        finally:
+            cond.release()
+        self.env._progress += 1  # env.bump(), inlined
 
     def cancel(self) -> None:
         with self._cond:
