@@ -122,8 +122,9 @@ class CountingUpstream:
                 or self.sent >= count
 
         while True:
-            with cond:
-                if not ready() and not cond.wait_for(ready, limit):
+            cond.acquire()  # (not ``with``, as in ``request``: once a run, a run may be one element)
+            try:
+                if self.demand <= 0 and not ready() and not cond.wait_for(ready, limit):
                     return
                 if self.cancelled or self.closed:
                     return
@@ -134,6 +135,8 @@ class CountingUpstream:
                 self.sent = first + run
                 if self.demand < MAX_DEMAND:
                     self.demand -= run
+            finally:
+                cond.release()
             for index in range(first, first + run):
                 if self.cancelled or self.closed or self.illegal is not None:
                     self.sent = index  # (a run cut short: the rest was not sent)
