@@ -754,10 +754,11 @@ class ManualPublisher:
 
     def _next(self, sub: ManualSubscription, rule: str | None) -> Any:
         """Deliver the next element; ``_UNSET`` (nothing sent) once an illegal request is answered."""
-        with self._mutex:
-            if self._answering(sub):
+        with self._mutex:  # (``_answering`` and ``_claim`` written out: once an element)
+            if sub in self._answers or sub in self._answered:
                 return _UNSET
-            self._claim(sub)
+            if self.answers_illegal:
+                self._emitting[sub] = self._emitting.get(sub, 0) + 1
             index = sub.sent
             before = sub.demand
             sub.sent += 1
@@ -767,7 +768,7 @@ class ManualPublisher:
             if self._cond._waiters:  # type: ignore[attr-defined]  # wait_sent, the feeder
                 self._cond.notify_all()
         try:
-            element = self.element(index)
+            element = index if self.element is _identity else self.element(index)
         except Exception as exc:
             raise SetupError(
                 f"the element hook raised {type(exc).__name__}: {short_repr(exc, 200)} for index {index}"
@@ -825,7 +826,7 @@ class ManualPublisher:
                 # (a slow pool's): its first request may come for it, after this end. One that
                 # has called and then went quiet stays idle: a credit timer is caught at once.
                 sub.idle = False
-        self.env.bump()
+        self.env._progress += 1  # env.bump(), inlined
 
         call: Callable[..., Any] = fn
         if terminal:
@@ -889,7 +890,7 @@ class ManualPublisher:
             return
         with self._mutex:
             left = self._emitting[sub] = self._emitting[sub] - 1
-            answer = self._take_answer(sub) if left == 0 else None
+            answer = self._take_answer(sub) if left == 0 and self._answers else None
         if answer is not None:
             self._end(sub, "on_error", answer, None, sub.demand)
 
@@ -948,7 +949,7 @@ class ManualPublisher:
         while True:
             with self._mutex:
                 # Demand already there (the usual case in a long stream): no wait to set up.
-                if not ready() and not self._cond.wait_for(ready, limit):
+                if sub.demand <= 0 and not ready() and not self._cond.wait_for(ready, limit):
                     return
                 if self._stopped(sub):
                     return

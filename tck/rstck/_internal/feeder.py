@@ -28,9 +28,15 @@ from .worker import spawn
 
 
 class CountingUpstream:
-    """A publisher of ``count`` elements for one subscriber, counting instead of checking."""
+    """A publisher of ``count`` elements for one subscriber, counting instead of checking.
 
-    def __init__(self, env: Environment, name: str, count: int, element: Callable[[int], Any]) -> None:
+    ``element`` makes element ``i``; None: ``i`` itself (no call an element).
+    """
+
+    __slots__ = ("_cond", "_subscriber", "cancelled", "closed", "count", "demand", "element", "env",
+                 "illegal", "name", "requests", "sent")
+
+    def __init__(self, env: Environment, name: str, count: int, element: Callable[[int], Any] | None) -> None:
         self.env = env
         self.name = name
         self.count = count
@@ -65,17 +71,25 @@ class CountingUpstream:
 
     def request(self, n: int) -> None:
         cond = self._cond
-        with cond:
+        # Not ``with cond``: its __enter__ and __exit__ are Python calls; acquire and release
+        # are the lock's own (a relayed element costs one request).
+        cond.acquire()
+        try:
             if self.cancelled or self.closed:
                 return  # rule 3.6
             if type(n) is int and n > 0:
                 self.requests += 1
-                self.demand = min(MAX_DEMAND, self.demand + n)
+                if self.demand < MAX_DEMAND - n:  # min(MAX_DEMAND, demand + n), without a call
+                    self.demand += n
+                else:
+                    self.demand = MAX_DEMAND
             elif self.illegal is None:
                 self.illegal = short_repr(n)
             if cond._waiters:  # type: ignore[attr-defined]  # (no Python call when none)
                 cond.notify_all()
-        self.env._progress += 1  # env.bump(), inlined: a relayed element costs one request
+        finally:
+            cond.release()
+        self.env._progress += 1  # env.bump(), inlined
 
     def cancel(self) -> None:
         with self._cond:
@@ -108,8 +122,9 @@ class CountingUpstream:
                 or self.sent >= count
 
         while True:
-            with cond:
-                if not ready() and not cond.wait_for(ready, limit):
+            cond.acquire()  # (not ``with``, as in ``request``: once a run, a run may be one element)
+            try:
+                if self.demand <= 0 and not ready() and not cond.wait_for(ready, limit):
                     return
                 if self.cancelled or self.closed:
                     return
@@ -120,15 +135,17 @@ class CountingUpstream:
                 self.sent = first + run
                 if self.demand < MAX_DEMAND:
                     self.demand -= run
+            finally:
+                cond.release()
             for index in range(first, first + run):
                 if self.cancelled or self.closed or self.illegal is not None:
                     self.sent = index  # (a run cut short: the rest was not sent)
                     break
                 try:
                     if direct:
-                        on_next(element(index))
+                        on_next(index if element is None else element(index))
                     else:
-                        dispatch(on_next, element(index))
+                        dispatch(on_next, index if element is None else element(index))
                 except Exception as exc:
                     self._raised("on_next", exc)
                     return

@@ -65,7 +65,9 @@ class LateRequests:
     def _begin_request(self, n: Any) -> tuple[int, bool]:
         """Count a request as it begins: its number among those after the end (0: before it)."""
         amount = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
-        with self.publisher._mutex:
+        mutex = self.publisher._mutex
+        mutex.acquire()  # (not ``with``: on every request)
+        try:
             idle = self.idle
             if self.requests_at_terminal is None and self.ended_at is None:
                 self.early_requests += 1
@@ -76,6 +78,8 @@ class LateRequests:
             self.late_requests += 1
             self.late_demand = min(MAX_DEMAND, self.late_demand + amount)
             return self.late_requests, idle
+        finally:
+            mutex.release()
 
     def backlog(self) -> int:
         """How many requests after the end what came before it can explain (``_late``)."""

@@ -219,9 +219,9 @@ class ProbeSignals:
         self.cancel_queued_at: float | None = None
         self.cancel_ran_at: float | None = None
         self._cancel_told = False
-        #: How many of the probe's request() calls are running in the subject right now (counted
+        #: The probe's request() calls running in the subject right now, one entry each (counted
         #: where they run: on an event loop, only while the loop runs them).
-        self._requesting = 0
+        self._requesting: collections.deque[int] = collections.deque()
         #: The trace record of the probe's last request() or cancel(): what a wait answers.
         self.call_seq: int | None = None
         self.requested_after_cancel = False
@@ -330,15 +330,14 @@ class ProbeSignals:
                 return
             self._fast_inside = False
         env = self.env
-        if env.closed:
-            # The verification is over (its thread may have been abandoned): stop whoever
-            # still emits, so a runaway publisher does not burn a core for the rest of the run.
+        if env.closed:  # the verification is over: stop a runaway publisher burning a core
             raise ProbeAbort(f"{self.name}: signal after its verification ended")
-        # The full path: entering (rule 1.3, nesting depth), checking and recording the
-        # element happen under one acquisition of the lock.
-        sections, depths = self._sections, self._depths
+        # The full path: entering (rule 1.3, nesting depth), checking and recording the element
+        # under one hold of the lock (not ``with``: on CPython 3.11 that costs the lock twice over).
+        sections, depths, lock = self._sections, self._depths, self._lock
         problems: list[tuple[str, str, str]] | None = None
-        with self._lock:
+        lock.acquire()
+        try:
             rival = self._fast_end() if self._fast_owner not in (None, me) else None
             count = sections.get(me, 0)
             sections[me] = count + 1
@@ -346,7 +345,8 @@ class ProbeSignals:
                 self._methods[me] = "on_next"
             overlap = self._overlap("on_next", me, rival) if len(sections) > 1 or rival else None
             depth = depths[me] = depths.get(me, 0) + 1
-            self.max_depth = max(self.max_depth, depth)
+            if depth > 1 or not self.max_depth:  # (max() is a call: only when it may change)
+                self.max_depth = max(self.max_depth, depth)
             if me not in self._threads:
                 self._new_thread(me)
             env._progress += 1  # env.bump(), inlined
@@ -361,16 +361,18 @@ class ProbeSignals:
                 self.demand = before - 1
             if self.keep_elements:
                 self.elements.append(element)
-            seq = self._inside_seq[me] = env.trace.log(self.name, "on_next", short_repr(element), before)
+            seq = self._inside_seq[me] = env.trace.log(  # an int is shown when read, as on the fast path
+                self.name, "on_next", element if type(element) is int else short_repr(element), before)
             if self._waiters:
                 self._wake()
-            flood = max(self.after_terminal, self.excess)
-            after_cancel = self.after_cancel
+            after_terminal, excess, after_cancel = self.after_terminal, self.excess, self.after_cancel
+        finally:
+            lock.release()
         try:
             if problems or overlap:
                 self._flag(problems or [], overlap, seq)
-            if flood > self.storm_limit or after_cancel:
-                self._beyond(flood, after_cancel, seq)
+            if after_terminal > self.storm_limit or excess > self.storm_limit or after_cancel:
+                self._beyond(max(after_terminal, excess), after_cancel, seq)
             if self._racy and env.racing(self):
                 time.sleep(self._pause_s)
             hook = self._on_next_hook
@@ -378,7 +380,8 @@ class ProbeSignals:
                 try:
                     hook(self, element)
                 finally:  # a hook that raises (a failing subscriber) changed state a wait may read
-                    self._rewake()
+                    if self._waiters:
+                        self._rewake()
         finally:
             self._leave_next(me, depth)
 
@@ -386,7 +389,9 @@ class ProbeSignals:
         """on_next returns on thread ``me``: out of its section; the fast path opens once no
         thread is inside a signal (``_fast_start``)."""
         sections, depths = self._sections, self._depths
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # (not ``with``: see ``on_next``)
+        try:
             left = sections[me] - 1
             if left:
                 sections[me] = left
@@ -397,8 +402,10 @@ class ProbeSignals:
                 depths[me] = depth - 1
             else:
                 del depths[me]
-            if not sections and not depths and self._fast_owner is None:
+            if not sections and not depths and self._fast_owner is None and self._on_next_hook is None:
                 self._fast_start(me)
+        finally:
+            lock.release()
 
     def _beyond(self, flood: int, after_cancel: int, seq: int) -> None:
         """An element beyond demand, after a terminal signal or after cancel(): past the limits,
@@ -691,20 +698,25 @@ class ProbeSignals:
         except ProbeAbort:
             pass  # our own flood guard unwinding through a synchronous publisher
         except Exception as exc:
-            if passes_on_failure(exc):
-                # A raising probe's own failure, passed on to the caller as rule 2.13 allows.
-                self.env.trace.note(f"{what}() passed on the subscriber's failure: {short_repr(exc)}")
-                return
-            rule = "3.16" if what == "request" else "3.15"
-            note = self.env.trace.note(f"{shown} raised {short_repr(exc)}")
-            violation = RuleViolation(
-                rule,
-                f"{shown} to return normally (failures go to on_error)",
-                f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
-                evidence=(note.seq,),
-            )
-            violation.__cause__ = exc
-            self.env.flop(violation)
+            self._call_raised(what, shown, exc)
+
+    def _call_raised(self, what: str, shown: str, exc: Exception) -> None:
+        """The call ``what`` (shown as ``shown``) raised ``exc``: a violation (3.15, 3.16), unless
+        it passes on a raising probe's own failure."""
+        if passes_on_failure(exc):
+            # A raising probe's own failure, passed on to the caller as rule 2.13 allows.
+            self.env.trace.note(f"{what}() passed on the subscriber's failure: {short_repr(exc)}")
+            return
+        rule = "3.16" if what == "request" else "3.15"
+        note = self.env.trace.note(f"{shown} raised {short_repr(exc)}")
+        violation = RuleViolation(
+            rule,
+            f"{shown} to return normally (failures go to on_error)",
+            f"it raised {type(exc).__name__}: {short_repr(exc, 200)}",
+            evidence=(note.seq,),
+        )
+        violation.__cause__ = exc
+        self.env.flop(violation)
 
     def _requested_text(self) -> str:
         return "unbounded" if self.requested >= MAX_DEMAND else str(self.requested)

@@ -102,25 +102,39 @@ class Trace:
     def add(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> Record:
         return self._record(self._append(actor, signal, detail, demand))
 
-    def log(self, actor: str, signal: str, detail: str = "", demand: int | None = None) -> int:
-        """``add`` for the per-signal path: returns only the record's ``seq``."""
-        seq: int = self._append(actor, signal, detail, demand)[0]
+    def log(self, actor: str, signal: str, detail: Any = "", demand: int | None = None) -> int:
+        """``add`` for the per-signal path: returns only the record's ``seq``. ``_append``
+        written out (one call less a signal); a ``detail`` that is an int is an element."""
+        seq: int = next(self._seqs)
+        row = (seq, _monotonic(), _current_thread()._name, actor, signal, detail, demand)  # type: ignore[attr-defined]
+        if seq < self._keep:
+            self._head.append(row)
+        elif self._after or signal in _RARE or (signal == "request" and detail[:1] in ("0", "-")):
+            self._to_tail(row)
+        else:
+            self._tail.append(row)
         return seq
 
     def _append(self, actor: str, signal: str, detail: Any, demand: int | None) -> tuple[Any, ...]:
-        # The name now: a pooled thread takes the name of each job it runs.
+        # The name now: a pooled thread takes the name of each job it runs (``_name``: the
+        # property's value without its call, on every signal's path).
         seq = next(self._seqs)
-        row = (seq, _monotonic(), _current_thread().name, actor, signal, detail, demand)
+        row = (seq, _monotonic(), _current_thread()._name, actor, signal, detail, demand)  # type: ignore[attr-defined]
         if seq < self._keep:
             self._head.append(row)
-            return row
+        else:
+            self._to_tail(row)
+        return row
+
+    def _to_tail(self, row: tuple[Any, ...]) -> None:
+        """Add a row past the head: to the tail, and kept as evidence if rare or just after one."""
+        signal, detail = row[4], row[5]
         if signal in _RARE or (signal == "request" and detail[:1] in ("0", "-")):
             self._pin_around(row)
         elif self._after:
             self._after -= 1
             self._pin(row)
         self._tail.append(row)
-        return row
 
     def _pin(self, row: tuple[Any, ...]) -> None:
         if len(self._pinned) < PINNED_KEPT:

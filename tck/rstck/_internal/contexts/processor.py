@@ -124,7 +124,7 @@ class ProcessorContext(Context):
         counts instead of checking (``rstck._internal.feeder``), at a fraction of the kit's cost."""
         processor = self.processor()
         upstream = CountingUpstream(self.env, f"upstream{len(self._counting) + 1}", elements,
-                                    self.as_subscriber.element)
+                                    self.subject.element)
         self._counting.append(upstream)
         upstream.subscribe(processor)
         return processor
