@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from typing import Any
 
 from rstck import MAX_DEMAND
@@ -299,6 +300,57 @@ def test_a_wait_on_another_thread_is_woken_by_the_fast_path(env: Environment) ->
     while not probe._waiters:
         threading.Event().wait(0.001)
     for i in range(100):
+        probe.on_next(i)
+    waiter.join(2)
+    assert woke == [True]
+
+
+def _trickle(probe: ProbeSubscriber, count: int, gap: float, stop_after: int | None = None) -> threading.Thread:
+    def feed() -> None:
+        for i in range(count if stop_after is None else stop_after):
+            threading.Event().wait(gap)
+            probe.on_next(i)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    return feeder
+
+
+def test_a_steady_wait_outlasts_a_slow_stream_and_ends_at_a_silence(env: Environment) -> None:
+    """``wait_steady``: a stream slower than ``timeout`` in all but never silent that long is
+    waited out; a silence of ``timeout`` ends the wait, not before that much of it."""
+    env.body_ident = threading.get_ident()
+    slow = ProbeSubscriber(env, "slow")
+    slow.on_subscribe(NullSubscription())
+    slow.request(30)
+    feeder = _trickle(slow, 30, 0.01)
+    start = time.monotonic()
+    assert slow.wait_steady(lambda: slow.received >= 30, 0.15)
+    assert time.monotonic() - start > 0.15  # longer than timeout in all
+    feeder.join(2)
+    stalled = ProbeSubscriber(env, "stalled")
+    stalled.on_subscribe(NullSubscription())
+    stalled.request(30)
+    feeder = _trickle(stalled, 30, 0.01, stop_after=5)
+    feeder.join(2)
+    start = time.monotonic()
+    assert not stalled.wait_steady(lambda: stalled.received >= 30, 0.15)
+    assert 0.15 <= time.monotonic() - start < 5.0
+    assert stalled.received == 5
+
+
+def test_a_steady_wait_is_woken_by_its_predicate_not_by_each_signal(env: Environment) -> None:
+    probe = fast_probe(env)
+    start = probe.received
+    woke: list[bool] = []
+    waiter = threading.Thread(target=lambda: woke.append(probe.wait_steady(lambda: probe.received >= start + 50, 5)))
+    waiter.start()
+    while not probe._waiters:
+        threading.Event().wait(0.001)
+    (waiting,) = probe._waiters
+    probe.on_next(0)
+    assert probe._waiters == [waiting]  # one element: the wait goes on, not woken to look again
+    for i in range(1, 100):
         probe.on_next(i)
     waiter.join(2)
     assert woke == [True]

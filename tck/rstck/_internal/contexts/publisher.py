@@ -96,7 +96,7 @@ class PublisherContext(Context):
             probes.append((n, probe))
         breaches = []
         for n, probe in probes:
-            probe.wait_progress(_drained(probe, n), self.settings.timeout)
+            probe.wait_steady(_drained(probe, n), self.settings.timeout)
             received, terminal = probe.received, probe.terminal
             if received == n and terminal == "on_complete":
                 continue
