@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from rstck import MAX_DEMAND
 from rstck._internal.environment import Environment
 from rstck.errors import RuleViolation
@@ -16,6 +17,7 @@ from .support import NullSubscription
 from .support import fast_probe
 from .support import overlap_of
 from .support import rules_flagged
+from .support import zero_sleeps
 
 
 def test_probe_flags_each_protocol_violation_as_it_happens(env: Environment) -> None:
@@ -354,3 +356,33 @@ def test_a_steady_wait_is_woken_by_its_predicate_not_by_each_signal(env: Environ
         probe.on_next(i)
     waiter.join(2)
     assert woke == [True]
+
+
+@pytest.mark.usefixtures("only_this_tests_threads")
+def test_a_racy_probe_yields_on_the_tests_thread_only_while_another_thread_could_race_in(
+        env: Environment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pause inside a signal lets a second thread in: on the verification's own thread with
+    every other thread idle in the kit's pool (or none), there is none to let in."""
+    env.body_ident = threading.get_ident()
+    probe = ProbeSubscriber(env)
+    probe.on_subscribe(NullSubscription())
+    probe.request(10)
+    other = threading.Thread(target=probe.on_next, args=(0,), name="rs-tck:upstream-feeder")
+    other.start()
+    other.join(5)  # signalled from two threads: racy from now on
+    sleeps = zero_sleeps(monkeypatch)
+    probe.on_next(1)
+    assert sleeps == []
+    stop = threading.Event()
+    busy = threading.Thread(target=stop.wait, args=(5,), name="rs-tck:upstream-feeder")
+    busy.start()
+    try:
+        probe.on_next(2)
+    finally:
+        stop.set()
+        busy.join(5)
+    assert sleeps == [threading.current_thread().name]
+    other = threading.Thread(target=probe.on_next, args=(3,), name="rs-tck:upstream-feeder")
+    other.start()
+    other.join(5)
+    assert sleeps == [threading.current_thread().name, "rs-tck:upstream-feeder"]
