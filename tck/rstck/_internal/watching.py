@@ -60,6 +60,11 @@ def kits_step(frame: Any) -> bool:
     A whitebox probe's report, or the subscription's own exit, calls into ``threading``: those
     events are the kit's, not steps of the subject's code after its call.
     """
+    code = getattr(frame, "f_code", None)
+    if code is not None:  # the usual case, a file seen before and not the standard library's
+        kind = _FILE_KIND.get(code.co_filename)
+        if kind is not None:
+            return kind
     for step in _stack(frame):
         kind = _file_kind(step.f_code.co_filename)
         if kind is not None:
