@@ -28,6 +28,7 @@ from ._internal.clock import starved_wait
 from ._internal.environment import Environment
 from ._internal.evidence import cite
 from ._internal.ledger import LateRequests
+from ._internal.reach import alone_with_idle_kit_threads
 from ._internal.reach import nothing_else_runs
 from ._internal.reach import only_the_kit_runs
 from ._internal.trace import short_repr
@@ -311,7 +312,7 @@ class ManualSubscription(LateRequests):
         subject pays the hold only on calls made off the test's thread.
         """
         pub = self.publisher
-        if not pub.hold_s and pub.yield_s == 0.0 and self._alone_with_the_kit():
+        if not pub.hold_s and pub.yield_s == 0.0 and self._alone_with_the_kit(pub):
             return
         if pub.hold_s and threading.get_ident() != pub.env.body_ident:
             with self._sections_lock:
@@ -326,12 +327,12 @@ class ManualSubscription(LateRequests):
             return
         pub._pause()
 
-    def _alone_with_the_kit(self) -> bool:
-        """No thread could race into this call (the test's own, the only caller here; no feeder,
-        no loop, only the kit's idle threads alive): a 0 s yield would only sleep (timer slack)."""
-        pub = self.publisher
-        return (threading.get_ident() == pub.env.body_ident and len(self.callers) == 1
-                and not pub._feeding and pub.env.settings.loop != "asyncio" and only_the_kit_runs())
+    def _alone_with_the_kit(self, pub: ManualPublisher) -> bool:
+        """No thread could race into this call (the test's own: the only caller, no feeder, no loop,
+        only the kit's threads alive; or all others idle in its pool): a 0 s yield would only sleep."""
+        return (threading.get_ident() == pub.env.body_ident and pub.env.settings.loop != "asyncio"
+                and ((len(self.callers) == 1 and not pub._feeding and only_the_kit_runs())
+                     or alone_with_idle_kit_threads()))
 
     def _preempting(self) -> bool:
         preemption = self.preemption
@@ -547,10 +548,8 @@ class ManualPublisher:
 
     def wait_demand(self, *, subscription: ManualSubscription | None = None,
                     timeout: float | None = None, until_cancelled: bool = False) -> int:
-        """Outstanding demand once there is some, or 0 if none arrives in time.
-
-        ``until_cancelled``: stop waiting at a cancel() too (none will come after it).
-        """
+        """Outstanding demand once there is some, or 0 if none arrives in time; ``until_cancelled``:
+        stop waiting at a cancel() too (none will come after it)."""
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
         with self._cond:

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from time import monotonic
 from typing import Any
 
+from ._internal.clock import SLICE_S
+from ._internal.clock import RunningClock
 from ._internal.clock import starved_wait
 from ._internal.environment import Environment
 from ._internal.evidence import cite
@@ -205,6 +207,35 @@ class ProbeSubscriber(ProbeSignals):
             gaps += 1
             if predicate():
                 return True
+            if time.monotonic() >= deadline:
+                return predicate()
+
+    def wait_steady(self, predicate: Callable[[], bool], timeout: float, *, limit: float | None = None) -> bool:
+        """``wait_progress`` woken only when ``predicate`` holds, not at every signal.
+
+        For a wait that needs only the end of a stream delivered on another thread: waking this
+        thread for each element costs a thread switch on both sides and buys nothing there. The
+        silence is read at each slice of the wait (``SLICE_S``, time the process could run):
+        ``timeout`` of slices in a row without a signal is a stall, as in ``wait_progress``
+        (past ``LONG_STREAM`` signals, only if it lasts ``STALL_CONFIRMATION`` times longer
+        again), found at most a slice late and never before that much silence.
+        """
+        limit = self.env.settings.test_limit / 2 if limit is None else limit
+        deadline = time.monotonic() + limit
+        clock = RunningClock()
+        start = seen = self.signals
+        silence = 0.0
+        while True:
+            if self._wait(predicate, SLICE_S):
+                return True
+            credited = clock.step(SLICE_S)
+            now = self.signals
+            if now != seen:
+                seen, silence = now, 0.0
+            else:
+                silence += credited
+                if silence >= (timeout if seen - start < LONG_STREAM else timeout * (1 + STALL_CONFIRMATION)):
+                    return predicate()
             if time.monotonic() >= deadline:
                 return predicate()
 

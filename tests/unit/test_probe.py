@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from typing import Any
 
+import pytest
 from rstck import MAX_DEMAND
 from rstck._internal.environment import Environment
 from rstck.errors import RuleViolation
@@ -15,6 +17,7 @@ from .support import NullSubscription
 from .support import fast_probe
 from .support import overlap_of
 from .support import rules_flagged
+from .support import zero_sleeps
 
 
 def test_probe_flags_each_protocol_violation_as_it_happens(env: Environment) -> None:
@@ -302,3 +305,84 @@ def test_a_wait_on_another_thread_is_woken_by_the_fast_path(env: Environment) ->
         probe.on_next(i)
     waiter.join(2)
     assert woke == [True]
+
+
+def _trickle(probe: ProbeSubscriber, count: int, gap: float, stop_after: int | None = None) -> threading.Thread:
+    def feed() -> None:
+        for i in range(count if stop_after is None else stop_after):
+            threading.Event().wait(gap)
+            probe.on_next(i)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    return feeder
+
+
+def test_a_steady_wait_outlasts_a_slow_stream_and_ends_at_a_silence(env: Environment) -> None:
+    """``wait_steady``: a stream slower than ``timeout`` in all but never silent that long is
+    waited out; a silence of ``timeout`` ends the wait, not before that much of it."""
+    env.body_ident = threading.get_ident()
+    slow = ProbeSubscriber(env, "slow")
+    slow.on_subscribe(NullSubscription())
+    slow.request(30)
+    feeder = _trickle(slow, 30, 0.01)
+    start = time.monotonic()
+    assert slow.wait_steady(lambda: slow.received >= 30, 0.15)
+    assert time.monotonic() - start > 0.15  # longer than timeout in all
+    feeder.join(2)
+    stalled = ProbeSubscriber(env, "stalled")
+    stalled.on_subscribe(NullSubscription())
+    stalled.request(30)
+    feeder = _trickle(stalled, 30, 0.01, stop_after=5)
+    feeder.join(2)
+    start = time.monotonic()
+    assert not stalled.wait_steady(lambda: stalled.received >= 30, 0.15)
+    assert 0.15 <= time.monotonic() - start < 5.0
+    assert stalled.received == 5
+
+
+def test_a_steady_wait_is_woken_by_its_predicate_not_by_each_signal(env: Environment) -> None:
+    probe = fast_probe(env)
+    start = probe.received
+    woke: list[bool] = []
+    waiter = threading.Thread(target=lambda: woke.append(probe.wait_steady(lambda: probe.received >= start + 50, 5)))
+    waiter.start()
+    while not probe._waiters:
+        threading.Event().wait(0.001)
+    (waiting,) = probe._waiters
+    probe.on_next(0)
+    assert probe._waiters == [waiting]  # one element: the wait goes on, not woken to look again
+    for i in range(1, 100):
+        probe.on_next(i)
+    waiter.join(2)
+    assert woke == [True]
+
+
+@pytest.mark.usefixtures("only_this_tests_threads")
+def test_a_racy_probe_yields_on_the_tests_thread_only_while_another_thread_could_race_in(
+        env: Environment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pause inside a signal lets a second thread in: on the verification's own thread with
+    every other thread idle in the kit's pool (or none), there is none to let in."""
+    env.body_ident = threading.get_ident()
+    probe = ProbeSubscriber(env)
+    probe.on_subscribe(NullSubscription())
+    probe.request(10)
+    other = threading.Thread(target=probe.on_next, args=(0,), name="rs-tck:upstream-feeder")
+    other.start()
+    other.join(5)  # signalled from two threads: racy from now on
+    sleeps = zero_sleeps(monkeypatch)
+    probe.on_next(1)
+    assert sleeps == []
+    stop = threading.Event()
+    busy = threading.Thread(target=stop.wait, args=(5,), name="rs-tck:upstream-feeder")
+    busy.start()
+    try:
+        probe.on_next(2)
+    finally:
+        stop.set()
+        busy.join(5)
+    assert sleeps == [threading.current_thread().name]
+    other = threading.Thread(target=probe.on_next, args=(3,), name="rs-tck:upstream-feeder")
+    other.start()
+    other.join(5)
+    assert sleeps == [threading.current_thread().name, "rs-tck:upstream-feeder"]

@@ -10,9 +10,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from rstck._internal.reach import alone_with_idle_kit_threads
 from rstck._internal.reach import nothing_else_runs
 from rstck._internal.reach import only_the_kit_runs
 from rstck._internal.reach import waiting_for_results
+from rstck._internal.worker import IDLE_NAME
 
 from .support import HoldingSubscriber
 from .support import zero_sleeps
@@ -175,7 +177,9 @@ def test_the_upstreams_requests_yield_only_when_another_thread_could_race_in(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A 0 s yield offers the turn to a thread entering the subscription beside the call (rule 2.7):
     a call from the test's own thread, with only the kit's idle threads alive, has none to offer
-    it to. Once another thread called on the subscription, or lives beside it, every call yields."""
+    it to. While another thread lives beside it, every call yields; once another thread called
+    on the subscription, every call yields while any thread but an idle one of the kit's pool
+    lives (a kit thread that called may call again)."""
     from rstck._internal.environment import Environment
     from rstck.manual import ManualPublisher
     from rstck.settings import Settings
@@ -199,9 +203,26 @@ def test_the_upstreams_requests_yield_only_when_another_thread_could_race_in(
             worker = threading.Thread(target=holder.subscription.request, args=(1,), name="subscriber-worker")
             worker.start()
             worker.join(5)
-            holder.subscription.request(1)  # a second thread called: racy from now on
+            seen.append(list(sleeps))
+            with thread("rs-tck:paused-side"):  # a second thread called: a kit thread at work yields
+                holder.subscription.request(1)
+            seen.append(list(sleeps))
+            with thread(IDLE_NAME):  # ... an idle pooled one, or none, does not
+                holder.subscription.request(1)
+            holder.subscription.request(1)
             seen.append(list(sleeps))
 
         on_thread("rs-tck-body", test_body)
     body = "rs-tck-body"
-    assert seen == [[], [body], [body], [body, "subscriber-worker", body]]
+    assert seen == [[], [body], [body], [body, "subscriber-worker"], [body, "subscriber-worker", body],
+                    [body, "subscriber-worker", body]]
+
+
+def test_a_thread_is_alone_with_the_kits_idle_threads_only_while_no_other_works() -> None:
+    """Every other thread idle in the kit's pool, or waiting in it for results: none can race in."""
+    assert on_thread("rs-tck-body", alone_with_idle_kit_threads)
+    with thread(IDLE_NAME), thread("rs-tck-runner", waiting=True):
+        assert on_thread("rs-tck-body", alone_with_idle_kit_threads)
+    for busy in ("rs-tck:upstream-feeder", "rs-tck:paused-side", "rs-tck-loop", "subscriber-worker"):
+        with thread(busy):
+            assert not on_thread("rs-tck-body", alone_with_idle_kit_threads), busy

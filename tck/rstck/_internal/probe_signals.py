@@ -24,6 +24,7 @@ from ..api import Subscription
 from ..errors import RuleViolation
 from .environment import Environment
 from .evidence import cite
+from .reach import alone_with_idle_kit_threads
 from .trace import short_repr
 from .watching import thread_name
 
@@ -373,7 +374,7 @@ class ProbeSignals:
                 self._flag(problems or [], overlap, seq)
             if after_terminal > self.storm_limit or excess > self.storm_limit or after_cancel:
                 self._beyond(max(after_terminal, excess), after_cancel, seq)
-            if self._racy and env.racing(self):
+            if self._racy and env.racing(self) and (me != env.body_ident or not alone_with_idle_kit_threads()):
                 time.sleep(self._pause_s)
             hook = self._on_next_hook
             if hook is not None:
@@ -637,7 +638,9 @@ class ProbeSignals:
                 self._methods.pop(me, None)
 
     def _pause(self) -> None:
-        if self._racy and self.env.racing(self):
+        # On the verification's thread with every other thread idle, no rival can come in.
+        if self._racy and self.env.racing(self) and (
+                get_ident() != self.env.body_ident or not alone_with_idle_kit_threads()):
             time.sleep(self._pause_s)
 
     # -- waiting: each wait is woken once, when what it waits for holds ------------------------

@@ -10,6 +10,8 @@ whatever it waits on, keeps the watch going to its end. A subscriber test's quie
 (``ManualPublisher.settle``) ends at once on the same look, and a kit thread alone with the
 kit (``only_the_kit_runs``) skips what only another thread could use: a 0 s yield inside a call
 on the TCK's upstream, a fuzz scenario's hand-over of its turn or of a send with nothing to send.
+The test's own thread with every other thread idle in the kit's pool (``alone_with_idle_kit_threads``:
+a race hunt between two rounds) skips a probe's or the upstream's yield, whoever called before.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from .worker import IDLE_NAME
 
 #: Every thread the kit starts is named with this prefix.
 KIT_PREFIX = "rs-tck"
@@ -70,6 +74,17 @@ def only_the_kit_runs() -> bool:
     could be inside the subject beside it. A subject's own thread is never alone: the kit's
     threads may call the subject while it works."""
     return _kit_only(threading.current_thread()) and nothing_else_runs()
+
+
+def alone_with_idle_kit_threads() -> bool:
+    """True when every live thread but the caller is one of the kit's pooled threads idle
+    between calls (``IDLE_NAME``) or waits in the kit for results: none is in a subject's code
+    or can enter it before the caller hands it a call. A yield meant to let a rival thread in
+    (a 0 s sleep: a thread switch and a timer's slack) would find none."""
+    me = threading.get_ident()
+    with _lock:
+        waiting = set(_waiting)
+    return all(t.ident == me or t.ident in waiting or t.name == IDLE_NAME for t in _threads())
 
 
 _FRAMES_LOCK = threading.Lock()

@@ -39,16 +39,36 @@ def _stdlib(filename: str) -> bool:
         filename.startswith(_STDLIB) and "-packages" not in filename[len(_STDLIB):])
 
 
+#: Per source file: None for the standard library's, else whether it is the kit's. A hunt's
+#: tracer asks at every call or line event of the thread it follows: a look-up, not three
+#: prefix tests.
+_FILE_KIND: dict[str, bool | None] = {}
+
+
+def _file_kind(name: str) -> bool | None:
+    try:
+        return _FILE_KIND[name]
+    except KeyError:
+        kind = None if _stdlib(name) else name.startswith(_KIT) and not name.startswith(_REFERENCE)
+        _FILE_KIND[name] = kind
+        return kind
+
+
 def kits_step(frame: Any) -> bool:
     """Whether ``frame`` runs the kit's code, or the standard library's on the kit's behalf.
 
     A whitebox probe's report, or the subscription's own exit, calls into ``threading``: those
     events are the kit's, not steps of the subject's code after its call.
     """
+    code = getattr(frame, "f_code", None)
+    if code is not None:  # the usual case, a file seen before and not the standard library's
+        kind = _FILE_KIND.get(code.co_filename)
+        if kind is not None:
+            return kind
     for step in _stack(frame):
-        name = step.f_code.co_filename
-        if not _stdlib(name):
-            return name.startswith(_KIT) and not name.startswith(_REFERENCE)
+        kind = _file_kind(step.f_code.co_filename)
+        if kind is not None:
+            return kind
     return False
 
 

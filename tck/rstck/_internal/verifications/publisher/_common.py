@@ -50,7 +50,8 @@ def _outstanding(probe: ProbeSubscriber) -> str:
     return "unbounded demand" if probe.demand >= MAX_DEMAND else f"{probe.demand} requested element(s)"
 
 
-def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: PublisherContext) -> bool:
+def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: PublisherContext, *,
+             steady: bool = False) -> bool:
     """Wait for ``total`` elements on ``probe``; a stall with demand outstanding breaks ``rule``.
 
     True once they all arrived; False if the time ran out first (see below): the probe is then
@@ -61,11 +62,18 @@ def _stalled(probe: ProbeSubscriber, total: int, rule: str, what: str, ctx: Publ
     element comes back: the environment's progress counter moves): if half the test's limit
     runs out first, what arrived so far is all that is checked (a trace note says so); a
     verdict on the rest would be the machine's, not the rule's.
+
+    ``steady``: the stream is delivered on another thread and the probe yields at each element;
+    this thread is first woken only at the end or at a silence of a quarter of ``timeout``
+    (``ProbeSubscriber.wait_steady``), not at each element; a silence is then looked at as
+    below (a stall is found that much later).
     """
     def done() -> bool:
         return probe.received >= total or probe.terminal is not None
 
     deadline = time.monotonic() + ctx.settings.test_limit / 2
+    if steady:
+        probe.wait_steady(done, ctx.settings.timeout / 4, limit=ctx.settings.test_limit / 2)
     def moved(seen: int) -> Callable[[], bool]:
         return lambda: done() or probe.signals != seen
 
