@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import importlib
 import os
 import random
@@ -187,7 +188,28 @@ def _rule_list(config: pytest.Config, dest: str, option: str, edition: str = DEF
     return ids
 
 
+_frozen = False
+
+
+def _freeze_startup_objects() -> None:
+    """Keep what the process holds before the kit's run out of every later garbage collection.
+
+    pytest, its plugins and the kit are some 35,000 objects made at import that live as long as
+    the process: each full collection walked them all, and pytest makes three at its end (two
+    ``gc.collect()`` looking for unraisable exceptions, one as the interpreter exits), tens of
+    milliseconds of CPU, a tenth of a publisher run's. ``gc.freeze`` moves them to the permanent
+    generation; everything made from here on (subjects, probes, results) is collected as before.
+    Their cycles are left as they are at exit (Python promises no finalizer of an object still
+    alive then; modules' globals are cleared as before). Once per process: the runs a pytester session makes inside its own process freeze only the first time.
+    """
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.freeze()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _freeze_startup_objects()
     settings = resolve_settings(config)
     try:
         rules = _rule_list(config, "rs_rules", RULES_OPTION, settings.edition)
