@@ -199,8 +199,10 @@ def _freeze_startup_objects() -> None:
     ``gc.collect()`` looking for unraisable exceptions, one as the interpreter exits), tens of
     milliseconds of CPU, a tenth of a publisher run's. ``gc.freeze`` moves them to the permanent
     generation; everything made from here on (subjects, probes, results) is collected as before.
-    Their cycles are left as they are at exit (Python promises no finalizer of an object still
-    alive then; modules' globals are cleared as before). Once per process: the runs a pytester session makes inside its own process freeze only the first time.
+    A frozen object that turns to garbage holding a subscriber would keep it: rule 3.13's check
+    thaws everything when a collection leaves its cancelled probe alive. Frozen cycles are left
+    as they are at exit (Python promises no finalizer of an object still alive then; modules'
+    globals are cleared as before). Once per process: the runs a pytester session makes inside its own process freeze only the first time.
     """
     global _frozen
     if not _frozen:
