@@ -200,7 +200,7 @@ def _freeze_startup_objects() -> None:
     milliseconds of CPU, a tenth of a publisher run's. ``gc.freeze`` moves them to the permanent
     generation; everything made from here on (subjects, probes, results) is collected as before.
     A frozen object that turns to garbage holding a subscriber would keep it: rule 3.13's check
-    thaws everything when a collection leaves its cancelled probe alive. Frozen cycles are left
+    thaws everything when a second collection leaves its cancelled probe alive. Frozen cycles are left
     as they are at exit (Python promises no finalizer of an object still alive then; modules'
     globals are cleared as before). Once per process: the runs a pytester session makes inside its own process freeze only the first time.
     """
