@@ -192,17 +192,18 @@ _frozen = False
 
 
 def _freeze_startup_objects() -> None:
-    """Keep what the process holds before the kit's run out of every later garbage collection.
+    """Keep what the process holds as a kit run starts out of every later garbage collection.
 
     pytest, its plugins and the kit are some 35,000 objects made at import that live as long as
     the process: each full collection walked them all, and pytest makes three at its end (two
     ``gc.collect()`` looking for unraisable exceptions, one as the interpreter exits), tens of
     milliseconds of CPU, a tenth of a publisher run's. ``gc.freeze`` moves them to the permanent
-    generation; everything made from here on (subjects, probes, results) is collected as before.
+    generation; what is made from here on (subjects, probes, results) is collected as before.
     A frozen object that turns to garbage holding a subscriber would keep it: rule 3.13's check
-    thaws everything when a second collection leaves its cancelled probe alive. Frozen cycles are left
-    as they are at exit (Python promises no finalizer of an object still alive then; modules'
-    globals are cleared as before). Once per process: the runs a pytester session makes inside its own process freeze only the first time.
+    thaws everything when a second collection leaves its cancelled probe alive. Frozen cycles
+    are left as they are at exit (Python promises no finalizer of an object still alive then;
+    modules' globals are cleared as before). Once per process: of the runs a pytester session
+    makes inside its own process, only the first freezes.
     """
     global _frozen
     if not _frozen:
