@@ -223,3 +223,27 @@ def pytest_unconfigure(config):
     if sys.version_info < (3, 14):
         assert max(t[2] for t in during) > first[2]  # raised while the kit's tests ran
     assert last == first
+
+
+def test_a_run_of_the_kits_tests_alone_freezes_what_lives_as_it_starts(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest's closing full collections walk only what a kit run made: what the process held as
+    the run configured is frozen (``gc.freeze``). A run without the kit, or one that runs the
+    library's own tests beside the kit's (a test path given), freezes nothing."""
+    _no_kit_environment(monkeypatch)
+    pytester.makeconftest("""
+import gc
+
+def pytest_unconfigure(config):
+    with open("frozen.txt", "w") as fh:
+        fh.write(str(gc.get_freeze_count()))
+""")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    assert pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_plain.py").ret == 0
+    assert (pytester.path / "frozen.txt").read_text() == "0"
+    kit = ("-p", "no:cacheprovider", "--rs-subscriber=rstck.reference:sync_subscriber", "--rs-no-fuzz")
+    assert pytester.runpytest_subprocess(*kit, "test_plain.py").ret == 0
+    assert (pytester.path / "frozen.txt").read_text() == "0"
+    assert pytester.runpytest_subprocess(*kit).ret == 0
+    assert int((pytester.path / "frozen.txt").read_text()) > 1000

@@ -470,3 +470,90 @@ def test_a_registry_made_at_import_lets_a_cancelled_subscriber_go(pytester: pyte
     pytester.makepyfile(test_registry=REGISTRY_AT_IMPORT)
     result = pytester.runpytest_subprocess("--rs-rules=3.13", f"--rs-processes={processes}")
     result.assert_outcomes(passed=4)
+
+
+#: The registry above, one per stream length, all made as the library is imported by a conftest,
+#: before the kit's run configures (the pytest process freezes what lives by then, ``gc.freeze``):
+#: the first subscriber of the length rule 3.13 asks for joins a registry made then, and its
+#: cancel leaves that registry garbage, holding it, once replaced by a copy.
+REGISTRIES_BEFORE_CONFIGURE = '''
+import threading
+
+from rstck.reference import range_publisher
+
+
+class Registry:
+    def __init__(self, subscribers):
+        self.subscribers = list(subscribers)
+        self.me = self
+
+
+class Hub:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.registry = Registry(())
+
+    def add(self, subscriber):
+        with self.lock:
+            self.registry.subscribers.append(subscriber)
+
+    def remove(self, subscriber):
+        with self.lock:
+            self.registry = Registry(s for s in self.registry.subscribers if s is not subscriber)
+
+
+HUBS = {n: Hub() for n in range(64)}
+
+
+class Tracked:
+    def __init__(self, inner, subscriber, hub):
+        self.inner, self.subscriber, self.hub = inner, subscriber, hub
+
+    def request(self, n):
+        self.inner.request(n)
+
+    def cancel(self):
+        self.hub.remove(self.subscriber)
+        self.inner.cancel()
+
+
+class Relay:
+    def __init__(self, downstream, hub):
+        self.downstream, self.hub = downstream, hub
+
+    def on_subscribe(self, subscription):
+        self.downstream.on_subscribe(Tracked(subscription, self.downstream, self.hub))
+
+    def on_next(self, element):
+        self.downstream.on_next(element)
+
+    def on_error(self, error):
+        self.hub.remove(self.downstream)
+        self.downstream.on_error(error)
+
+    def on_complete(self):
+        self.hub.remove(self.downstream)
+        self.downstream.on_complete()
+
+
+class Registered:
+    def __init__(self, n):
+        self.n = n
+
+    def subscribe(self, subscriber):
+        if subscriber is None:
+            raise TypeError("subscriber is None")
+        hub = HUBS.setdefault(self.n, Hub())
+        hub.add(subscriber)
+        range_publisher(self.n).subscribe(Relay(subscriber, hub))
+'''
+
+
+def test_a_registry_made_before_the_run_configures_lets_a_cancelled_subscriber_go(pytester: pytest.Pytester) -> None:
+    """What the pytest process froze as the kit's run configured (pytest, the plugins, what a
+    conftest imported) is out of the collector's walks until rule 3.13 needs it back: a
+    registry made then, garbage once the subscriber cancels, lets it go."""
+    pytester.makepyfile(mylib_registries=REGISTRIES_BEFORE_CONFIGURE)
+    pytester.makeconftest("import mylib_registries  # noqa: F401\n")
+    result = pytester.runpytest_subprocess("--rs-publisher=mylib_registries:Registered", "--rs-rules=3.13")
+    result.assert_outcomes(passed=2)
