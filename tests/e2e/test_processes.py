@@ -380,103 +380,15 @@ def test_what_a_subject_prints_and_logs_in_a_worker_reaches_its_tests_report(pyt
     assert any(line.startswith("chatty made") for line in _sections(passing))
 
 
-#: A conforming publisher whose registry of subscribers is made at import, added to in place and
-#: replaced by a copy on each removal; each registry refers to itself, so a replaced one is freed
-#: only by the cyclic collector. Whatever the kit does to the collector (``gc.freeze`` would
-#: leave the registry made at import, and the first subscriber in it, out of every collection),
-#: a cancelled subscriber must be found collectable (rule 3.13).
-REGISTRY_AT_IMPORT = '''
-import threading
-
-import rstck.pytest as rs
-from rstck.reference import range_publisher
-
-
-class Registry:
-    def __init__(self, subscribers):
-        self.subscribers = list(subscribers)
-        self.me = self
-
-
-class Hub:
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.registry = Registry(())
-
-    def add(self, subscriber):
-        with self.lock:
-            self.registry.subscribers.append(subscriber)
-
-    def remove(self, subscriber):
-        with self.lock:
-            self.registry = Registry(s for s in self.registry.subscribers if s is not subscriber)
-
-
-HUB = Hub()
-
-
-class Tracked:
-    def __init__(self, inner, subscriber):
-        self.inner, self.subscriber = inner, subscriber
-
-    def request(self, n):
-        self.inner.request(n)
-
-    def cancel(self):
-        HUB.remove(self.subscriber)
-        self.inner.cancel()
-
-
-class Relay:
-    def __init__(self, downstream):
-        self.downstream = downstream
-
-    def on_subscribe(self, subscription):
-        self.downstream.on_subscribe(Tracked(subscription, self.downstream))
-
-    def on_next(self, element):
-        self.downstream.on_next(element)
-
-    def on_error(self, error):
-        HUB.remove(self.downstream)
-        self.downstream.on_error(error)
-
-    def on_complete(self):
-        HUB.remove(self.downstream)
-        self.downstream.on_complete()
-
-
-class Registered:
-    def __init__(self, n):
-        self.n = n
-
-    def subscribe(self, subscriber):
-        if subscriber is None:
-            raise TypeError("subscriber is None")
-        HUB.add(subscriber)
-        range_publisher(self.n).subscribe(Relay(subscriber))
-
-
-test_registered = rs.publisher_verification(Registered, id="registered")
-test_range = rs.publisher_verification(range_publisher, id="range")
-'''
-
-
-@pytest.mark.parametrize("processes", ["1", "2"])
-def test_a_registry_made_at_import_lets_a_cancelled_subscriber_go(pytester: pytest.Pytester, processes: str) -> None:
-    """Rule 3.13 is judged on what the subject holds, not on what the kit keeps from the
-    collector: in the pytest process and in a worker, the first subscriber of a registry made
-    at import is collected once cancelled."""
-    pytester.makepyfile(test_registry=REGISTRY_AT_IMPORT)
-    result = pytester.runpytest_subprocess("--rs-rules=3.13", f"--rs-processes={processes}")
-    result.assert_outcomes(passed=4)
-
-
-#: The registry above, one per stream length, all made as the library is imported by a conftest,
-#: before the kit's run configures (the pytest process freezes what lives by then, ``gc.freeze``):
-#: the first subscriber of the length rule 3.13 asks for joins a registry made then, and its
-#: cancel leaves that registry garbage, holding it, once replaced by a copy.
-REGISTRIES_BEFORE_CONFIGURE = '''
+#: A conforming publisher whose registries of subscribers (one per stream length) are made at
+#: import, added to in place and replaced by a copy on each removal; each registry refers to
+#: itself, so a replaced one is freed only by the cyclic collector. Whatever the kit does to the
+#: collector (``gc.freeze`` leaves what lives by then out of every walk), a cancelled subscriber
+#: must be found collectable (rule 3.13). Made as a conftest imports the library, before the
+#: kit's run configures (the pytest process freezes what lives by then), the first subscriber of
+#: the length rule 3.13 asks for joins a registry made then, and its cancel leaves that registry
+#: garbage, holding it, once replaced by a copy.
+REGISTRIES_AT_IMPORT = '''
 import threading
 
 from rstck.reference import range_publisher
@@ -548,12 +460,32 @@ class Registered:
         range_publisher(self.n).subscribe(Relay(subscriber, hub))
 '''
 
+#: The library above, with its subjects declared in the test module that imports it.
+REGISTRY_AT_IMPORT = '''
+import rstck.pytest as rs
+from mylib_registries import Registered
+from rstck.reference import range_publisher
+
+test_registered = rs.publisher_verification(Registered, id="registered")
+test_range = rs.publisher_verification(range_publisher, id="range")
+'''
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_registry_made_at_import_lets_a_cancelled_subscriber_go(pytester: pytest.Pytester, processes: str) -> None:
+    """Rule 3.13 is judged on what the subject holds, not on what the kit keeps from the
+    collector: in the pytest process and in a worker, the first subscriber of a registry made
+    at import is collected once cancelled."""
+    pytester.makepyfile(mylib_registries=REGISTRIES_AT_IMPORT, test_registry=REGISTRY_AT_IMPORT)
+    result = pytester.runpytest_subprocess("--rs-rules=3.13", f"--rs-processes={processes}")
+    result.assert_outcomes(passed=4)
+
 
 def test_a_registry_made_before_the_run_configures_lets_a_cancelled_subscriber_go(pytester: pytest.Pytester) -> None:
     """What the pytest process froze as the kit's run configured (pytest, the plugins, what a
     conftest imported) is out of the collector's walks until rule 3.13 needs it back: a
     registry made then, garbage once the subscriber cancels, lets it go."""
-    pytester.makepyfile(mylib_registries=REGISTRIES_BEFORE_CONFIGURE)
+    pytester.makepyfile(mylib_registries=REGISTRIES_AT_IMPORT)
     pytester.makeconftest("import mylib_registries  # noqa: F401\n")
     result = pytester.runpytest_subprocess("--rs-publisher=mylib_registries:Registered", "--rs-rules=3.13")
     result.assert_outcomes(passed=2)
