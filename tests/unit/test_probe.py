@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -293,14 +294,21 @@ def test_cancel_and_terminal_signals_close_the_fast_path(env: Environment) -> No
     assert rules_flagged(env) == ["1.7"]
 
 
-def test_a_wait_on_another_thread_is_woken_by_the_fast_path(env: Environment) -> None:
-    probe = fast_probe(env)
-    start = probe.received
+def _waiting(probe: ProbeSubscriber, wait: Callable[[], bool]) -> tuple[threading.Thread, list[bool]]:
+    """``wait()`` on another thread, returned once it is registered with the probe; its answer
+    lands in the list."""
     woke: list[bool] = []
-    waiter = threading.Thread(target=lambda: woke.append(probe._wait(lambda: probe.received >= start + 50, 5)))
+    waiter = threading.Thread(target=lambda: woke.append(wait()))
     waiter.start()
     while not probe._waiters:
         threading.Event().wait(0.001)
+    return waiter, woke
+
+
+def test_a_wait_on_another_thread_is_woken_by_the_fast_path(env: Environment) -> None:
+    probe = fast_probe(env)
+    start = probe.received
+    waiter, woke = _waiting(probe, lambda: probe._wait(lambda: probe.received >= start + 50, 5))
     for i in range(100):
         probe.on_next(i)
     waiter.join(2)
@@ -344,11 +352,7 @@ def test_a_steady_wait_outlasts_a_slow_stream_and_ends_at_a_silence(env: Environ
 def test_a_steady_wait_is_woken_by_its_predicate_not_by_each_signal(env: Environment) -> None:
     probe = fast_probe(env)
     start = probe.received
-    woke: list[bool] = []
-    waiter = threading.Thread(target=lambda: woke.append(probe.wait_steady(lambda: probe.received >= start + 50, 5)))
-    waiter.start()
-    while not probe._waiters:
-        threading.Event().wait(0.001)
+    waiter, woke = _waiting(probe, lambda: probe.wait_steady(lambda: probe.received >= start + 50, 5))
     (waiting,) = probe._waiters
     probe.on_next(0)
     assert probe._waiters == [waiting]  # one element: the wait goes on, not woken to look again
