@@ -414,17 +414,15 @@ class ShutsDownInTwoSteps(IdentityProcessor):
 
 class _ResetsItsTurn(_Downstream):
     def _run(self, missed: int) -> None:
-        delivered = False
         while True:
             while self._step():
-                delivered = True
+                pass
             with self._lock:
                 # Clears the counter instead of taking off what this turn saw: work announced
                 # after the last step and before this line is forgotten.
                 self._wip = 0
                 break
-        if delivered:
-            self._processor._request_upstream()
+        self._processor._request_upstream()
 
 
 class ResetsItsDeliveryTurn(IdentityProcessor):
@@ -502,6 +500,13 @@ class ActorKeepsUpstream(ActorProcessor):
 
 
 class _ForgetsFreedRoom(_Downstream):
+    """A request asks upstream for its own demand; the drain asks for nothing, not even the
+    room its deliveries freed."""
+
+    def request(self, n: int) -> None:
+        super().request(n)
+        self._processor._request_upstream()
+
     def _run(self, missed: int) -> None:
         while True:
             while self._step():

@@ -66,10 +66,10 @@ class _Downstream:
                     self.error = ValueError(f"rule 3.9: request({n}) is illegal; n must be > 0")
             else:
                 self.demand = min(MAX_DEMAND, self.demand + n)  # rule 3.17
-            drain = self._enter_locked()
-        if drain:
-            self._run(1)
-        self._processor._request_upstream()
+            self._wip += 1
+            if self._wip != 1:
+                return  # the delivery under way serves it, and asks upstream as it ends
+        self._run(1)
 
     def cancel(self) -> None:
         with self._lock:
@@ -102,39 +102,54 @@ class _Downstream:
             else:
                 self.complete = True
 
-    def enqueue_locked(self, element: Any) -> bool:
-        """Queue ``element`` and enter the drain (the caller holds the lock); True: run it."""
-        self.queue.append(element)
-        return self._enter_locked()
-
     def drain(self) -> None:
         with self._lock:
-            if not self._enter_locked():
+            self._wip += 1
+            if self._wip != 1:
                 return
         self._run(1)
-
-    def _enter_locked(self) -> bool:
-        self._wip += 1
-        return self._wip == 1
 
     def _run(self, missed: int) -> None:
         """Deliver until nothing is deliverable, then again for work that came meanwhile.
 
-        Delivering frees room in the queue: once done, demand that the full buffer held back is
-        asked of the upstream (else a request made while the queue was full is lost, rule 3.8).
-        Whoever delivers asks, whichever thread it is: ``on_next`` only queues and asks nothing.
+        An element takes one critical section: taken from the queue there, it is delivered
+        outside it. Delivering frees room in the queue: once done, demand that the full buffer
+        held back is asked of the upstream (else a request made while the queue was full is
+        lost, rule 3.8). Whoever delivers asks, whichever thread it is: ``on_next`` only queues
+        and asks nothing, and ``request()`` leaves its demand to the delivery under way.
         """
-        delivered = False
+        lock = self._lock
+        queue = self.queue
+        processor = self._processor
         while True:
-            while self._step():
-                delivered = True
-            with self._lock:
-                self._wip -= missed
-                missed = self._wip
-                if missed == 0:
-                    break
-        if delivered:
-            self._processor._request_upstream()
+            lock.acquire()
+            subscriber = self.subscriber
+            if subscriber is not None and self.error is None and queue and self.demand > 0:
+                element = queue.popleft()
+                if self.demand < MAX_DEMAND:
+                    self.demand -= 1
+                lock.release()
+                try:
+                    subscriber.on_next(element)
+                except Exception:
+                    logger.warning(_RAISED, subscriber, "on_next", exc_info=True)
+                    self.cancel()
+                continue
+            if subscriber is not None and (self.error is not None or (self.complete and not queue)):
+                lock.release()
+                if self._step():  # the terminal signal
+                    continue
+                lock.acquire()
+            self._wip -= missed
+            missed = self._wip
+            if missed == 0:
+                # No room for a batch beside what is in flight: the common case ends here.
+                ask = processor._in_flight + processor._batch <= processor._buffer_size
+                lock.release()
+                break
+            lock.release()
+        if ask:
+            processor._request_upstream()
 
     def _step(self) -> bool:
         element: Any = None
@@ -219,14 +234,18 @@ class IdentityProcessor:
         with self._lock:
             if self._ended is not None:
                 return  # in flight after cancel (rule 2.8) or after shut-down: dropped
-            self._in_flight = max(0, self._in_flight - 1)
+            if self._in_flight > 0:
+                self._in_flight -= 1
             # Queued and each drain entered in one critical section (the lock is shared); the
             # drains this call owns run outside it. Queueing frees no room, so nothing more is
             # asked upstream here: a drain that delivers asks for the room it freed.
             owned = []
             for downstream in self._downstreams:
-                if downstream.subscriber is not None and downstream.enqueue_locked(element):
-                    owned.append(downstream)
+                if downstream.subscriber is not None:
+                    downstream.queue.append(element)
+                    downstream._wip += 1
+                    if downstream._wip == 1:
+                        owned.append(downstream)
         for downstream in owned:
             downstream._run(1)
 
