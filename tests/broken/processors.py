@@ -11,6 +11,7 @@ import contextlib
 import threading
 from typing import Any
 
+from rstck.api import MAX_DEMAND
 from rstck.api import Subscription
 from rstck.reference.processors import IdentityProcessor
 from rstck.reference.processors import _Downstream
@@ -62,11 +63,10 @@ class SwallowsErrors(IdentityProcessor):
 
 
 class _ErrorWaitsForDemand(_Downstream):
-    def _step(self) -> bool:
-        with self._lock:
-            if self.error is not None and self.demand == 0:
-                return False
-        return super()._step()
+    def _ending_locked(self) -> bool:
+        if self.error is not None and self.demand == 0:
+            return False
+        return super()._ending_locked()
 
 
 class ErrorsOnlyWithDemand(IdentityProcessor):
@@ -415,19 +415,34 @@ class ShutsDownInTwoSteps(IdentityProcessor):
 class _ResetsItsTurn(_Downstream):
     def _run(self, missed: int) -> None:
         while True:
-            while self._step():
-                pass
             with self._lock:
-                # Clears the counter instead of taking off what this turn saw: work announced
-                # after the last step and before this line is forgotten.
+                subscriber, element = self.subscriber, None
+                if subscriber is not None and self.error is None and self.queue and self.demand > 0:
+                    element = self.queue.popleft()
+                    if self.demand < MAX_DEMAND:
+                        self.demand -= 1
+                ending = element is None and subscriber is not None and self._ending_locked()
+                if ending:
+                    error, self.subscriber = self.error, None
+            if element is not None:
+                assert subscriber is not None
+                subscriber.on_next(element)
+                continue
+            if ending:
+                assert subscriber is not None
+                self._end(subscriber, error)
+            with self._lock:
+                # Leaves its turn in a critical section of its own, clearing the counter instead
+                # of taking off what this turn saw: work announced since the last look is lost.
                 self._wip = 0
-                break
-        self._processor._request_upstream()
+            break
+        self._freed_room()
 
 
 class ResetsItsDeliveryTurn(IdentityProcessor):
-    """Rule 3.8: the delivery loop ends its turn by clearing the work counter, so an element that
-    arrives (or a request made) just as the loop finishes stays queued until the next signal."""
+    """Rule 3.8: the delivery loop looks for work, then ends its turn in a second critical section
+    by clearing the work counter, so an element that arrives (or a request made) between the two
+    stays queued until the next signal."""
 
     _downstream_type = _ResetsItsTurn
 
@@ -507,15 +522,8 @@ class _ForgetsFreedRoom(_Downstream):
         super().request(n)
         self._processor._request_upstream()
 
-    def _run(self, missed: int) -> None:
-        while True:
-            while self._step():
-                pass
-            with self._lock:
-                self._wip -= missed
-                missed = self._wip
-                if missed == 0:
-                    return
+    def _freed_room(self) -> None:
+        pass
 
 
 class _HoldsBackWhenFull(_ForgetsFreedRoom):

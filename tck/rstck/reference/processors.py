@@ -124,70 +124,58 @@ class _Downstream:
         while True:
             lock.acquire()
             subscriber = self.subscriber
-            if subscriber is not None and self.error is None and queue and self.demand > 0:
-                element = queue.popleft()
-                if self.demand < MAX_DEMAND:
-                    self.demand -= 1
-                lock.release()
-                try:
-                    subscriber.on_next(element)
-                except Exception:
-                    logger.warning(_RAISED, subscriber, "on_next", exc_info=True)
-                    self.cancel()
-                continue
-            if subscriber is not None and (self.error is not None or (self.complete and not queue)):
-                lock.release()
-                if self._step():  # the terminal signal
+            if subscriber is not None:
+                if self.error is None and queue and self.demand > 0:
+                    element = queue.popleft()
+                    if self.demand < MAX_DEMAND:
+                        self.demand -= 1
+                    lock.release()
+                    try:
+                        subscriber.on_next(element)
+                    except Exception:
+                        logger.warning(_RAISED, subscriber, "on_next", exc_info=True)
+                        self.cancel()
                     continue
-                lock.acquire()
-            self._wip -= missed
-            missed = self._wip
-            if missed == 0:
-                # No room for a batch beside what is in flight: the common case ends here.
-                ask = processor._in_flight + processor._batch <= processor._buffer_size
-                lock.release()
-                break
+                if self._ending_locked():
+                    error = self.error
+                    self.subscriber = None  # rules 1.6, 1.7: terminated, nothing more
+                    lock.release()
+                    self._end(subscriber, error)
+                    lock.acquire()
+            missed = self._leave_locked(missed)
+            # No room for a batch beside what is in flight: the common case asks nothing.
+            ask = not missed and processor._in_flight + processor._batch <= processor._buffer_size
             lock.release()
+            if not missed:
+                break
         if ask:
-            processor._request_upstream()
+            self._freed_room()
 
-    def _step(self) -> bool:
-        element: Any = None
-        with self._lock:
-            subscriber = self.subscriber
-            if subscriber is None:
-                return False
-            error = self.error
-            if error is not None:
-                signal = "on_error"
-            elif self.queue and self.demand > 0:
-                signal = "on_next"
-                element = self.queue.popleft()
-                if self.demand < MAX_DEMAND:
-                    self.demand -= 1
-            elif self.complete and not self.queue:
-                signal = "on_complete"
-            else:
-                return False
-            if signal != "on_next":
-                self.subscriber = None  # rules 1.6, 1.7: terminated, nothing more
+    def _ending_locked(self) -> bool:
+        """Whether the terminal signal is due: an error at once, ahead of queued elements;
+        on_complete once they are delivered."""
+        return self.error is not None or (self.complete and not self.queue)
+
+    def _leave_locked(self, missed: int) -> int:
+        """Take the work this turn saw off the count; what came meanwhile (0: the turn ends)."""
+        self._wip -= missed
+        return self._wip
+
+    def _freed_room(self) -> None:
+        self._processor._request_upstream()
+
+    def _end(self, subscriber: Subscriber[Any], error: BaseException | None) -> None:
+        """Signal the end to ``subscriber``, already forgotten: nothing more reaches it."""
         try:
-            if signal == "on_next":
-                subscriber.on_next(element)
-                return True
-            if signal == "on_error":
-                assert error is not None
+            if error is not None:
                 subscriber.on_error(error)
             else:
                 subscriber.on_complete()
         except Exception:
-            logger.warning(_RAISED, subscriber, signal, exc_info=True)
-            self.cancel()
-            return False
+            logger.warning(_RAISED, subscriber, "on_error" if error is not None else "on_complete",
+                           exc_info=True)
         finally:
-            if signal != "on_next":
-                self._processor._left(self, terminated=True)
-        return False
+            self._processor._left(self, terminated=True)
 
     def __repr__(self) -> str:
         state = "active" if self.subscriber is not None else "done"
