@@ -122,32 +122,33 @@ class _Downstream:
         queue = self.queue
         processor = self._processor
         while True:
-            lock.acquire()
-            subscriber = self.subscriber
-            if subscriber is not None:
-                if self.error is None and queue and self.demand > 0:
+            with lock:
+                subscriber = self.subscriber
+                if subscriber is not None and self.error is None and queue and self.demand > 0:
                     element = queue.popleft()
                     if self.demand < MAX_DEMAND:
                         self.demand -= 1
-                    lock.release()
-                    try:
-                        subscriber.on_next(element)
-                    except Exception:
-                        logger.warning(_RAISED, subscriber, "on_next", exc_info=True)
-                        self.cancel()
-                    continue
-                if self._ending_locked():
+                    ending = False
+                elif subscriber is not None and self._ending_locked():
                     error = self.error
                     self.subscriber = None  # rules 1.6, 1.7: terminated, nothing more
-                    lock.release()
-                    self._end(subscriber, error)
-                    lock.acquire()
-            missed = self._leave_locked(missed)
-            # No room for a batch beside what is in flight: the common case asks nothing.
-            ask = not missed and processor._in_flight + processor._batch <= processor._buffer_size
-            lock.release()
-            if not missed:
-                break
+                    ending = True
+                else:
+                    self._wip -= missed  # the work this turn saw; what came meanwhile is left
+                    missed = self._wip
+                    if missed:
+                        continue
+                    # No room for a batch beside what is in flight: the common case asks nothing.
+                    ask = processor._in_flight + processor._batch <= processor._buffer_size
+                    break
+            if ending:
+                self._end(subscriber, error)
+                continue
+            try:
+                subscriber.on_next(element)
+            except Exception:
+                logger.warning(_RAISED, subscriber, "on_next", exc_info=True)
+                self.cancel()
         if ask:
             self._freed_room()
 
@@ -155,11 +156,6 @@ class _Downstream:
         """Whether the terminal signal is due: an error at once, ahead of queued elements;
         on_complete once they are delivered."""
         return self.error is not None or (self.complete and not self.queue)
-
-    def _leave_locked(self, missed: int) -> int:
-        """Take the work this turn saw off the count; what came meanwhile (0: the turn ends)."""
-        self._wip -= missed
-        return self._wip
 
     def _freed_room(self) -> None:
         self._processor._request_upstream()
