@@ -118,7 +118,7 @@ def stochastic_spec101_requests_from_another_thread_during_emission_must_add_up_
     if ctx.settings.max_elements < total + 1:
         raise NotVerified(f"needs a publisher of {total + 1} elements (max_elements)")
     rounds = ctx.settings.stochastic_iterations
-    rival = _Rival(ctx.settings.timeout)
+    rival = _Rival(ctx.settings.timeout, ctx.settings.test_limit)
     helper = threading.Thread(target=rival.run, name="rs-tck-rival", daemon=True)
     helper.start()
     showed = 0
@@ -143,13 +143,18 @@ class _Rival:
     """The other thread of ``stochastic_spec101_...``: each round, it subscribes or requests
     while this thread requests, their calls serial (rule 2.7) but on two threads."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, idle_limit: float) -> None:
         self.timeout = timeout
+        #: How long it waits for the next round: the test's thread may take long between two on a
+        #: loaded machine, and the rounds left would then find nobody to run them.
+        self.idle_limit = idle_limit
         self.serial = threading.Lock()  # rule 2.7: one call on the subscription at a time, whichever thread
         self.go = threading.Semaphore(0)
+        #: Released when this round's emission is under way; a round's own, so that a release
+        #: that came late for the round before cannot start the next before its subscription.
         self.begun = threading.Semaphore(0)
         self.done = threading.Semaphore(0)
-        self.current: list[Callable[[], None]] = []
+        self.current: list[tuple[Callable[[], None], threading.Semaphore]] = []
         self.failed: list[BaseException] = []
         self.stop = threading.Event()
 
@@ -158,20 +163,22 @@ class _Rival:
             probe.request(1)
 
     def run(self) -> None:
-        while self.go.acquire(timeout=self.timeout) and not self.stop.is_set():
+        while self.go.acquire(timeout=self.idle_limit) and not self.stop.is_set():
+            job, begun = self.current[0]
             try:
-                self.current[0]()
+                job()
             except BaseException as exc:  # reported on the test's thread
                 self.failed.append(exc)
-                self.begun.release()
+                begun.release()
             self.done.release()
 
     def start_round(self, ctx: PublisherContext, i: int, each: int) -> ProbeSubscriber:
         """Round ``i``'s probe, with the other thread set off on its part of the round."""
         total = 2 * each
+        begun = self.begun = threading.Semaphore(0)
         if i % 2 == 0:
             probe = ctx.subscribed(total + 1, name=f"round{i}", keep_elements=False, yield_s=None)
-            self.current[:] = [functools.partial(self._requests_here, probe, each)]
+            self.current[:] = [(functools.partial(self._requests_here, probe, each, begun), begun)]
         else:
             def first(p: ProbeSubscriber, s: Any) -> None:
                 with self.serial:
@@ -179,11 +186,11 @@ class _Rival:
 
             def came(p: ProbeSubscriber, e: Any) -> None:
                 if p.received == 1:
-                    self.begun.release()
+                    begun.release()
 
             probe = ctx.probe(f"round{i}", on_subscribe=first, on_next=came,
                               keep_elements=False, yield_s=None)
-            self.current[:] = [functools.partial(_subscribes_here, ctx, probe, total)]
+            self.current[:] = [(functools.partial(_subscribes_here, ctx, probe, total), begun)]
         self.go.release()
         return probe
 
@@ -211,11 +218,11 @@ class _Rival:
                 "emission", evidence=cite(last_seq(ctx.env.trace, probe.name, "on_next")),
                 setting="timeout")
 
-    def _requests_here(self, probe: ProbeSubscriber, each: int) -> None:
+    def _requests_here(self, probe: ProbeSubscriber, each: int, begun: threading.Semaphore) -> None:
         for k in range(each):
             self.ask(probe)
             if k == 0:
-                self.begun.release()  # the rest land while the emission the first one started runs
+                begun.release()  # the rest land while the emission the first one started runs
 
 
 def _subscribes_here(ctx: PublisherContext, probe: ProbeSubscriber, total: int) -> None:
