@@ -178,7 +178,7 @@ def race_two_subscriptions(ctx: Any, make: Callable[[], Any], rounds: int = SUBS
         else:
             call = Worker(offer, "rs-tck:first-publisher")
             theirs = second.attach(subscriber)
-        if not call.wait(limit):
+        if not starved_wait(call.wait, limit):
             raise RuleViolation("2.5", "on_subscribe to return promptly",
                                 "the first publisher's on_subscribe did not return", setting="timeout")
         mine = call.result()

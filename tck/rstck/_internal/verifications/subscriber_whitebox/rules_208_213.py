@@ -9,6 +9,7 @@ from ....contexts import WhiteboxStages
 from ....errors import RuleViolation
 from ....registry import Registry
 from ....whitebox import WhiteboxProbe
+from ...clock import starved_wait
 from ...matrix import Cover
 from ...parity import Parity
 from ...parity import wb
@@ -124,7 +125,7 @@ def required_spec210_must_be_prepared_to_receive_an_on_error_signal_without_prec
 def _on_other_thread(ctx: WhiteboxStages, fn: Any) -> Any:
     """Run ``fn`` on a fresh TCK thread and wait for it: signals still serial, threads differ."""
     sender = Worker(fn, "rs-tck:sender")
-    if not sender.wait(2 * ctx.settings.timeout + 1.0):
+    if not starved_wait(sender.wait, 2 * ctx.settings.timeout + 1.0):
         raise RuleViolation(None, "a signal to return promptly", "on_next did not return (sender thread)",
                             setting="timeout")
     return sender.result()
