@@ -24,6 +24,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from ._internal.clock import RunningClock
 from ._internal.clock import starved_wait
 from ._internal.environment import Environment
 from ._internal.evidence import cite
@@ -702,7 +703,8 @@ class ManualPublisher:
         sub = subscription or self.subscription
         window = self.env.settings.no_signal_window if window is None else window
         limit = self.env.settings.timeout + window if limit is None else limit
-        deadline = time.monotonic() + limit
+        clock = RunningClock()  # the limit is time the process could run, as in ProbeSubscriber.wait_quiet
+        spent = 0.0
         if idle:
             sub.watch()
             if self.unreachable():
@@ -724,7 +726,8 @@ class ManualPublisher:
                 if sub.calls == seen:
                     sub.idle = sub.idle or (idle and not worked)
                     return True
-                if time.monotonic() >= deadline:
+                spent += clock.step(window)
+                if spent >= limit:
                     return False
 
     def unreachable(self) -> bool:

@@ -364,18 +364,22 @@ class ProbeSubscriber(ProbeSignals):
         """Let in-flight signals drain: return once a whole window passes with no signal.
 
         Returns how many signals arrived meanwhile and whether quiet was reached. Bounded by
-        ``limit`` (default: the timeout plus one window), so a publisher that never stops
-        cannot keep us here.
+        ``limit`` (default: the timeout plus one window) of time the process could run, so a
+        publisher that never stops cannot keep us here, and one still delivering what was in
+        flight on a starved machine is not taken for one that never stops: each wake-up
+        credits at most the window it waited for (``RunningClock``).
         """
         window = self.env.settings.no_signal_window if window is None else window
         limit = self.env.settings.timeout + window if limit is None else limit
-        deadline = time.monotonic() + limit
+        clock = RunningClock()
+        spent = 0.0
         first = self.mark()
         with self.env.aside():
             while True:
                 if not self._wait(_changed(self, self.mark()), window):
                     return self.signals - first, True
-                if time.monotonic() >= deadline:
+                spent += clock.step(window)
+                if spent >= limit:
                     return self.signals - first, False
 
     def wait_for_signal(self, *, timeout: float | None = None) -> bool:

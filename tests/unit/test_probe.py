@@ -390,3 +390,54 @@ def test_a_racy_probe_yields_on_the_tests_thread_only_while_another_thread_could
     other.start()
     other.join(5)
     assert sleeps == [threading.current_thread().name, "rs-tck:upstream-feeder"]
+
+
+def test_a_starved_moment_does_not_count_against_a_quiet_wait(env: Environment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-flight elements still arriving when the whole process is left waiting for a core (here:
+    the clock jumps 5 s while they come) are late, not a stream that never stops: the wait for
+    quiet counts time the process could run, each wake-up at most the window it waited for."""
+    real_monotonic = time.monotonic
+    jump = [0.0]
+    monkeypatch.setattr(time, "monotonic", lambda: real_monotonic() + jump[0])
+    probe = ProbeSubscriber(env)
+    probe.on_subscribe(NullSubscription())
+    probe.request(MAX_DEMAND)
+
+    def in_flight() -> None:
+        for i in range(10):
+            if i == 3:
+                jump[0] = 5.0  # a starved moment, ten times the limit
+            time.sleep(env.settings.no_signal_window / 4)
+            probe.on_next(i)
+
+    sender = threading.Thread(target=in_flight)
+    sender.start()
+    arrived, quiet = probe.wait_quiet()
+    sender.join()
+    assert quiet
+    assert arrived == 10
+
+
+def test_a_stream_that_never_stops_is_not_quiet(env: Environment) -> None:
+    probe = ProbeSubscriber(env)
+    probe.on_subscribe(NullSubscription())
+    probe.request(MAX_DEMAND)
+    stop = threading.Event()
+
+    def flood() -> None:
+        i = 0
+        while not stop.is_set():
+            probe.on_next(i)
+            i += 1
+            time.sleep(env.settings.no_signal_window / 4)
+
+    sender = threading.Thread(target=flood)
+    sender.start()
+    started = time.monotonic()
+    try:
+        _, quiet = probe.wait_quiet()
+    finally:
+        stop.set()
+        sender.join()
+    assert not quiet
+    assert time.monotonic() - started < 10 * (env.settings.timeout + env.settings.no_signal_window)
