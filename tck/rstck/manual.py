@@ -703,8 +703,7 @@ class ManualPublisher:
         sub = subscription or self.subscription
         window = self.env.settings.no_signal_window if window is None else window
         limit = self.env.settings.timeout + window if limit is None else limit
-        clock = RunningClock()  # the limit is time the process could run, as in ProbeSubscriber.wait_quiet
-        spent = 0.0
+        clock, spent = RunningClock(), 0.0  # time the process could run, as in ProbeSubscriber.wait_quiet
         if idle:
             sub.watch()
             if self.unreachable():
@@ -726,8 +725,7 @@ class ManualPublisher:
                 if sub.calls == seen:
                     sub.idle = sub.idle or (idle and not worked)
                     return True
-                spent += clock.step(window)
-                if spent >= limit:
+                if (spent := spent + clock.step(window)) >= limit:
                     return False
 
     def unreachable(self) -> bool:

@@ -447,6 +447,31 @@ class ResetsItsDeliveryTurn(IdentityProcessor):
     _downstream_type = _ResetsItsTurn
 
 
+class _TakesOffOneTooMany(_Downstream):
+    def request(self, n: int) -> None:
+        with self._lock:
+            if self.subscriber is None:
+                return
+            if n <= 0:
+                self.error = self.error or ValueError(f"rule 3.9: request({n}) is illegal")
+            else:
+                self.demand = min(MAX_DEMAND, self.demand + n)
+            self._wip += 1
+            if self._wip != 1:
+                return
+        # Its own entry counted twice as the loop finishes: the work count goes below zero.
+        self._run(2)
+
+
+class TakesOffOneTooManyAsItFinishes(IdentityProcessor):
+    """Rule 1.3: a delivery started by request() takes two off the work count for its own entry
+    as it finishes, so the count dips below zero for a pass of its loop. An element from upstream
+    then finds it at 0 (no delivery of its own) and the next one at 1: that one delivers on the
+    upstream's thread while the request's loop, back at its next look, delivers too."""
+
+    _downstream_type = _TakesOffOneTooMany
+
+
 class CountsInFlightAfterAsking(IdentityProcessor):
     """Rule 3.8: asks upstream first and counts the request as in flight afterwards; an element
     that arrives in between is taken off a count that does not include it yet, so the count ends

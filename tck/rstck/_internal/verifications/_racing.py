@@ -236,8 +236,8 @@ def _paused_call(fn: Callable[[], Any], k: int,
 
 
 def _paused_at_line(fn: Callable[[], Any], k: int, name: str, *, c_calls: bool = False,
-                    pause_s: float = SUBSCRIBE_PAUSE_S,
-                    rival: int | None = None) -> tuple[Worker, threading.Event, threading.Event, list[int]]:
+                    pause_s: float = SUBSCRIBE_PAUSE_S, rival: int | None = None,
+                    locks_only: bool = False) -> tuple[Worker, threading.Event, threading.Event, list[int]]:
     """``fn()`` on a TCK thread that stops before its ``k``-th line of the subject's own code until
     ``resume`` is set (at most ``pause_s``); ``paused`` is set when it stops. The list holds the
     steps still to go: above 0 once the call returned, it never stopped (it had fewer than ``k``).
@@ -247,7 +247,8 @@ def _paused_at_line(fn: Callable[[], Any], k: int, name: str, *, c_calls: bool =
     is a step too: ``x = max(0, x - 1)`` reads, calls, then stores, all on one line. Only the
     subject's frames are traced line by line; the kit's run untraced. ``rival``: the thread
     that runs the other side meanwhile; when it stands still in the subject's code (waiting for
-    a lock the paused thread holds), the pause ends then instead of at ``pause_s``.
+    a lock the paused thread holds), the pause ends then instead of at ``pause_s``; with
+    ``locks_only``, only when it stands at a ``with`` block's entry (see ``_hold``).
     """
     paused, resume = threading.Event(), threading.Event()
     left = [k]
@@ -261,7 +262,7 @@ def _paused_at_line(fn: Callable[[], Any], k: int, name: str, *, c_calls: bool =
         sys.settrace(None)
         sys.setprofile(None)
         paused.set()
-        _hold(resume, pause_s, rival)
+        _hold(resume, pause_s, rival, locks_only=locks_only)
         return None
 
     def calls(frame: Any, event: str, arg: Any) -> Any:
@@ -278,7 +279,7 @@ def _paused_at_line(fn: Callable[[], Any], k: int, name: str, *, c_calls: bool =
         sys.settrace(None)
         sys.setprofile(None)
         paused.set()
-        _hold(resume, pause_s, rival)
+        _hold(resume, pause_s, rival, locks_only=locks_only)
 
     def run() -> Any:
         sys.settrace(calls)
@@ -299,9 +300,10 @@ class PausedSide:
     subject's code (see ``_paused_at_line``) until let go."""
 
     def __init__(self, fn: Callable[[], Any], k: int, name: str, *, c_calls: bool = False,
-                 rival: int | None = None) -> None:
-        self.call, self.paused, self.resume, self._left = _paused_at_line(fn, k, name, c_calls=c_calls,
-                                                                          rival=rival)
+                 rival: int | None = None, pause_s: float = SUBSCRIBE_PAUSE_S,
+                 locks_only: bool = False) -> None:
+        self.call, self.paused, self.resume, self._left = _paused_at_line(
+            fn, k, name, c_calls=c_calls, rival=rival, pause_s=pause_s, locks_only=locks_only)
 
     @property
     def ran_through(self) -> bool:
@@ -317,7 +319,8 @@ class PausedSide:
 def race(first: Callable[[], Any], second: Callable[[], Any], k: int, *, rule: str, what: str,
          timeout: float, name: str = "rs-tck:paused-side", c_calls: bool = False,
          watch_rival: bool = False, reached: Callable[[PausedSide], object] | None = None,
-         after: Callable[[], object] | None = None) -> PausedSide:
+         after: Callable[[], object] | None = None, pause_s: float = SUBSCRIBE_PAUSE_S,
+         locks_only: bool = False) -> PausedSide:
     """``first`` on a TCK thread stopped before its ``k``-th step of the subject's code, ``second``
     on this thread meanwhile; then the first goes on and must return within ``timeout`` (else
     ``rule`` is broken: ``what``). Returns the first side, its call over.
@@ -325,9 +328,11 @@ def race(first: Callable[[], Any], second: Callable[[], Any], k: int, *, rule: s
     ``reached(side)`` waits for the first side to stop (by default a moment for its pause);
     ``after()`` runs once the second side is done, as the first is let go (a hold to end).
     ``watch_rival``: this thread runs the second side, and the pause ends early when it stands
-    still in the subject's code (waiting for a lock the paused thread holds).
+    still in the subject's code (waiting for a lock the paused thread holds; with
+    ``locks_only``, only at a ``with`` block's entry). ``pause_s``: the longest pause.
     """
-    side = PausedSide(first, k, name, c_calls=c_calls, rival=threading.get_ident() if watch_rival else None)
+    side = PausedSide(first, k, name, c_calls=c_calls, rival=threading.get_ident() if watch_rival else None,
+                      pause_s=pause_s, locks_only=locks_only)
     if reached is None:
         side.paused.wait(PREEMPT_WAIT_S * 5)
     else:

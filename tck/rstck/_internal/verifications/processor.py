@@ -23,6 +23,7 @@ own exceptions as the processing of an on_error.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -193,7 +194,7 @@ JOIN_SWEEP = 16
 
 def _race(ctx: ProcessorContext, first: Callable[[], None], second: Callable[[], None], k: int, *,
           rule: str, what: str, c_calls: bool = False, watch_rival: bool = False,
-          reached: Callable[[PausedSide], object] | None = None) -> bool:
+          reached: Callable[[PausedSide], object] | None = None, **pause: Any) -> bool:
     """``race`` the two sides; a subject served on an event loop gets them one after the other
     (a pause on a TCK thread would have the loop wait on it). Whether the first side ran through
     (one after the other too): its call returned before its ``k``-th step."""
@@ -203,7 +204,7 @@ def _race(ctx: ProcessorContext, first: Callable[[], None], second: Callable[[],
         second()
         return True
     return race(first, second, k, rule=rule, what=what, timeout=2 * ctx.settings.timeout + 1.0,
-                c_calls=c_calls, watch_rival=watch_rival, reached=reached).ran_through
+                c_calls=c_calls, watch_rival=watch_rival, reached=reached, **pause).ran_through
 
 
 def _told_or_served(ctx: ProcessorContext, upstream: ManualPublisher, joiner: ProbeSubscriber) -> bool:
@@ -603,7 +604,21 @@ RELAY_SWEEP = 96
 
 #: Rounds of the hunt for an element that arrives while a subscriber requests: each side paused
 #: in turn, at every step up to RELAY_SWEEP into the processor's code (or as many as its call has).
-RELAY_RACE_ROUNDS = 3 * 96
+RELAY_RACE_ROUNDS = 4 * 96
+
+
+#: How long an on_next on another thread stays inside the subscriber once it let a paused
+#: request() go on: long enough for that request's thread to deliver, if it wrongly does.
+OVERLAP_LINGER_S = 0.002
+
+
+#: The longest a request() stays paused in the fourth way, waiting for an element beside it.
+LET_GO_WAIT_S = 0.02
+
+
+#: How far ahead of what was sent the fourth way's subscriber asks, at most, for the processor
+#: to ask its upstream for two (a processor may wait for a batch before it asks again).
+ASK_AHEAD = 32
 
 
 #: Rounds in a row of one way whose paused side returned before its step ``k`` (it has fewer),
@@ -651,7 +666,14 @@ def _delivered_without_more(ctx: ProcessorContext, probe: ProbeSubscriber, sent:
         (), "new",
         "request(1) downstream racing on_next from upstream: every request must be served, "
         "where a delivery loop left a moment after the other side found it busy strands an "
-        "element."),
+        "element; and two elements arriving while a request's delivery loop finishes must not "
+        "start a second delivery beside it (1.3), where a loop that takes too much off its work "
+        "count lets them."),
+    covers=(
+        Cover("1.3", "thread",
+            "a request() paused a swept number of steps into the processor while two elements "
+            "arrive from upstream; the first one delivered on another thread lets it go on"),
+    ),
 )
 def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_still_be_delivered(
     ctx: ProcessorContext,
@@ -668,65 +690,125 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
     the rounds (up to the steps its call has: once two rounds in a row ran through without
     stopping, the higher ``k`` of that way are left out), while the other runs. Each element
     sent must then come out, with nothing more sent upstream to push it, and none beyond
-    demand; and the processor must keep asking upstream while the subscriber wants more. If
-    this fails, check that the delivery loop re-checks for work under the lock that request()
-    and on_next() take, and that the in-flight count is updated under it too.
+    demand; and the processor must keep asking upstream while the subscriber wants more.
+
+    In a fourth way the paused request() has two elements arriving beside it, with demand for
+    them: a delivery loop that, as it finishes, takes more off its work count than the work it
+    saw (its own entry counted twice) leaves the count below zero, so the first on_next finds
+    it at 0 and starts nothing and the second starts a delivery of its own. The first element
+    delivered on the upstream's thread then lets the paused request go on and stays inside
+    on_next a moment: a delivery from the request's thread meanwhile is two threads in the
+    subscriber at once (rule 1.3). A loop that still had its turn would have kept the
+    upstream's thread from delivering; one that gave it up delivers nothing more. If this
+    fails, check that the delivery loop re-checks for work under the lock that request() and
+    on_next() take, that it takes off its work count exactly what it saw, and that the
+    in-flight count is updated under the lock too.
     """
     if ctx.settings.skip_stochastic:
         raise NotVerified("stochastic verifications are switched off (skip_stochastic)", kind=Verdict.DESELECTED)
-    upstream, _, (probe,) = ctx.relay(1)
-    probe.keep_elements = False
+    rounds = _ArrivingRounds(ctx)
     env = ctx.env
     direct = env.dispatch is type(env)._direct
-    sub = upstream.subscription
-    paused_side: list[PausedSide] = []  # this round's, once it started
-
-    def reached(side: PausedSide) -> None:
-        paused_side[:] = [side]
-        side.paused.wait(PREEMPT_WAIT_S * 5)
-
-    def send() -> None:
-        upstream.send_next(rule="3.8")
-
-    def send_when_asked() -> None:
-        # Races a paused request(): the element goes out the moment the processor asks for it.
-        # No demand a moment into the pause: the request upstream is still to come, so the
-        # paused thread goes on to make it (or it holds elements and asks for none).
-        if upstream.wait_demand(timeout=ASKED_WAIT_S) <= 0 and paused_side:
-            paused_side[0].let_go(ctx.settings.timeout)
-        if upstream.wait_demand(timeout=0.0) > 0:
-            send()
-
-    def request() -> None:
-        probe.request(1)
-
-    ran_through = [0, 0, 0]  # per way: rounds in a row whose paused side never stopped
+    ran_through = [0, 0, 0, 0]  # per way: rounds in a row whose paused side never stopped
     ran = 0
     with aggressive_switching():
         for r in range(RELAY_RACE_ROUNDS if direct else 3):
-            # Three ways: on_next paused beside a request(); a request() paused beside on_next,
-            # with demand upstream already, and (last) without: the element then goes out the
-            # moment the paused request brings demand.
-            kind, k = (r % 2, r // 2) if r < 2 * RELAY_SWEEP else (2, r - 2 * RELAY_SWEEP)
+            # Four ways: on_next paused beside a request(); a request() paused beside on_next,
+            # with demand upstream already, and without: the element then goes out the moment
+            # the paused request brings demand; and (last) a request() paused beside two on_next.
+            kind, k = (r % 2, r // 2) if r < 2 * RELAY_SWEEP else divmod(r - 2 * RELAY_SWEEP, RELAY_SWEEP)
+            kind = 2 + kind if r >= 2 * RELAY_SWEEP else kind
             if ran_through[kind] >= RAN_THROUGH_ENOUGH:
                 continue  # past the steps this way's call has: k only grows from here
             ran += 1
             env.count_iterations(ran, 0)  # round under way: a failure in it counts it
-            if kind < 2:
-                # The element the race sends is owed (delivering it counts demand down), and the
-                # subscriber wants more than the processor ever got: only the upstream has it.
-                while probe.requested <= sub.sent and probe.terminal is None:
-                    probe.request(1)  # (a processor that asked ahead serves these from what it holds)
-                if sub.demand <= 0:
-                    upstream.expect_demand(rule="3.8", what=f"a request upstream once the subscriber "
-                                           f"requested {probe.requested} and {sub.sent} were sent")
-            sides = ((send, request), (request, send), (request, send_when_asked))[kind]
-            through = _race(ctx, sides[0], sides[1], 1 + k % RELAY_SWEEP, rule="3.8",
-                            what="on_next() and request() to return promptly", c_calls=True,
-                            watch_rival=True, reached=reached)
+            through = rounds.play(kind, 1 + k % RELAY_SWEEP)
             ran_through[kind] = ran_through[kind] + 1 if through and direct else 0
-            _topped_up(ctx, upstream, probe, r)
-    probe.cancel()
+            _topped_up(ctx, rounds.upstream, rounds.probe, r)
+    rounds.probe.cancel()
+
+
+class _ArrivingRounds:
+    """The sides of the 3.8 arriving hunt's rounds, on one relayed subscriber."""
+
+    def __init__(self, ctx: ProcessorContext) -> None:
+        self.ctx = ctx
+        self.upstream, _, (self.probe,) = ctx.relay(1)
+        self.probe.keep_elements = False
+        self.sub = self.upstream.subscription
+        self.paused_side: list[PausedSide] = []  # this round's, once it started
+        self.requesting: list[int] = []  # the thread of this round's paused request(), fourth way
+
+    def play(self, kind: int, k: int) -> bool:
+        """One round of way ``kind``, its first side paused at step ``k``; whether it ran through."""
+        upstream, probe, sub = self.upstream, self.probe, self.sub
+        self.requesting.clear()
+        probe.on_next_hook = self.let_paused_go if kind == 3 else None
+        if kind == 3:
+            # Two elements the upstream may send, for a subscriber that wants them: asked for
+            # until the processor asks for two, as far as it asks ahead (one that asks one at a
+            # time gets one of the two).
+            while (upstream.wait_demand(timeout=0.0) < 2 and probe.requested < sub.sent + ASK_AHEAD
+                   and probe.terminal is None and not sub.cancelled):
+                probe.request(1)
+        if kind < 2:
+            # The element the race sends is owed (delivering it counts demand down), and the
+            # subscriber wants more than the processor ever got: only the upstream has it.
+            while probe.requested <= sub.sent and probe.terminal is None:
+                probe.request(1)  # (a processor that asked ahead serves these from what it holds)
+            if sub.demand <= 0:
+                upstream.expect_demand(rule="3.8", what=f"a request upstream once the subscriber "
+                                       f"requested {probe.requested} and {sub.sent} were sent")
+        sides = ((self.send, self.request), (self.request, self.send), (self.request, self.send_when_asked),
+                 (self.request_aside, self.send_two))[kind]
+        # The fourth way's pause lasts until an element arrives beside it (or a lock the paused
+        # thread holds stops the other side): two sends take longer than a moment.
+        pause: dict[str, Any] = {"pause_s": LET_GO_WAIT_S, "locks_only": True} if kind == 3 else {}
+        return _race(self.ctx, sides[0], sides[1], k, rule="3.8", what="on_next() and request() to return "
+                     "promptly", c_calls=True, watch_rival=True, reached=self.reached, **pause)
+
+    def reached(self, side: PausedSide) -> None:
+        self.paused_side[:] = [side]
+        side.paused.wait(PREEMPT_WAIT_S * 5)
+
+    def send(self) -> None:
+        self.upstream.send_next(rule="3.8")
+
+    def send_when_asked(self) -> None:
+        # Races a paused request(): the element goes out the moment the processor asks for it.
+        # No demand a moment into the pause: the request upstream is still to come, so the
+        # paused thread goes on to make it (or it holds elements and asks for none).
+        if self.upstream.wait_demand(timeout=ASKED_WAIT_S) <= 0 and self.paused_side:
+            self.paused_side[0].let_go(self.ctx.settings.timeout)
+        if self.upstream.wait_demand(timeout=0.0) > 0:
+            self.send()
+
+    def request(self) -> None:
+        self.probe.request(1)
+
+    def request_aside(self) -> None:
+        self.requesting[:] = [threading.get_ident()]
+        self.probe.request(1)
+
+    def send_two(self) -> None:
+        # Two elements in a row while request() is paused: where the delivery loop's count of
+        # work went wrong as it finished, the first on_next leaves it as if no loop ran and the
+        # second starts a delivery of its own; ``let_paused_go`` then lets the paused one on.
+        for _ in range(2):
+            if self.upstream.wait_demand(timeout=0.0) > 0:
+                self.send()
+
+    def let_paused_go(self, p: ProbeSubscriber, e: Any) -> None:
+        # on_next on another thread than the paused request(): whatever that request's thread
+        # delivers once let go overlaps this call (rule 1.3). Its own delivery loop, if it still
+        # had its turn, would have kept this thread out: a conforming one delivers nothing now.
+        if not self.requesting or threading.get_ident() in self.requesting or not self.paused_side:
+            return
+        side = self.paused_side[0]
+        if side.call.wait(0):
+            return
+        side.resume.set()
+        side.call.wait(OVERLAP_LINGER_S)
 
 
 def _topped_up(ctx: ProcessorContext, upstream: ManualPublisher, probe: ProbeSubscriber, r: int) -> None:
