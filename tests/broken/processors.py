@@ -472,6 +472,32 @@ class TakesOffOneTooManyAsItFinishes(IdentityProcessor):
     _downstream_type = _TakesOffOneTooMany
 
 
+class TakesOffOneTooManyAsAnElementsDeliveryFinishes(IdentityProcessor):
+    """Rule 1.3: the delivery an upstream element starts takes two off the work count for its
+    own entry as it finishes (the subscriber out of demand, elements still queued for it): the
+    count dips below zero for a pass of its loop. The subscriber's next request then finds it at
+    0 and the one after at 1: that one delivers a queued element on the requesting thread while
+    the element's loop, back at its next look, delivers another."""
+
+    def on_next(self, element: Any) -> None:
+        if element is None:
+            raise TypeError("rule 2.13: on_next(None)")
+        with self._lock:
+            if self._ended is not None:
+                return
+            if self._in_flight > 0:
+                self._in_flight -= 1
+            owned = []
+            for downstream in self._downstreams:
+                if downstream.subscriber is not None:
+                    downstream.queue.append(element)
+                    downstream._wip += 1
+                    if downstream._wip == 1:
+                        owned.append(downstream)
+        for downstream in owned:
+            downstream._run(2)  # its own entry counted twice
+
+
 class CountsInFlightAfterAsking(IdentityProcessor):
     """Rule 3.8: asks upstream first and counts the request as in flight afterwards; an element
     that arrives in between is taken off a count that does not include it yet, so the count ends

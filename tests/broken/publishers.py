@@ -1662,6 +1662,95 @@ class WrapsDemandLikeAJavaLong(RangeSubscription):
         return True
 
 
+class _BufferingSubscription:
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        self.subscriber = subscriber
+        self.count = count
+        self.halted = _halt
+        self.lock = threading.Lock()
+        self.queue: list[int] = []
+        self.requested = 0
+        self.wip = 0
+        self.cancelled = False
+        self.done = False
+        self.error: BaseException | None = None
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            if n <= 0:
+                self.error = self.error or invalid_request(n)
+            else:
+                self.requested = _as_java_long(self.requested + n)  # the bug: no saturation
+        self.drain()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def produce(self) -> None:
+        for i in range(min(self.count, MAX_DEMAND)):
+            while len(self.queue) >= 64 and not (self.cancelled or self.halted.is_set()):
+                time.sleep(0.001)
+            if self.cancelled or self.halted.is_set():
+                return
+            with self.lock:
+                self.queue.append(i)
+            self.drain()
+        self.done = True
+        self.drain()
+
+    def drain(self) -> None:
+        with self.lock:
+            self.wip += 1
+            if self.wip != 1:
+                return
+        missed = 1
+        while True:
+            r, e = self.requested, 0
+            while e != r and not self.cancelled and self.error is None:
+                with self.lock:
+                    element = self.queue.pop(0) if self.queue else None
+                if element is None:
+                    break
+                self.subscriber.on_next(element)
+                e += 1
+            with self.lock:
+                ending = not self.cancelled and (self.error is not None or (self.done and not self.queue))
+                error, self.cancelled = self.error, self.cancelled or ending
+                if e and r != MAX_DEMAND:
+                    self.requested = _as_java_long(self.requested - e)
+            if ending:
+                if error is not None:
+                    self.subscriber.on_error(error)
+                else:
+                    self.subscriber.on_complete()
+            with self.lock:
+                self.wip -= missed
+                missed = self.wip
+                if not missed:
+                    return
+
+
+class BuffersASourceAndWrapsDemand:
+    """Rule 3.17: RxJava's onBackpressureBuffer shape, its demand added like a Java long.
+
+    A source thread queues the elements one at a time and drains after each; a drain emits
+    while the count it emitted differs from the demand it read as it began, then takes that
+    count off unless the demand read was 2**63-1. A sum past 2**63-1 goes negative, which such
+    a loop treats as unbounded: request(2**63-1), then request(2**63-1) and request(3) from
+    on_next #1 bring it to -2 + 3 = 1, and the stream stops an element later.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None)")
+        subscription = _BufferingSubscription(subscriber, self.count)
+        subscriber.on_subscribe(subscription)
+        threading.Thread(target=subscription.produce, name="broken-buffer-source", daemon=True).start()
+
+
 class UnlockedEmission(RangeSubscription):
     """Rule 3.8 (or 1.1): the emission step reads and counts down the demand without the lock.
 

@@ -151,6 +151,7 @@ BROKEN = [
     case(broken.ResetsItsDeliveryTurn, "3.8", OWN["3.8 arriving"]),
     case(broken.CountsInFlightAfterAsking, "3.8", OWN["3.8 arriving"]),
     case(broken.TakesOffOneTooManyAsItFinishes, "1.3", OWN["3.8 arriving"]),
+    case(broken.TakesOffOneTooManyAsAnElementsDeliveryFinishes, "1.3", OWN["3.8 arriving"]),
     unicast(StallsAfterOne, "3.8", OWN["3.8"]),
     unicast(broken.OperatorKeepsUpstream, "2.6", OWN["2.6"]),
     pytest.param(OWN["2.6"], broken.actor_subject(broken.ActorKeepsUpstream), "2.6", id="ActorKeepsUpstream-2.6"),

@@ -351,6 +351,9 @@ CASES = [
     case("wraps-demand-like-a-java-long", f(bp.WrapsDemandLikeAJavaLong),
          "spec317_demand_reaching_long_max_value_from_a_small_outstanding_demand_must_keep_flowing",
          "3.17", "1 arrived, then nothing"),
+    case("buffers-a-source-and-wraps-demand", bp.BuffersASourceAndWrapsDemand,
+         "spec317_demand_reaching_long_max_value_from_a_small_outstanding_demand_must_keep_flowing",
+         "3.17", "2 arrived, then nothing"),
     # -- terminal signals owed where a turn ends; demand of a raising on_subscribe (appended) --
     case("no-complete-when-a-turn-ends-at-the-last", f(bp.NoCompleteWhenATurnEndsAtTheLast),
          "required_spec105_must_signal_on_complete_when_finite_stream_terminates", "1.5",

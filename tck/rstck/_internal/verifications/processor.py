@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ...api import MAX_DEMAND
 from ...contexts import ProcessorContext
 from ...contexts import TckFailure
 from ...errors import NotVerified
@@ -604,7 +605,7 @@ RELAY_SWEEP = 96
 
 #: Rounds of the hunt for an element that arrives while a subscriber requests: each side paused
 #: in turn, at every step up to RELAY_SWEEP into the processor's code (or as many as its call has).
-RELAY_RACE_ROUNDS = 4 * 96
+RELAY_RACE_ROUNDS = 5 * 96
 
 
 #: How long an on_next on another thread stays inside the subscriber once it let a paused
@@ -635,6 +636,12 @@ ASKED_WAIT_S = 0.0003
 RELAY_TOP_UP = 2
 
 
+def _paused_in(r: int) -> str:
+    """The call round ``r`` of the 3.8 arriving hunt paused: on_next in the first and fifth ways."""
+    kind = r % 2 if r < 2 * RELAY_SWEEP else 2 + (r - 2 * RELAY_SWEEP) // RELAY_SWEEP
+    return "on_next" if kind in (0, 4) else "request()"
+
+
 def _delivered_without_more(ctx: ProcessorContext, probe: ProbeSubscriber, sent: int, r: int) -> None:
     """Every element sent that the subscriber has demand for comes out, with nothing more sent."""
     timeout = ctx.settings.timeout
@@ -652,9 +659,8 @@ def _delivered_without_more(ctx: ProcessorContext, probe: ProbeSubscriber, sent:
         f"each element sent upstream delivered while the subscriber has demand ({owed} of the "
         f"{sent} sent, for {probe.requested} requested one at a time)",
         f"it got {probe.received}, then nothing for {timeout * (1 + STALL_CONFIRMATION) * 1000:.0f} ms: "
-        f"an element sits in the processor (round {r + 1}, where "
-        f"{'on_next' if r < 2 * RELAY_SWEEP and r % 2 == 0 else 'request()'} was paused inside the "
-        "processor)",
+        f"an element sits in the processor (round {r + 1}, where {_paused_in(r)} was paused inside "
+        "the processor)",
         hint="re-check for work under the lock before leaving the delivery loop: a request or an "
         "element that came while the loop was finishing must not wait for the next signal",
         setting="timeout", evidence=probe.evidence())
@@ -666,13 +672,14 @@ def _delivered_without_more(ctx: ProcessorContext, probe: ProbeSubscriber, sent:
         (), "new",
         "request(1) downstream racing on_next from upstream: every request must be served, "
         "where a delivery loop left a moment after the other side found it busy strands an "
-        "element; and two elements arriving while a request's delivery loop finishes must not "
-        "start a second delivery beside it (1.3), where a loop that takes too much off its work "
-        "count lets them."),
+        "element; and two elements arriving while a request's delivery loop finishes, or two "
+        "requests while an element's does, must not start a second delivery beside it (1.3), "
+        "where a loop that takes too much off its work count lets them."),
     covers=(
         Cover("1.3", "thread",
             "a request() paused a swept number of steps into the processor while two elements "
-            "arrive from upstream; the first one delivered on another thread lets it go on"),
+            "arrive from upstream, and an on_next paused so while the subscriber, elements "
+            "queued for it, requests twice; the first delivery on another thread lets it go on"),
     ),
 )
 def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_still_be_delivered(
@@ -699,7 +706,11 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
     delivered on the upstream's thread then lets the paused request go on and stays inside
     on_next a moment: a delivery from the request's thread meanwhile is two threads in the
     subscriber at once (rule 1.3). A loop that still had its turn would have kept the
-    upstream's thread from delivering; one that gave it up delivers nothing more. If this
+    upstream's thread from delivering; one that gave it up delivers nothing more. A fifth way
+    turns it round: an element's on_next is paused so while the subscriber, with elements
+    queued for it and no demand left, requests twice (queued by a processor that asks ahead,
+    or beside a second subscriber that wants everything; a processor that does neither for its
+    only subscriber cannot be played so). If this
     fails, check that the delivery loop re-checks for work under the lock that request() and
     on_next() take, that it takes off its work count exactly what it saw, and that the
     in-flight count is updated under the lock too.
@@ -709,22 +720,22 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
     rounds = _ArrivingRounds(ctx)
     env = ctx.env
     direct = env.dispatch is type(env)._direct
-    ran_through = [0, 0, 0, 0]  # per way: rounds in a row whose paused side never stopped
+    ran_through = [0] * 5  # per way: rounds in a row whose paused side never stopped
     ran = 0
     with aggressive_switching():
         for r in range(RELAY_RACE_ROUNDS if direct else 3):
-            # Four ways: on_next paused beside a request(); a request() paused beside on_next,
+            # Five ways: on_next paused beside a request(); a request() paused beside on_next,
             # with demand upstream already, and without: the element then goes out the moment
-            # the paused request brings demand; and (last) a request() paused beside two on_next.
+            # the paused request brings demand; a request() paused beside two on_next; and
+            # on_next paused beside two request() calls, with elements queued ahead of it.
             kind, k = (r % 2, r // 2) if r < 2 * RELAY_SWEEP else divmod(r - 2 * RELAY_SWEEP, RELAY_SWEEP)
             kind = 2 + kind if r >= 2 * RELAY_SWEEP else kind
             if ran_through[kind] >= RAN_THROUGH_ENOUGH:
                 continue  # past the steps this way's call has: k only grows from here
             ran += 1
             env.count_iterations(ran, 0)  # round under way: a failure in it counts it
-            through = rounds.play(kind, 1 + k % RELAY_SWEEP)
+            through = rounds.play(kind, 1 + k % RELAY_SWEEP, r)
             ran_through[kind] = ran_through[kind] + 1 if through and direct else 0
-            _topped_up(ctx, rounds.upstream, rounds.probe, r)
     rounds.probe.cancel()
 
 
@@ -737,10 +748,14 @@ class _ArrivingRounds:
         self.probe.keep_elements = False
         self.sub = self.upstream.subscription
         self.paused_side: list[PausedSide] = []  # this round's, once it started
-        self.requesting: list[int] = []  # the thread of this round's paused request(), fourth way
+        self.requesting: list[int] = []  # the thread of this round's paused call, last two ways
+        self.backlog: tuple[ManualPublisher, ProbeSubscriber] | None = None  # the fifth way's
 
-    def play(self, kind: int, k: int) -> bool:
-        """One round of way ``kind``, its first side paused at step ``k``; whether it ran through."""
+    def play(self, kind: int, k: int, r: int) -> bool:
+        """Round ``r``, of way ``kind``, its first side paused at step ``k``; whether it ran
+        through (or the way cannot be played on this processor)."""
+        if kind == 4:
+            return self.play_backlog(k, r)
         upstream, probe, sub = self.upstream, self.probe, self.sub
         self.requesting.clear()
         probe.on_next_hook = self.let_paused_go if kind == 3 else None
@@ -764,8 +779,53 @@ class _ArrivingRounds:
         # The fourth way's pause lasts until an element arrives beside it (or a lock the paused
         # thread holds stops the other side): two sends take longer than a moment.
         pause: dict[str, Any] = {"pause_s": LET_GO_WAIT_S, "locks_only": True} if kind == 3 else {}
-        return _race(self.ctx, sides[0], sides[1], k, rule="3.8", what="on_next() and request() to return "
-                     "promptly", c_calls=True, watch_rival=True, reached=self.reached, **pause)
+        through = _race(self.ctx, sides[0], sides[1], k, rule="3.8", what="on_next() and request() to "
+                        "return promptly", c_calls=True, watch_rival=True, reached=self.reached, **pause)
+        _topped_up(self.ctx, upstream, probe, r)
+        return through
+
+    def play_backlog(self, k: int, r: int) -> bool:
+        """The fifth way: an element arrives, paused at step ``k``, while the subscriber, with
+        elements queued for it and no demand, requests twice; the first element delivered on
+        the requests' thread lets the paused on_next go on (``let_paused_go``).
+
+        Elements are queued beyond a subscriber's demand by a processor that asks ahead, or
+        beside a second subscriber that wants everything; a processor that does neither for
+        its only subscriber cannot be played this way (the way ends)."""
+        if self.backlog is None:
+            two = self.ctx.settings.max_subscribers >= 2
+            upstream, _, probes = self.ctx.relay(2 if two else 1)
+            for p in probes:
+                p.keep_elements = False
+            if two:
+                probes[0].request(MAX_DEMAND)  # the processor then asks for what the other has room for
+            self.backlog = upstream, probes[-1]
+        upstream, narrow = self.backlog
+        sub = upstream.subscription
+        _delivered_without_more(self.ctx, narrow, sub.sent, r)
+        if narrow.terminal is not None or sub.cancelled:
+            return True
+        while sub.sent - narrow.received < 1 and upstream.wait_demand(timeout=0.0) > 0:
+            upstream.send_next(rule="3.8")  # one queued ahead of the element the round sends
+        if sub.sent - narrow.received < 1 or upstream.wait_demand(timeout=0.0) <= 0:
+            return True  # nothing queued beyond demand, or nothing more asked for
+
+        def send() -> None:
+            self.requesting[:] = [threading.get_ident()]
+            upstream.send_next(rule="3.8")
+
+        def request_two() -> None:
+            # The first finds the delivery's count of work as the pause left it; a count taken
+            # too far down as it finished lets the second start a delivery of its own.
+            narrow.request(1)
+            narrow.request(1)
+
+        self.requesting.clear()
+        self.probe.on_next_hook = None
+        narrow.on_next_hook = self.let_paused_go
+        return _race(self.ctx, send, request_two, k, rule="3.8", what="on_next() and request() to return "
+                     "promptly", c_calls=True, watch_rival=True, reached=self.reached,
+                     pause_s=LET_GO_WAIT_S, locks_only=True)
 
     def reached(self, side: PausedSide) -> None:
         self.paused_side[:] = [side]
@@ -799,9 +859,9 @@ class _ArrivingRounds:
                 self.send()
 
     def let_paused_go(self, p: ProbeSubscriber, e: Any) -> None:
-        # on_next on another thread than the paused request(): whatever that request's thread
-        # delivers once let go overlaps this call (rule 1.3). Its own delivery loop, if it still
-        # had its turn, would have kept this thread out: a conforming one delivers nothing now.
+        # on_next on another thread than the paused call: whatever that call's thread delivers
+        # once let go overlaps this one (rule 1.3). Its own delivery loop, if it still had its
+        # turn, would have kept this thread out: a conforming one delivers nothing now.
         if not self.requesting or threading.get_ident() in self.requesting or not self.paused_side:
             return
         side = self.paused_side[0]

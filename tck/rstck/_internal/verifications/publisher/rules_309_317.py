@@ -547,13 +547,27 @@ def required_spec317_must_not_signal_on_error_when_pending_above_long_max_value(
     ctx.at_close(no_error)
 
 
-#: (name, first request, request from every on_next, from on_next #1 only): each pushes the
-#: outstanding demand from a few elements to 2**63-1 or past it.
-_SUMS = (
-    ("2+(2**63-2)", 2, MAX_DEMAND - 1, None),
-    ("1+(2**63-1)", 1, MAX_DEMAND, None),
-    ("3+(2**63-4)+1", 3, 1, MAX_DEMAND - 3),
+#: (name, first request, request from every on_next (None: none), requests from on_next #1
+#: instead): each pushes the outstanding demand from a few elements to 2**63-1 or past it; the
+#: last passes it twice over, then asks for 3 more: a sum that wraps as a Java long does comes
+#: back to a small positive count (-2 + 3), and the stream stops a few elements on. Its first
+#: request is made from on_subscribe, before a source that fills a buffer has produced: the
+#: elements then come one at a time, each counted against the wrapped sum.
+_SUMS: tuple[tuple[str, int, int | None, tuple[int, ...]], ...] = (
+    ("2+(2**63-2)", 2, MAX_DEMAND - 1, ()),
+    ("1+(2**63-1)", 1, MAX_DEMAND, ()),
+    ("3+(2**63-4)+1", 3, 1, (MAX_DEMAND - 3,)),
+    ("(2**63-1)+(2**63-1)+3", MAX_DEMAND, None, (MAX_DEMAND, 3)),
 )
+_FIRST_FROM_ON_SUBSCRIBE = "(2**63-1)+(2**63-1)+3"
+
+
+def _sum_text(first: int, every: int | None, once: tuple[int, ...], *, from_on_subscribe: bool = False) -> str:
+    calls = " and ".join(f"request({n})" for n in once)
+    later = f"request({every}) from every {'later ' if once else ''}on_next" if every is not None else ""
+    where = " from on_subscribe" if from_on_subscribe else ""
+    return f"when request({first}){where} is followed by " + ", ".join(
+        part for part in (f"{calls} from on_next #1" if once else "", later) if part)
 
 
 @tck_test(
@@ -572,10 +586,12 @@ def required_spec317_demand_reaching_long_max_value_from_a_small_outstanding_dem
 
     request(2), then request(2**63-2) from every on_next; request(1), then request(2**63-1)
     from every on_next; request(3), then request(2**63-4) from the first on_next and request(1)
-    from every later one. Each sum reaches 2**63-1 or passes it; the stream must keep flowing
-    (a counter that wraps round, as a Java long does, goes negative and stops it), on a finite
-    stream to its on_complete and on a longer one for 50 elements. If this fails, check the
-    addition in request(): saturate at 2**63-1 (or treat it as unbounded) before adding.
+    from every later one; request(2**63-1) from on_subscribe, then request(2**63-1) and
+    request(3) from the first on_next. Each sum reaches 2**63-1 or passes it; the stream must keep flowing (a counter
+    that wraps round, as a Java long does, goes negative and stops it, or comes back to a few
+    elements with the last request), on a finite stream to its on_complete and on a longer one
+    for 50 elements. If this fails, check the addition in request(): saturate at 2**63-1 (or
+    treat it as unbounded) before adding.
     """
     taken = 50
     if ctx.settings.max_elements < 2 * taken:
@@ -583,17 +599,22 @@ def required_spec317_demand_reaching_long_max_value_from_a_small_outstanding_dem
     for i, (name, first, every, once) in enumerate(_SUMS):
         finite = ctx.settings.can_complete and i % 2 == 0
 
-        def more(p: ProbeSubscriber, e: Any, every: int = every, once: int | None = once) -> None:
+        def more(p: ProbeSubscriber, e: Any, every: int | None = every, once: tuple[int, ...] = once) -> None:
             if p.cancelled or p.received > taken:
                 return
-            p.request(once if once is not None and p.received == 1 else every)
+            for n in (once if once and p.received == 1 else () if every is None else (every,)):
+                p.request(n)
 
-        probe = ctx.subscribed(taken if finite else 2 * taken, completes=finite, name=name,
-                               keep_elements=False, on_next=more, yield_s=None)
-        probe.request(first)
-        if not _stalled(probe, taken, "3.17", f"when request({first}) is followed by "
-                        + (f"request({once}) from on_next #1 and request({every}) from every later one"
-                           if once is not None else f"request({every}) from every on_next"), ctx):
+        inside = name == _FIRST_FROM_ON_SUBSCRIBE
+
+        def ask(p: ProbeSubscriber, s: Any, first: int = first) -> None:
+            p.request(first)
+
+        probe = ctx.subscribed(taken if finite else 2 * taken, completes=finite, name=name, keep_elements=False,
+                               on_next=more, on_subscribe=ask if inside else None, yield_s=None)
+        if not inside:
+            probe.request(first)
+        if not _stalled(probe, taken, "3.17", _sum_text(first, every, once, from_on_subscribe=inside), ctx):
             continue
         if finite:
             probe.expect_completion(rule="3.17")
