@@ -1751,6 +1751,93 @@ class BuffersASourceAndWrapsDemand:
         threading.Thread(target=subscription.produce, name="broken-buffer-source", daemon=True).start()
 
 
+class _QueuedSourceSubscription:
+    def __init__(self, subscriber: Subscriber[int]) -> None:
+        self.subscriber = subscriber
+        self.lock = threading.Lock()
+        self.queue: list[int] = []
+        self.requested = 0
+        self.wip = 0
+        self.cancelled = False
+        self.done = False
+        self.error: BaseException | None = None
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            if n <= 0:
+                self.error = self.error or invalid_request(n)
+                self.done = True
+            else:
+                self.requested = min(self.requested + n, MAX_DEMAND)
+        self.drain()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def _end(self) -> bool:
+        """The end, once the queue is empty (an illegal request ends it at once)."""
+        with self.lock:
+            if self.cancelled or not self.done or (self.queue and self.error is None):
+                return False
+            self.cancelled = True
+        if self.error is not None:
+            self.subscriber.on_error(self.error)
+        else:
+            self.subscriber.on_complete()
+        return True
+
+    def drain(self) -> None:
+        with self.lock:
+            self.wip += 1
+            if self.wip != 1:
+                return
+        missed = 1
+        while True:
+            while not self._end() and not self.cancelled:
+                with self.lock:
+                    if not (self.requested and self.queue):
+                        break
+                    element = self.queue.pop(0)
+                    if self.requested < MAX_DEMAND:
+                        self.requested -= 1
+                self.subscriber.on_next(element)
+            with self.lock:
+                seen = self.wip
+            if seen == missed:  # nothing came meanwhile: the turn is left in a second step
+                with self.lock:
+                    self.wip = 0
+                return
+            missed = seen
+
+
+class QueuesItsSourceAndLeavesInTwoSteps:
+    """Rule 3.8: RxJava's ``Flowable.create`` shape (BUFFER), its drain leaving its turn in two steps.
+
+    subscribe() runs the source on the calling thread: each element is queued and drained, then
+    the end. The drain reads its work count and, finding only its own work, clears it in a
+    second critical section: a request made in between is lost. Each element the source
+    queues starts a drain that makes up for it, except after the last: the drain the end
+    starts, lines after on_next #1, is where the request is lost for good.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.count = min(count, 1000)
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("subscribe(None)")
+        subscription = _QueuedSourceSubscription(subscriber)
+        subscriber.on_subscribe(subscription)
+        for i in range(self.count):
+            if subscription.cancelled:
+                return
+            with subscription.lock:
+                subscription.queue.append(i)
+            subscription.drain()
+        subscription.done = True
+        subscription.drain()
+
+
 class UnlockedEmission(RangeSubscription):
     """Rule 3.8 (or 1.1): the emission step reads and counts down the demand without the lock.
 

@@ -413,6 +413,7 @@ class ExitPause:
         self.rival = rival
         self.opcodes = opcodes
         self.left = k
+        self.counted = 0  # steps taken since arm(), the pause's own among them
         self.paused = threading.Event()
         self.resume = threading.Event()
 
@@ -426,6 +427,7 @@ class ExitPause:
             if event != step or kits_step(frame):
                 return steps
             self.left -= 1
+            self.counted += 1
             if self.left > 0:
                 return steps
             sys.settrace(None)

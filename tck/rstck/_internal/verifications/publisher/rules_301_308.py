@@ -640,13 +640,15 @@ def _reached(pause: ExitPause, subscribing: Worker) -> None:
     parity=Parity(
         (), "new",
         "a request made while the delivering thread is stopped a swept number of lines or "
-        "bytecode instructions after on_next returns must still be served: a drain that clears "
+        "bytecode instructions after on_next returns (counted from on_next #1, and back from "
+        "the last line the thread runs after it) must still be served: a drain that clears "
         "its work counter outright (wip = 0, not wip -= missed) loses it; the JVM TCK has no "
         "race hunts."),
     covers=(
         Cover("3.8", "thread", 
-            "the delivering thread paused a swept number of lines after on_next returns while "
-            "the TCK requests (a lost wake-up: wip = 0 for wip -= missed)"),
+            "the delivering thread paused a swept number of lines after on_next returns, and "
+            "back from the last line it runs after it, while the TCK requests (a lost wake-up: "
+            "wip = 0 for wip -= missed)"),
     ),
 )
 def stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_lost(ctx: PublisherContext) -> None:
@@ -665,7 +667,10 @@ def stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_los
     the TCK requests 1 more; then it goes on. That element must come, with nothing more asked
     for. The TCK's request is its only call on the subscription then (rule 2.7), made once
     on_subscribe and on_next #1 returned; a loop that only ever runs inside the TCK's own
-    request() cannot be raced so, and need not be. (The JVM TCK has no such hunt; rule 3.8 asks
+    request() cannot be raced so, and need not be. A thread that runs on after on_next #1 (a
+    source that queues its other elements and its end, each followed by a drain) leaves its
+    turn for the last time lines further on, as its call ends: a round counts the lines it
+    runs, then as many rounds again stop it that many lines after on_next #1, and fewer. (The JVM TCK has no such hunt; rule 3.8 asks
     that every request register its elements, whenever it comes.) If this fails, check the end of the emission loop:
     subtract what was handled from the work count and loop again while it is not zero.
     """
@@ -682,15 +687,37 @@ def stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_los
         for r in range(EXIT_RACE_ROUNDS):
             probe, pause = _exit_race_round(ctx, r, me)
             _exit_race_verdict(ctx, probe, pause, r)
+        # Then from the end: a thread that goes on after on_next #1 (a source that queues its
+        # other elements and its end, each followed by a drain) last leaves its turn as its
+        # call ends, lines past the first sweep. A round that counts its lines, then as many
+        # rounds stopping it that many lines, and fewer, after on_next #1.
+        probe, pause = _exit_race_round(ctx, EXIT_RACE_ROUNDS, me, k=_UNREACHED)
+        _exit_race_verdict(ctx, probe, pause, EXIT_RACE_ROUNDS)
+        lines = pause.counted
+        for j in range(min(EXIT_TAIL_SWEEP, max(0, lines - EXIT_SWEEP))):
+            r = EXIT_RACE_ROUNDS + 1 + j
+            probe, pause = _exit_race_round(ctx, r, me, k=lines - j)
+            _exit_race_verdict(ctx, probe, pause, r)
 
 
-def _exit_race_round(ctx: PublisherContext, r: int, me: int) -> tuple[ProbeSubscriber, ExitPause]:
-    """Round ``r``: on_next #1's thread paused as it leaves, and request(1) made meanwhile."""
+#: Rounds stopping the thread counted back from the last line it ran after on_next #1.
+EXIT_TAIL_SWEEP = 16
+
+
+#: A step the counting round never reaches: it runs on, counting its lines.
+_UNREACHED = 10**9
+
+
+def _exit_race_round(ctx: PublisherContext, r: int, me: int,
+                     k: int | None = None) -> tuple[ProbeSubscriber, ExitPause]:
+    """Round ``r``: on_next #1's thread paused as it leaves (``k`` lines after it, if given),
+    and request(1) made meanwhile."""
     env, timeout = ctx.env, ctx.settings.timeout
     # Line by line first, then instruction by instruction (a count updated without its lock).
-    opcodes = r >= EXIT_SWEEP
-    pause = ExitPause(1 + (r - EXIT_SWEEP if opcodes else r) % EXIT_OPCODE_SWEEP, rival=me,
-                      opcodes=opcodes)
+    opcodes = EXIT_SWEEP <= r < EXIT_RACE_ROUNDS
+    if k is None:
+        k = 1 + (r - EXIT_SWEEP if opcodes else r) % EXIT_OPCODE_SWEEP
+    pause = ExitPause(k, rival=me, opcodes=opcodes)
 
     def first(p: ProbeSubscriber, e: Any, pause: ExitPause = pause) -> None:
         if p.received == 1:
@@ -709,8 +736,9 @@ def _exit_race_round(ctx: PublisherContext, r: int, me: int) -> tuple[ProbeSubsc
                       yield_s=None)
     publisher = ctx.publisher(3)
     subscribing = Worker(functools.partial(ctx.subscribe, publisher, probe), "rs-tck:emitting")
+    counting = k == _UNREACHED  # the round that counts the lines: nothing requested meanwhile
     try:
-        if probe._wait(functools.partial(_got_one, probe), timeout):
+        if probe._wait(functools.partial(_got_one, probe), timeout) and not counting:
             _reached(pause, subscribing)
             # Not beside the request made in on_subscribe (on_next #1 inside it, where the
             # loop belongs to that call): the TCK's calls never overlap (rule 2.7).
@@ -719,8 +747,11 @@ def _exit_race_round(ctx: PublisherContext, r: int, me: int) -> tuple[ProbeSubsc
                 calling.append(True)  # requested while the loop was paused, or had left
     finally:
         pause.resume.set()
-        pause.disarm()
-    if not starved_wait(subscribing.wait, timeout + 1.0):
+        if not counting:
+            pause.disarm()
+    returned = starved_wait(subscribing.wait, timeout + 1.0)
+    pause.disarm()
+    if not returned:
         raise RuleViolation("1.9", "subscribe() to return promptly",
                             "it did not return (the call on the TCK's thread)", setting="timeout")
     subscribing.result()
