@@ -252,8 +252,10 @@ class ProbeSubscriber(ProbeSignals):
         assert self.subscription is not None
         return self.subscription
 
-    def next_element(self, *, timeout: float | None = None, rule: str | None = None, what: str = "an element") -> Any:
-        """Wait for the next unconsumed element; a terminal signal first is a violation."""
+    def next_element(self, *, timeout: float | None = None, rule: str | None = None, what: str = "an element",
+                     hint: str = "") -> Any:
+        """Wait for the next unconsumed element; a terminal signal first is a violation (``hint``:
+        what to check when none came)."""
         timeout = self.env.settings.timeout if timeout is None else timeout
         self._wait(lambda: bool(self.elements) or self.terminal is not None, timeout)
         with self._lock:
@@ -264,7 +266,7 @@ class ProbeSubscriber(ProbeSignals):
         if terminal:
             raise RuleViolation(rule, what, f"{terminal} first ({self._seen()})", evidence=self._terminal_evidence())
         raise RuleViolation(rule, f"{what} within {_ms(timeout)}", f"nothing arrived ({self._seen()})",
-                            setting="timeout", evidence=self.evidence())
+                            setting="timeout", evidence=self.evidence(), **({"hint": hint} if hint else {}))
 
     def next_elements(self, count: int, *, timeout: float | None = None, rule: str | None = None) -> list[Any]:
         """``count`` elements, each within ``timeout`` of the one before (a stall, not a slow stream)."""

@@ -549,15 +549,18 @@ def required_spec317_must_not_signal_on_error_when_pending_above_long_max_value(
 
 #: (name, first request, request from every on_next (None: none), requests from on_next #1
 #: instead): each pushes the outstanding demand from a few elements to 2**63-1 or past it; the
-#: last passes it twice over, then asks for 3 more: a sum that wraps as a Java long does comes
-#: back to a small positive count (-2 + 3), and the stream stops a few elements on. Its first
-#: request is made from on_subscribe, before a source that fills a buffer has produced: the
-#: elements then come one at a time, each counted against the wrapped sum.
+#: last two pass it twice over, then ask for 3 more: a sum that wraps as a Java long does comes
+#: back to a small positive count (-2 + 3, or 1 - 2**63 + 2**63 - 1 + 3), and the stream stops
+#: a few elements on. The first of the two makes its first request from on_subscribe, before a
+#: source that fills a buffer has produced: the elements then come one at a time, each counted
+#: against the wrapped sum (a loop that emits while its count differs from the demand it read
+#: takes a negative one for unbounded, and runs on until its queue is empty).
 _SUMS: tuple[tuple[str, int, int | None, tuple[int, ...]], ...] = (
     ("2+(2**63-2)", 2, MAX_DEMAND - 1, ()),
     ("1+(2**63-1)", 1, MAX_DEMAND, ()),
     ("3+(2**63-4)+1", 3, 1, (MAX_DEMAND - 3,)),
     ("(2**63-1)+(2**63-1)+3", MAX_DEMAND, None, (MAX_DEMAND, 3)),
+    ("1+(2**63-1)+(2**63-1)+3", 1, None, (MAX_DEMAND, MAX_DEMAND, 3)),
 )
 _FIRST_FROM_ON_SUBSCRIBE = "(2**63-1)+(2**63-1)+3"
 
@@ -587,7 +590,8 @@ def required_spec317_demand_reaching_long_max_value_from_a_small_outstanding_dem
     request(2), then request(2**63-2) from every on_next; request(1), then request(2**63-1)
     from every on_next; request(3), then request(2**63-4) from the first on_next and request(1)
     from every later one; request(2**63-1) from on_subscribe, then request(2**63-1) and
-    request(3) from the first on_next. Each sum reaches 2**63-1 or passes it; the stream must keep flowing (a counter
+    request(3) from the first on_next; request(1), then request(2**63-1) twice and request(3)
+    from the first on_next. Each sum reaches 2**63-1 or passes it; the stream must keep flowing (a counter
     that wraps round, as a Java long does, goes negative and stops it, or comes back to a few
     elements with the last request), on a finite stream to its on_complete and on a longer one
     for 50 elements. If this fails, check the addition in request(): saturate at 2**63-1 (or
