@@ -58,8 +58,9 @@ class Schedule:
     free; once only its closing waits remain it gives the slot up for good. So with the default
     of one slot, the TCK never calls two subjects at once, yet one test's windows overlap
     another's work. Tests start ahead of the one whose result is asked for (by at most
-    ``concurrency`` + ``LOOKAHEAD``: a whole verification, so its windows all overlap), and a
-    new test starts before one back from a window; a test marked ``busy`` (mostly the TCK's own
+    ``concurrency`` + ``LOOKAHEAD``: a whole verification, so its windows all overlap), a test
+    back from a window takes the slot before a new test starts (its subject may not wait
+    long), and a new test starts in every window; a test marked ``busy`` (mostly the TCK's own
     work) starts after those, its work filling their windows, and a race hunt last, alone, in
     their windows (see ``_pump``). A consumer that stops asking
     (``pytest -x``) leaves the tests already started to run out on daemon threads. Once a sanity
@@ -165,20 +166,16 @@ class Schedule:
                 and self._running < self.concurrency + self._lookahead
                 and (self._searching > 0 or self._started < self._wanted + self.concurrency + self._lookahead))
 
-    def _first_next(self) -> bool:
-        # Called with the lock held: the next test to start goes before those back from a window.
-        if not self._startable():
-            return False
-        test = self.tests[self._order[self._started]]
-        return not test.busy and test.level != Level.STOCHASTIC
-
     def _pump(self) -> None:
-        # Called with the lock held. A new test goes before one back from a window (a fuzz
-        # search back from a settle goes first of all): every test's first window opens as
-        # early as it can, so the windows of a verification overlap instead of queueing. A busy
-        # test (its own work, hardly a window) goes after them: its work fills their windows.
+        # Called with the lock held. A test back from a window goes before a new one (a fuzz
+        # search back from a settle goes first of all): a test that made its subject waits for
+        # its next call only behind the calls of those already under way, never behind every
+        # test yet to start. A subject may give up on a subscriber that does not ask in time
+        # (RxJava's TCK harnesses stop producing a second after the factory call); started
+        # first, the new tests held a test back from its window for over a second. The new
+        # ones still start in every window, so the windows of a verification overlap.
         while (self._active < self.concurrency and not self._search_waiting and self._startable()
-               and (not self._waiting or self._first_next())):
+               and not self._waiting):
             index = self._order[self._started]
             if self._jobs[index][2] in self._blocked and self.tests[index].level != Level.UNTESTED:
                 self._leave_out(index)  # an untested rule calls nothing: its reason still stands
@@ -308,8 +305,7 @@ class _Slot:
             s._search_waiting += self.search
             # An abandoned test (the watchdog gave up on it) is closed meanwhile: it takes nothing.
             s._turn.wait_for(lambda: self.closed or (
-                s._active < s.concurrency and not s._alone
-                and (self.search or not (s._search_waiting or s._first_next()))))
+                s._active < s.concurrency and not s._alone and (self.search or not s._search_waiting)))
             s._waiting -= 1
             if self.search:
                 s._search_waiting -= 1
