@@ -11,9 +11,8 @@ rival enters (``hold_s``), and pause that thread in its own code after the call
 (``Preemption``) while the TCK delivers the next element.
 
 Three ways to drive it: by hand from the verification thread (the default); ``count=n`` with a
-feeder thread that delivers ``n`` elements as demand arrives (the upstream of a processor under
-test); or ``count=n, inline=True``, which delivers inside ``request()`` itself, as rules 3.10
-and 3.11 allow a publisher to, so a subscriber that is not ready for it is caught.
+feeder thread that delivers ``n`` elements as demand arrives (a processor's upstream); or
+``count=n, inline=True``, delivering inside ``request()`` itself as rules 3.10 and 3.11 allow.
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from ._internal.worker import spawn
 from .api import MAX_DEMAND
 from .errors import RuleViolation
 from .errors import SetupError
+from .probe import HOLD_S
 from .probe import passes_on_failure
 
 #: ``listener(signal, value)`` is told of each signal just before it is delivered.
@@ -506,9 +506,8 @@ class ManualPublisher:
         """Wait for demand, then deliver the next element; never sends beyond demand."""
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
+        ready = self._await(lambda: sub.demand > 0 or self._answering(sub), timeout)
         with self._cond:
-            ready = starved_wait(
-                lambda step: self._cond.wait_for(lambda: sub.demand > 0 or self._answering(sub), step), timeout)
             seen = sub.describe()
         if not ready:
             raise RuleViolation(
@@ -553,9 +552,8 @@ class ManualPublisher:
         stop waiting at a cancel() too (none will come after it)."""
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
-        with self._cond:
-            self._cond.wait_for(lambda: sub.demand > 0 or (until_cancelled and sub.cancelled), timeout)
-            return sub.demand
+        self._await(lambda: sub.demand > 0 or (until_cancelled and sub.cancelled), timeout)
+        return sub.demand
 
     def expect_demand(self, *, subscription: ManualSubscription | None = None,
                       timeout: float | None = None, rule: str | None = None, what: str = "",
@@ -577,8 +575,8 @@ class ManualPublisher:
         """Wait until the total requested reaches ``total`` (in any number of calls)."""
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
+        done = self._await(lambda: sub.requested >= total, timeout)
         with self._cond:
-            done = self._cond.wait_for(lambda: sub.requested >= total, timeout)
             seen = sub.describe()
         if not done:
             raise RuleViolation(rule or self.env.rule,
@@ -588,15 +586,12 @@ class ManualPublisher:
     def expect_request(self, *, subscription: ManualSubscription | None = None,
                             timeout: float | None = None, rule: str | None = None,
                             what: str = "") -> None:
-        """Wait until the subscriber has called request() at least once.
-
-        Unlike ``expect_demand`` it also sees a request whose demand inline delivery used up
-        before it returned.
-        """
+        """Wait until the subscriber has called request() at least once (unlike ``expect_demand``,
+        also a request whose demand inline delivery used up before it returned)."""
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
+        done = self._await(lambda: sub.request_count > 0, timeout)
         with self._cond:
-            done = self._cond.wait_for(lambda: sub.request_count > 0, timeout)
             seen = sub.describe()
         if not done:
             raise RuleViolation(rule or self.env.rule,
@@ -617,8 +612,7 @@ class ManualPublisher:
                     timeout: float | None = None) -> bool:
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
-        with self._cond:
-            return self._cond.wait_for(lambda: sub.cancelled, timeout)
+        return self._await(lambda: sub.cancelled, timeout)
 
     def expect_no_request(self, *, subscription: ManualSubscription | None = None,
                           window: float | None = None, rule: str | None = None,
@@ -741,12 +735,18 @@ class ManualPublisher:
         """Wait until ``count`` elements went out (automatic modes)."""
         sub = subscription or self.subscription
         timeout = self.env.settings.timeout if timeout is None else timeout
-        with self._cond:
-            return self._cond.wait_for(
-                lambda: sub.sent >= count or sub.broken or sub.terminal is not None, timeout
-            )
+        return self._await(lambda: sub.sent >= count or sub.broken or sub.terminal is not None, timeout)
 
     # -- machinery ---------------------------------------------------------------------------
+
+    def _await(self, ready: Callable[[], bool], timeout: float) -> bool:
+        """``ready`` within ``timeout`` of running time (``starved_wait``), the turn to call kept
+        ``HOLD_S`` only (as ``ProbeSubscriber._wait``: another test's call need not wait)."""
+        with self._cond:
+            if self._cond.wait_for(ready, min(HOLD_S, timeout)) or timeout <= HOLD_S:
+                return ready()
+        with self.env.aside(), self._cond:
+            return starved_wait(lambda step: self._cond.wait_for(ready, step), timeout - HOLD_S)
 
     def _pause(self) -> None:
         if self.yield_s is not None:
