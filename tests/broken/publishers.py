@@ -1838,6 +1838,30 @@ class QueuesItsSourceAndLeavesInTwoSteps:
         subscription.drain()
 
 
+class TakesOffOneTooManyAfterSubscribe(RangeSubscription):
+    """Rule 1.3: the first drain, the one subscribe() owns once on_subscribe has returned, takes
+    two off the work count for its own entry: with nothing requested yet the count dips below
+    zero for a pass of its loop. A request then finds it at 0 (no drain of its own) and the next
+    at 1: that one delivers on the requesting thread while subscribe()'s loop, back at its next
+    look, delivers too. Drains that requests start count right."""
+
+    def start(self) -> None:
+        self.first = True
+        self.schedule()
+
+    def drain(self) -> None:
+        missed = 2 if getattr(self, "first", False) else 1
+        self.first = False
+        while True:
+            while self.step():
+                pass
+            with self.lock:
+                self.wip -= missed
+                missed = self.wip
+                if missed == 0:
+                    return
+
+
 class UnlockedEmission(RangeSubscription):
     """Rule 3.8 (or 1.1): the emission step reads and counts down the demand without the lock.
 

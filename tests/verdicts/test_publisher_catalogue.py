@@ -350,6 +350,8 @@ CASES = [
         ("pooled-clears-its-work-count-on-exit", bp.PooledClearsItsWorkCountOnExit))),
     case("queues-its-source-and-leaves-in-two-steps", bp.QueuesItsSourceAndLeavesInTwoSteps,
          "a_request_made_as_the_emission_loop_exits_must_not_be_lost", "3.8", "then nothing for"),
+    case("takes-off-one-too-many-after-subscribe", f(bp.TakesOffOneTooManyAfterSubscribe),
+         "a_request_made_as_the_emission_loop_exits_must_not_be_lost", "1.3", "while on_next was running"),
     case("wraps-demand-like-a-java-long", f(bp.WrapsDemandLikeAJavaLong),
          "spec317_demand_reaching_long_max_value_from_a_small_outstanding_demand_must_keep_flowing",
          "3.17", "1 arrived, then nothing"),

@@ -641,14 +641,18 @@ def _reached(pause: ExitPause, subscribing: Worker) -> None:
         (), "new",
         "a request made while the delivering thread is stopped a swept number of lines or "
         "bytecode instructions after on_next returns (counted from on_next #1, and back from "
-        "the last line the thread runs after it) must still be served: a drain that clears "
-        "its work counter outright (wip = 0, not wip -= missed) loses it; the JVM TCK has no "
-        "race hunts."),
+        "the last line the thread runs after it), or after on_subscribe returns, must still be "
+        "served, by one thread at a time: a drain that clears its work counter outright (wip = "
+        "0, not wip -= missed) loses it, one that takes off too much delivers it beside "
+        "another; the JVM TCK has no race hunts."),
     covers=(
         Cover("3.8", "thread", 
             "the delivering thread paused a swept number of lines after on_next returns, and "
             "back from the last line it runs after it, while the TCK requests (a lost wake-up: "
             "wip = 0 for wip -= missed)"),
+        Cover("1.3", "thread",
+            "the thread that delivered on_subscribe paused a swept number of lines after it "
+            "returns while the TCK requests twice (a work count taken below zero)"),
     ),
 )
 def stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_lost(ctx: PublisherContext) -> None:
@@ -670,7 +674,14 @@ def stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_los
     request() cannot be raced so, and need not be. A thread that runs on after on_next #1 (a
     source that queues its other elements and its end, each followed by a drain) leaves its
     turn for the last time lines further on, as its call ends: a round counts the lines it
-    runs, then as many rounds again stop it that many lines after on_next #1, and fewer. (The JVM TCK has no such hunt; rule 3.8 asks
+    runs, then as many rounds again stop it that many lines after on_next #1, and fewer. Last,
+    rounds where on_subscribe requests nothing stop the thread that delivered it, swept from
+    where it returns and back from the last line that thread runs, while the TCK requests 1
+    twice: a publisher whose subscribe() takes a turn once on_subscribe returned, and takes
+    its own entry off its work count twice as it leaves, lets the second request start a
+    delivery of its own; the element it delivers asks for one more from inside on_next and
+    lets the paused thread go on, and a delivery from that thread now is two threads inside
+    the subscriber (rule 1.3). (The JVM TCK has no such hunt; rule 3.8 asks
     that every request register its elements, whenever it comes.) If this fails, check the end of the emission loop:
     subtract what was handled from the work count and loop again while it is not zero.
     """
@@ -698,6 +709,79 @@ def stochastic_spec308_a_request_made_as_the_emission_loop_exits_must_not_be_los
             r = EXIT_RACE_ROUNDS + 1 + j
             probe, pause = _exit_race_round(ctx, r, me, k=lines - j)
             _exit_race_verdict(ctx, probe, pause, r)
+        # Last, the thread that subscribed, stopped as it goes on after on_subscribe (which
+        # requests nothing): a publisher whose subscribe() then takes a turn to deliver what
+        # on_subscribe asked for leaves that turn there, lines from the start or the end.
+        r = EXIT_RACE_ROUNDS + 1 + EXIT_TAIL_SWEEP
+        probe, pause = _subscribe_exit_round(ctx, r, me, _UNREACHED)
+        _exit_race_verdict(ctx, probe, pause, r, after="on_subscribe")
+        lines = pause.counted
+        ks = sorted({*range(1, min(lines, SUBSCRIBE_EXIT_SWEEP) + 1),
+                     *range(max(1, lines - SUBSCRIBE_EXIT_SWEEP + 1), lines + 1)})
+        for i, k in enumerate(ks):
+            probe, pause = _subscribe_exit_round(ctx, r + 1 + i, me, k)
+            _exit_race_verdict(ctx, probe, pause, r + 1 + i, after="on_subscribe")
+
+
+#: Rounds stopping the subscribing thread a swept number of lines after on_subscribe returns,
+#: counted from there and back from the last line it runs.
+SUBSCRIBE_EXIT_SWEEP = 16
+
+
+def _subscribe_exit_round(ctx: PublisherContext, r: int, me: int, k: int) -> tuple[ProbeSubscriber, ExitPause]:
+    """Round ``r``: the thread that delivered on_subscribe (which requested nothing) paused ``k``
+    lines after it returned, and two request(1) calls made meanwhile, one after the other.
+
+    Where the turn the paused thread had was left with its work count wrong (below zero: its
+    own entry taken off twice), the first request finds it at 0 and the second starts a
+    delivery of its own on this thread; the element delivered so asks for one more from inside
+    on_next (rule 3.2) and lets the paused thread go on: delivering that one now, it is a
+    second thread inside the subscriber (rule 1.3). A thread that kept its turn kept this one
+    from delivering; one that left it has nothing more to deliver."""
+    env, timeout = ctx.env, ctx.settings.timeout
+    pause = ExitPause(k, rival=me)
+    subscribing_thread: list[int] = []
+
+    def armed(p: ProbeSubscriber, s: Any) -> None:
+        subscribing_thread.append(threading.get_ident())
+        pause.arm()
+
+    def let_go(p: ProbeSubscriber, e: Any) -> None:
+        if (subscribing_thread and threading.get_ident() != subscribing_thread[0]
+                and pause.paused.is_set() and not pause.resume.is_set()):
+            p.request(1)
+            pause.resume.set()
+            time.sleep(EXIT_LINGER_S)
+
+    probe = ctx.probe(f"exit{r + 1}", on_subscribe=armed, on_next=let_go, keep_elements=False, yield_s=None)
+    subscribing = Worker(functools.partial(ctx.subscribe, ctx.publisher(3), probe), "rs-tck:emitting")
+    counting = k == _UNREACHED  # the round that counts the lines: it requests once they ran
+    try:
+        if probe._wait(lambda: probe.subscription is not None, timeout) and not counting:
+            _reached(pause, subscribing)
+            for _ in range(2):
+                if probe.terminal is None:
+                    probe.request(1)
+    finally:
+        pause.resume.set()
+        if not counting:
+            pause.disarm()
+    returned = starved_wait(subscribing.wait, timeout + 1.0)
+    pause.disarm()
+    if not returned:
+        raise RuleViolation("1.9", "subscribe() to return promptly",
+                            "it did not return (the call on the TCK's thread)", setting="timeout")
+    subscribing.result()
+    for _ in range(2 if counting and probe.subscription is not None else 0):
+        if probe.terminal is None:
+            probe.request(1)
+    env.check()
+    return probe, pause
+
+
+#: How long an on_next on another thread stays inside the subscriber once it let the paused
+#: thread go on: long enough for that thread to deliver, if it wrongly does.
+EXIT_LINGER_S = 0.002
 
 
 #: Rounds stopping the thread counted back from the last line it ran after on_next #1.
@@ -761,24 +845,25 @@ def _exit_race_round(ctx: PublisherContext, r: int, me: int,
     return probe, pause
 
 
-def _exit_race_verdict(ctx: PublisherContext, probe: ProbeSubscriber, pause: ExitPause, r: int) -> None:
-    """The element round ``r`` asked for must come; then the round's probe is cancelled."""
+def _exit_race_verdict(ctx: PublisherContext, probe: ProbeSubscriber, pause: ExitPause, r: int,
+                       *, after: str = "on_next #1") -> None:
+    """The elements round ``r`` asked for must come; then the round's probe is cancelled."""
     env, timeout = ctx.env, ctx.settings.timeout
+    owed = 2  # on_next #1 and the TCK's request, or (after on_subscribe) the TCK's two requests
 
     def served(probe: ProbeSubscriber = probe) -> bool:
-        return probe.received >= 2 or probe.terminal is not None
+        return probe.received >= owed or probe.terminal is not None
 
-    if probe.received >= 1 and not (probe._wait(served, timeout)
-                                     or probe._wait(served, timeout * STALL_CONFIRMATION)):
+    if (probe.received >= 1 or after == "on_subscribe") and not (
+            probe._wait(served, timeout) or probe._wait(served, timeout * STALL_CONFIRMATION)):
         env.check()
         raise RuleViolation(
-            "3.8", "the element asked for by request(1), made as the emission loop finished "
-            "on_next #1, delivered",
+            "3.8", f"the elements requested as the publisher's thread finished {after}, delivered",
             f"{probe.name} got {probe.received}, then nothing for "
-            f"{timeout * (1 + STALL_CONFIRMATION) * 1000:.0f} ms with 1 requested element "
-            f"outstanding (round {r + 1}: the delivering thread was paused {pause.k} "
+            f"{timeout * (1 + STALL_CONFIRMATION) * 1000:.0f} ms with {owed - probe.received} requested "
+            f"element(s) outstanding (round {r + 1}: the thread was paused {pause.k} "
             f"{'bytecode instruction(s)' if pause.opcodes else 'line(s)'} of the publisher's code "
-            "after on_next returned)",
+            f"after {after} returned)",
             hint="at the end of the emission loop, subtract what was handled from the work count "
             "(wip -= missed) and loop again while it is not zero: clearing it loses a request "
             "made meanwhile",
