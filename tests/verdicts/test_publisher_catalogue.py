@@ -117,7 +117,7 @@ CASES = [
     case("pooled-extra-element", f(bp.PooledExtraElement), "spec101", "1.1",
          "with no outstanding demand"),
     case("eager", f(bp.Eager), "spec101", "1.1", "on_next #1 (0) with no outstanding demand"),
-    case("noop", f(bp.Noop), "spec101", "1.1", "nothing arrived"),
+    case("noop", f(bp.Noop), "spec101", "3.8", "nothing arrived"),
     case("storm", f(bp.Storm), "spec101", "1.1", "with no outstanding demand", within=5.0),
     case("pooled-storm", f(bp.PooledStorm), "spec101", "1.1", "with no outstanding demand",
          within=5.0),

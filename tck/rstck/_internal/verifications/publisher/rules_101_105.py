@@ -67,17 +67,18 @@ def required_spec101_request_must_result_in_the_correct_number_of_elements(ctx: 
     single.expect_quiet(after="before the first request(n)")
     for other, mark in marks:
         other.expect_quiet(window=0.0, after="before the first request(n)", since=mark)
+    # An element that never comes is not this rule's (it forbids more, not fewer): it is 3.8's.
     single.request(1)
-    single.next_element()
+    single.next_element(rule="3.8")
     ctx.closing_quiet(single, after="beyond the requested 1 element")
     summed.request(1)
-    summed.next_element()
+    summed.next_element(rule="3.8")
     summed.request(1)
     summed.request(2)
-    summed.next_elements(3)
+    summed.next_elements(3, rule="3.8")
     ctx.closing_quiet(summed, after="beyond the requested 4 elements")
     reentrant.request(1)
-    reentrant.next_elements(5)
+    reentrant.next_elements(5, rule="3.8")
     ctx.closing_quiet(reentrant, after="beyond the 5 elements requested one by one from on_next")
 
 
