@@ -7,6 +7,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 from ....contexts import PublisherContext
@@ -756,22 +757,12 @@ def _subscribe_exit_round(ctx: PublisherContext, r: int, me: int, k: int) -> tup
     probe = ctx.probe(f"exit{r + 1}", on_subscribe=armed, on_next=let_go, keep_elements=False, yield_s=None)
     subscribing = Worker(functools.partial(ctx.subscribe, ctx.publisher(3), probe), "rs-tck:emitting")
     counting = k == _UNREACHED  # the round that counts the lines: it requests once they ran
-    try:
+    with _paused_round(pause, subscribing, timeout, counting=counting):
         if probe._wait(lambda: probe.subscription is not None, timeout) and not counting:
             _reached(pause, subscribing)
             for _ in range(2):
                 if probe.terminal is None:
                     probe.request(1)
-    finally:
-        pause.resume.set()
-        if not counting:
-            pause.disarm()
-    returned = starved_wait(subscribing.wait, timeout + 1.0)
-    pause.disarm()
-    if not returned:
-        raise RuleViolation("1.9", "subscribe() to return promptly",
-                            "it did not return (the call on the TCK's thread)", setting="timeout")
-    subscribing.result()
     for _ in range(2 if counting and probe.subscription is not None else 0):
         if probe.terminal is None:
             probe.request(1)
@@ -821,7 +812,7 @@ def _exit_race_round(ctx: PublisherContext, r: int, me: int,
     publisher = ctx.publisher(3)
     subscribing = Worker(functools.partial(ctx.subscribe, publisher, probe), "rs-tck:emitting")
     counting = k == _UNREACHED  # the round that counts the lines: nothing requested meanwhile
-    try:
+    with _paused_round(pause, subscribing, timeout, counting=counting):
         if probe._wait(functools.partial(_got_one, probe), timeout) and not counting:
             _reached(pause, subscribing)
             # Not beside the request made in on_subscribe (on_next #1 inside it, where the
@@ -829,6 +820,19 @@ def _exit_race_round(ctx: PublisherContext, r: int, me: int,
             if probe.terminal is None and not calling[0]:
                 probe.request(1)
                 calling.append(True)  # requested while the loop was paused, or had left
+    if len(calling) == 1 and probe.terminal is None and probe.received >= 1:
+        probe.request(1)  # once that call returned: an ordinary request
+    env.check()
+    return probe, pause
+
+
+@contextlib.contextmanager
+def _paused_round(pause: ExitPause, subscribing: Worker, timeout: float, *, counting: bool) -> Iterator[None]:
+    """A round's body, which requests while the thread may be paused; then the pause ends (in
+    a counting round, only once subscribe() returned: every line it ran is counted) and the
+    subscribe() call must return."""
+    try:
+        yield
     finally:
         pause.resume.set()
         if not counting:
@@ -839,10 +843,6 @@ def _exit_race_round(ctx: PublisherContext, r: int, me: int,
         raise RuleViolation("1.9", "subscribe() to return promptly",
                             "it did not return (the call on the TCK's thread)", setting="timeout")
     subscribing.result()
-    if len(calling) == 1 and probe.terminal is None and probe.received >= 1:
-        probe.request(1)  # once that call returned: an ordinary request
-    env.check()
-    return probe, pause
 
 
 def _exit_race_verdict(ctx: PublisherContext, probe: ProbeSubscriber, pause: ExitPause, r: int,
