@@ -24,7 +24,6 @@ from . import processors
 from . import publishers
 from . import reactor_ports
 from . import rx_ports
-from . import rx_processors
 from . import subscribers
 
 
@@ -152,11 +151,6 @@ def real_designs() -> dict[str, tuple[str, Any]]:
         "publisher:reactor_publish_on": ("publisher", PublisherSubject(
             reactor_ports.range_filter_map_publish_on, reactor_ports.abstract_failed_publish_on,
             label="reactor_publish_on")),
-        # PublishProcessorAsPublisherTckTest: a producer that gives up a second after the
-        # factory call, unless asked for the elements by then.
-        "publisher:rx_publish_processor": ("publisher", PublisherSubject(
-            rx_processors.publish_processor_as_publisher, rx_ports.failed_publisher,
-            max_elements=rx_processors.MAX_ELEMENTS, label="rx_publish_processor")),
         # UnicastProcessorTckTest: one subscriber, 1024 elements.
         "processor:rx_unicast": ("processor", ProcessorSubject(
             rx_ports.unicast_processor_tck, failed_factory=rx_ports.unicast_failed_publisher,

@@ -89,6 +89,51 @@ def test_waiting_for_the_turn_back_is_not_held_against_a_tests_limit() -> None:
     assert results[0].duration_s > settings.test_limit  # it did wait past its limit
 
 
+def test_a_test_back_from_a_window_calls_before_new_tests_start() -> None:
+    """A source may give up on a subscriber that does not ask in time (RxJava's TCK harnesses,
+    a second after the factory call): a test back from its window waits only for the test that
+    is calling, not for every test yet to start (twelve here, each calling 50 ms first)."""
+
+    def early(ctx: Any, name: str, note: Any) -> None:
+        ctx.call("request(1)", lambda: None)
+        with ctx.env.aside():
+            time.sleep(0.05)
+            note(name, "back")  # the window is over: the turn is taken back as the block ends
+        ctx.call("request(1)", lambda: note(name, "called again"))
+
+    def late(ctx: Any, name: str, note: Any) -> None:
+        ctx.call("request(1)", lambda: time.sleep(0.05))
+        with ctx.env.aside():
+            time.sleep(0.05)
+
+    results, log = _schedule_log([("required", early)] + [("required", late)] * 12)
+    assert [r.outcome for r in results] == ["passed"] * 13, [r.message for r in results]
+    (back,) = [at for name, what, at in log if name == "t0" and what == "back"]
+    (again,) = [at for name, what, at in log if name == "t0" and what == "called again"]
+    assert again - back < 0.3  # behind one 50 ms call, not twelve
+
+
+def test_a_wait_for_a_signal_lets_another_test_call_meanwhile() -> None:
+    """A wait for a signal keeps the turn a moment only: a test waiting a second (a stall
+    confirmation, say) does not hold every other test's next call for that second."""
+    from rstck.probe import ProbeSubscriber
+
+    def waiting(ctx: Any, name: str, note: Any) -> None:
+        probe = ProbeSubscriber(ctx.env)
+        ctx.call("request(1)", lambda: None)
+        note(name, "waits")
+        probe._wait(lambda: False, 0.6)
+        note(name, "waited")
+
+    def calling(ctx: Any, name: str, note: Any) -> None:
+        ctx.call("request(1)", lambda: note(name, "called"))
+
+    results, log = _schedule_log([("required", waiting), ("required", calling)])
+    assert [r.outcome for r in results] == ["passed"] * 2, [r.message for r in results]
+    at = {what: t for _, what, t in log}
+    assert at["called"] < at["waited"] - 0.3
+
+
 def test_a_window_inside_a_call_into_the_subject_keeps_the_turn() -> None:
     # The subject's code is on the stack (perhaps holding its lock): another test calling now
     # could deadlock against it, so a window taken there is not given up.
