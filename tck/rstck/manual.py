@@ -38,7 +38,6 @@ from ._internal.worker import spawn
 from .api import MAX_DEMAND
 from .errors import RuleViolation
 from .errors import SetupError
-from .probe import HOLD_S
 from .probe import passes_on_failure
 
 #: ``listener(signal, value)`` is told of each signal just before it is delivered.
@@ -740,13 +739,10 @@ class ManualPublisher:
     # -- machinery ---------------------------------------------------------------------------
 
     def _await(self, ready: Callable[[], bool], timeout: float) -> bool:
-        """``ready`` within ``timeout`` of running time (``starved_wait``), the turn to call kept
-        ``HOLD_S`` only (as ``ProbeSubscriber._wait``: another test's call need not wait)."""
+        """``ready`` (looked at on each call the subscriber makes) within ``timeout`` of time the
+        process could run (``starved_wait``): a starved process is late, not a silent subject."""
         with self._cond:
-            if self._cond.wait_for(ready, min(HOLD_S, timeout)) or timeout <= HOLD_S:
-                return ready()
-        with self.env.aside(), self._cond:
-            return starved_wait(lambda step: self._cond.wait_for(ready, step), timeout - HOLD_S)
+            return starved_wait(lambda step: self._cond.wait_for(ready, step), timeout)
 
     def _pause(self) -> None:
         if self.yield_s is not None:

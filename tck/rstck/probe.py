@@ -34,9 +34,6 @@ from .api import MAX_DEMAND
 from .api import Subscription
 from .errors import RuleViolation
 
-#: How long a wait for a signal keeps the test's turn to call before it gives it up (``_wait``).
-HOLD_S = 0.005
-
 __all__ = [
     "LONG_STREAM",
     "STALL_CONFIRMATION",
@@ -174,11 +171,9 @@ class ProbeSubscriber(ProbeSignals):
         """Block until ``predicate`` holds (checked first, then on each signal), or time out
         (``timeout`` of time the process could run: ``rstck._internal.clock``).
 
-        The test keeps its turn to call (``Environment.aside``) for ``HOLD_S`` only: a signal is
-        mostly a moment away, and a longer wait calls nothing. Held for the whole wait, the turn
-        kept every other test from its next call for as long (seconds, for a stall's
-        confirmation), and a subject whose source gives up unless asked in time (RxJava's TCK
-        harnesses stop producing a second after they were made) failed for the kit's delay."""
+        The test keeps its turn to call meanwhile: its subject is at work, and a race hunt,
+        which starts only once no test calls or waits to, must not run beside it (a thread pool
+        every subject shares would then slow the hunt's subject past its timeout)."""
         with self._lock:
             if predicate():
                 return True
@@ -189,11 +184,7 @@ class ProbeSubscriber(ProbeSignals):
                 # waiters: a signal between the first look and the append is seen here.
                 self._waiters.remove(waiter)
                 return True
-        gate = waiter.gate
-        woken = gate.acquire(timeout=min(HOLD_S, timeout))
-        if not woken and timeout > HOLD_S:
-            with self.env.aside():
-                woken = starved_wait(lambda step: gate.acquire(timeout=step), timeout - HOLD_S)
+        woken = starved_wait(lambda step: waiter.gate.acquire(timeout=step), timeout)
         with self._lock:
             if not woken and waiter in self._waiters:
                 self._waiters.remove(waiter)

@@ -113,27 +113,6 @@ def test_a_test_back_from_a_window_calls_before_new_tests_start() -> None:
     assert again - back < 0.3  # behind one 50 ms call, not twelve
 
 
-def test_a_wait_for_a_signal_lets_another_test_call_meanwhile() -> None:
-    """A wait for a signal keeps the turn a moment only: a test waiting a second (a stall
-    confirmation, say) does not hold every other test's next call for that second."""
-    from rstck.probe import ProbeSubscriber
-
-    def waiting(ctx: Any, name: str, note: Any) -> None:
-        probe = ProbeSubscriber(ctx.env)
-        ctx.call("request(1)", lambda: None)
-        note(name, "waits")
-        probe._wait(lambda: False, 0.6)
-        note(name, "waited")
-
-    def calling(ctx: Any, name: str, note: Any) -> None:
-        ctx.call("request(1)", lambda: note(name, "called"))
-
-    results, log = _schedule_log([("required", waiting), ("required", calling)])
-    assert [r.outcome for r in results] == ["passed"] * 2, [r.message for r in results]
-    at = {what: t for _, what, t in log}
-    assert at["called"] < at["waited"] - 0.3
-
-
 def test_a_window_inside_a_call_into_the_subject_keeps_the_turn() -> None:
     # The subject's code is on the stack (perhaps holding its lock): another test calling now
     # could deadlock against it, so a window taken there is not given up.
@@ -290,3 +269,4 @@ def test_a_block_on_one_path_leaves_the_other_tests_their_verdicts_until_it_is_s
     assert not_run
     assert {r.message for r in not_run} == {not_run[0].message}
     assert blocked[0].test in not_run[0].message
+

@@ -450,19 +450,6 @@ def required_spec105_must_signal_on_complete_when_finite_stream_terminates(ctx: 
     probe.expect_completion()
     ctx.closing_quiet(probe, after="after on_complete")
     lengths = [n for n in (*_BATCH_MULTIPLES, *_BOUNDARY_LENGTHS) if n <= ctx.settings.max_elements]
-    # A few streams at a time, each asked for soon after it was made: a source may give up on
-    # a subscriber that does not ask in time (RxJava's TCK harnesses, a second after the
-    # factory call), and all at once, served one after the other, the last waited too long.
-    for group in range(0, len(lengths), _STREAMS_AT_ONCE):
-        _ended_on_exact_requests(ctx, lengths[group:group + _STREAMS_AT_ONCE])
-
-
-#: How many of the long streams of the 1.5 test are made, asked for and judged together.
-_STREAMS_AT_ONCE = 6
-
-
-def _ended_on_exact_requests(ctx: PublisherContext, lengths: list[int]) -> None:
-    """Streams of ``lengths``, each asked for in one request of exactly its length, must end."""
     # Only what reaches the probes is judged: a processor is fed by a counting upstream.
     exact = [ctx.subscribed(n, completes=True, name=f"exactly{n}", keep_elements=False, yield_s=None,
                             counted=True) for n in lengths]
