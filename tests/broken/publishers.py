@@ -1662,11 +1662,12 @@ class WrapsDemandLikeAJavaLong(RangeSubscription):
         return True
 
 
-class _BufferingSubscription:
-    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+class _QueueSubscription:
+    """What the two broken queue sources below share: a queue their source fills, a demand
+    count, and an illegal request that ends the stream with on_error."""
+
+    def __init__(self, subscriber: Subscriber[int]) -> None:
         self.subscriber = subscriber
-        self.count = count
-        self.halted = _halt
         self.lock = threading.Lock()
         self.queue: list[int] = []
         self.requested = 0
@@ -1675,16 +1676,33 @@ class _BufferingSubscription:
         self.done = False
         self.error: BaseException | None = None
 
+    def add(self, requested: int, n: int) -> int:
+        return min(requested + n, MAX_DEMAND)
+
     def request(self, n: int) -> None:
         with self.lock:
             if n <= 0:
                 self.error = self.error or invalid_request(n)
+                self.done = True
             else:
-                self.requested = _as_java_long(self.requested + n)  # the bug: no saturation
+                self.requested = self.add(self.requested, n)
         self.drain()
 
     def cancel(self) -> None:
         self.cancelled = True
+
+    def drain(self) -> None:
+        raise NotImplementedError
+
+
+class _BufferingSubscription(_QueueSubscription):
+    def __init__(self, subscriber: Subscriber[int], count: int) -> None:
+        super().__init__(subscriber)
+        self.count = count
+        self.halted = _halt
+
+    def add(self, requested: int, n: int) -> int:
+        return _as_java_long(requested + n)  # the bug: no saturation
 
     def produce(self) -> None:
         for i in range(min(self.count, MAX_DEMAND)):
@@ -1751,29 +1769,7 @@ class BuffersASourceAndWrapsDemand:
         threading.Thread(target=subscription.produce, name="broken-buffer-source", daemon=True).start()
 
 
-class _QueuedSourceSubscription:
-    def __init__(self, subscriber: Subscriber[int]) -> None:
-        self.subscriber = subscriber
-        self.lock = threading.Lock()
-        self.queue: list[int] = []
-        self.requested = 0
-        self.wip = 0
-        self.cancelled = False
-        self.done = False
-        self.error: BaseException | None = None
-
-    def request(self, n: int) -> None:
-        with self.lock:
-            if n <= 0:
-                self.error = self.error or invalid_request(n)
-                self.done = True
-            else:
-                self.requested = min(self.requested + n, MAX_DEMAND)
-        self.drain()
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
+class _QueuedSourceSubscription(_QueueSubscription):
     def _end(self) -> bool:
         """The end, once the queue is empty (an illegal request ends it at once)."""
         with self.lock:

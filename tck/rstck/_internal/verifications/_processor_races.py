@@ -73,10 +73,18 @@ ASKED_WAIT_S = 0.0003
 RELAY_TOP_UP = 2
 
 
+def way_of(r: int) -> tuple[int, int]:
+    """Round ``r`` of the 3.8 arriving hunt: its way, and how far into it (``k`` from 0). The
+    first two ways alternate; the others follow, a sweep each."""
+    if r < 2 * RELAY_SWEEP:
+        return r % 2, r // 2
+    kind, k = divmod(r - 2 * RELAY_SWEEP, RELAY_SWEEP)
+    return 2 + kind, k
+
+
 def _paused_in(r: int) -> str:
     """The call round ``r`` of the 3.8 arriving hunt paused: on_next in the first and fifth ways."""
-    kind = r % 2 if r < 2 * RELAY_SWEEP else 2 + (r - 2 * RELAY_SWEEP) // RELAY_SWEEP
-    return "on_next" if kind in (0, 4) else "request()"
+    return "on_next" if way_of(r)[0] in (0, 4) else "request()"
 
 
 def _delivered_without_more(ctx: ProcessorContext, probe: ProbeSubscriber, sent: int, r: int) -> None:

@@ -48,6 +48,7 @@ from ._processor_races import RELAY_RACE_ROUNDS
 from ._processor_races import RELAY_SWEEP
 from ._processor_races import ArrivingRounds
 from ._processor_races import race_sides
+from ._processor_races import way_of
 from ._racing import aggressive_switching
 
 VERIFICATION = "processor"
@@ -652,8 +653,7 @@ def stochastic_spec308_an_element_arriving_while_a_subscriber_requests_must_stil
             # with demand upstream already, and without: the element then goes out the moment
             # the paused request brings demand; a request() paused beside two on_next; and
             # on_next paused beside two request() calls, with elements queued ahead of it.
-            kind, k = (r % 2, r // 2) if r < 2 * RELAY_SWEEP else divmod(r - 2 * RELAY_SWEEP, RELAY_SWEEP)
-            kind = 2 + kind if r >= 2 * RELAY_SWEEP else kind
+            kind, k = way_of(r)
             if ran_through[kind] >= RAN_THROUGH_ENOUGH:
                 continue  # past the steps this way's call has: k only grows from here
             ran += 1
